@@ -1,0 +1,179 @@
+// cabin info, cabin tokenize: look inside a GGUF file without running it.
+#include "app/commands.h"
+#include "engine/chat_template.h"
+#include "engine/gguf.h"
+#include "engine/tokenizer.h"
+#include "engine/wtype.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_kv_if(const gguf_file *g, const char *key, const char *label) {
+    const gguf_kv *kv = gguf_find_kv(g, key);
+    if (!kv) return;
+    char buf[256];
+    gguf_kv_format(kv, buf, sizeof buf);
+    printf("  %-22s %s\n", label, buf);
+}
+
+static void human_bytes(uint64_t b, char *out, size_t n) {
+    if (b >= (1ull << 30)) snprintf(out, n, "%.2f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(out, n, "%.1f MiB", (double)b / (1ull << 20));
+    else if (b >= 1024) snprintf(out, n, "%.1f KiB", (double)b / 1024);
+    else snprintf(out, n, "%" PRIu64 " B", b);
+}
+
+int cmd_info(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin info", false };
+    const char *path = NULL;
+    bool all_kv = false, tensors = false;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin info [--kv] [--tensors] MODEL.gguf\n\n"
+                   "Architecture, sizes, tensor type histogram, tokenizer and chat template.\n"
+                   "  --kv        print every metadata key and value\n"
+                   "  --tensors   list every tensor with shape and type\n");
+            return 0;
+        }
+        if (arg_flag(&a, "--kv", NULL)) { all_kv = true; continue; }
+        if (arg_flag(&a, "--tensors", NULL)) { tensors = true; continue; }
+        if (argv[a.i][0] != '-' && !path) { path = argv[a.i++]; continue; }
+        arg_unknown(&a);
+        return 2;
+    }
+    if (!path) { fprintf(stderr, "cabin info: no model file given (see cabin info --help)\n"); return 2; }
+    gguf_file g;
+    errbuf err = {{0}};
+    if (gguf_open(&g, path, &err)) { fprintf(stderr, "cabin info: %s\n", err.msg); return 1; }
+    char hb[32];
+    human_bytes(g.size, hb, sizeof hb);
+    printf("%s: GGUF v%u, %s, %" PRIu64 " tensors, %" PRIu64 " metadata keys\n", path, g.version, hb,
+           g.n_tensors, g.n_kv);
+    char *arch = NULL;
+    gguf_get_strdup(&g, "general.architecture", &arch, &err);
+    print_kv_if(&g, "general.name", "name");
+    printf("  %-22s %s\n", "architecture", arch ? arch : "(none)");
+    static const char *const keys[][2] = {
+        { "context_length", "context length" }, { "embedding_length", "embedding length" },
+        { "block_count", "layers" }, { "feed_forward_length", "feed-forward length" },
+        { "attention.head_count", "heads" }, { "attention.head_count_kv", "kv heads" },
+        { "rope.dimension_count", "rope dims" }, { "rope.freq_base", "rope base" },
+        { "attention.layer_norm_rms_epsilon", "rms epsilon" }, { "vocab_size", "vocab size" },
+    };
+    for (size_t i = 0; arch && i < sizeof keys / sizeof keys[0]; i++) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.%s", arch, keys[i][0]);
+        print_kv_if(&g, k, keys[i][1]);
+    }
+    free(arch);
+    // tensor type histogram
+    uint64_t count[WT_COUNT] = {0}, bytes[WT_COUNT] = {0}, params = 0;
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        count[g.tensors[i].type]++;
+        bytes[g.tensors[i].type] += g.tensors[i].n_bytes;
+        params += g.tensors[i].n_elements;
+    }
+    printf("  %-22s %.3f M\n", "parameters", (double)params / 1e6);
+    printf("  tensor types:\n");
+    for (int t = 0; t < WT_COUNT; t++) {
+        if (!count[t]) continue;
+        human_bytes(bytes[t], hb, sizeof hb);
+        printf("    %-8s %5" PRIu64 " tensors %12s  %5.2f bits/weight%s\n", wtype_name((uint32_t)t),
+               count[t], hb, wtype_bpw((uint32_t)t),
+               wtype_get((uint32_t)t)->to_f32 ? "" : "  (not supported yet)");
+    }
+    // tokenizer
+    if (gguf_find_kv(&g, "tokenizer.ggml.model")) {
+        tokenizer *tok = tokenizer_load(&g, &err);
+        if (tok) {
+            printf("  tokenizer: %s (pre: %s), %d tokens, bos %d, eos %d, add_bos %s\n",
+                   tokenizer_model_name(tok), tokenizer_pre_name(tok), tokenizer_n_vocab(tok),
+                   tokenizer_bos(tok), tokenizer_eos(tok), tokenizer_add_bos(tok) ? "yes" : "no");
+            tokenizer_free(tok);
+        } else {
+            printf("  tokenizer: error: %s\n", err.msg);
+        }
+    } else {
+        printf("  tokenizer: (none)\n");
+    }
+    char *tmpl = NULL;
+    gguf_get_strdup(&g, "tokenizer.chat_template", &tmpl, &err);
+    printf("  chat template: %s%s\n", chat_template_detect(tmpl)->name, tmpl ? "" : " (no template in file)");
+    free(tmpl);
+    if (all_kv) {
+        printf("  metadata:\n");
+        for (uint64_t i = 0; i < g.n_kv; i++) {
+            char buf[512];
+            gguf_kv_format(&g.kv[i], buf, sizeof buf);
+            printf("    %-40s %-6s %s\n", g.kv[i].key, gguf_vtype_name(g.kv[i].type), buf);
+        }
+    }
+    if (tensors) {
+        printf("  tensors:\n");
+        for (uint64_t i = 0; i < g.n_tensors; i++) {
+            const gguf_tensor *t = &g.tensors[i];
+            printf("    %-32s %-6s [", t->name, wtype_name(t->type));
+            for (uint32_t d = 0; d < t->n_dims; d++) printf("%s%" PRIu64, d ? ", " : "", t->ne[d]);
+            printf("]\n");
+        }
+    }
+    gguf_close(&g);
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin tokenize", false };
+    const char *path = NULL, *text = NULL;
+    bool no_bos = false, pieces = false, no_special = false;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin tokenize -m MODEL [--no-bos] [--pieces] [--no-special] TEXT\n\n"
+                   "Prints the token ids of TEXT on one line, space-separated.\n"
+                   "  --no-bos       do not add BOS/EOS even where the model asks for them\n"
+                   "  --pieces       print id:'piece' pairs, one per line\n"
+                   "  --no-special   treat special-token texts like <|im_start|> as plain text\n");
+            return 0;
+        }
+        if (arg_str(&a, "-m", "--model", &path)) continue;
+        if (arg_flag(&a, "--no-bos", NULL)) { no_bos = true; continue; }
+        if (arg_flag(&a, "--pieces", NULL)) { pieces = true; continue; }
+        if (arg_flag(&a, "--no-special", NULL)) { no_special = true; continue; }
+        if (argv[a.i][0] != '-' && !text) { text = argv[a.i++]; continue; }
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!text) { fprintf(stderr, "cabin tokenize: no text given (see cabin tokenize --help)\n"); return 2; }
+    if (!path) path = getenv("CABIN_MODEL") ? getenv("CABIN_MODEL") : CABIN_DEFAULT_MODEL;
+    gguf_file g;
+    errbuf err = {{0}};
+    if (gguf_open(&g, path, &err)) { fprintf(stderr, "cabin tokenize: %s\n", err.msg); return 1; }
+    tokenizer *tok = tokenizer_load(&g, &err);
+    if (!tok) { fprintf(stderr, "cabin tokenize: %s\n", err.msg); gguf_close(&g); return 1; }
+    size_t len = strlen(text);
+    int32_t cap = (int32_t)len + 16;
+    int32_t *ids = xmalloc((size_t)cap * sizeof(int32_t));
+    int32_t n = tokenizer_encode(tok, text, len, !no_bos, !no_special, ids, cap);
+    if (n < 0) {
+        cap = -n;
+        ids = xrealloc(ids, (size_t)cap * sizeof(int32_t));
+        n = tokenizer_encode(tok, text, len, !no_bos, !no_special, ids, cap);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (pieces) {
+            char buf[256];
+            int l = tokenizer_piece(tok, ids[i], true, buf, sizeof buf);
+            if (l > (int)sizeof buf) l = sizeof buf;
+            printf("%d '%.*s'\n", ids[i], l, buf);
+        } else {
+            printf("%s%d", i ? " " : "", ids[i]);
+        }
+    }
+    if (!pieces) printf("\n");
+    free(ids);
+    tokenizer_free(tok);
+    gguf_close(&g);
+    return 0;
+}

@@ -1,0 +1,329 @@
+// cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
+#include "app/commands.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+static session *open_session(run_opts *r, const char *cmd) {
+    errbuf err = {{0}};
+    r->s.model_path = run_opts_model(r);
+    session *s = session_open(&r->s, &err);
+    if (!s) fprintf(stderr, "%s: %s\n", cmd, err.msg);
+    return s;
+}
+
+// Parses "1 2 3" or "1,2,3" into ids; returns count or -1.
+static int parse_ids(const char *text, int32_t **out) {
+    size_t cap = strlen(text) / 2 + 2;
+    int32_t *ids = xmalloc(cap * sizeof(int32_t));
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 0x7fffffff) { free(ids); return -1; }
+        ids[n++] = (int32_t)v;
+        p = end;
+    }
+    *out = ids;
+    return n;
+}
+
+typedef struct gen_out { bool ids; int count; } gen_out;
+
+static bool print_token(void *ud, int32_t tok, const char *piece, int len) {
+    gen_out *g = ud;
+    if (g->ids) printf("%s%d", g->count ? " " : "", tok);
+    else fwrite(piece, 1, (size_t)len, stdout);
+    g->count++;
+    fflush(stdout);
+    return true;
+}
+
+int cmd_generate(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin generate", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *prompt = NULL;
+    int n_predict = 128;
+    bool ids = false, stats = false;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin generate -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--ids]\n\n"
+                   "Raw completion of PROMPT (BOS added as the model says; special tokens parsed),\n"
+                   "streamed to stdout.\n"
+                   "  -p, --prompt TEXT    the prompt\n"
+                   "  -n, --n-predict N    tokens to generate (default 128)\n"
+                   "  --ids                print the generated token ids instead of text\n"
+                   "  --ignore-eos         keep generating past end-of-generation tokens\n"
+                   "  --stats              print timing to stderr at the end\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (run_opts_parse(&r, &a)) continue;
+        if (arg_str(&a, "-p", "--prompt", &prompt)) continue;
+        if (arg_int(&a, "-n", "--n-predict", &n_predict)) continue;
+        if (arg_flag(&a, "--ids", NULL)) { ids = true; continue; }
+        if (arg_flag(&a, "--ignore-eos", NULL)) { r.s.ignore_eog = true; continue; }
+        if (arg_flag(&a, "--stats", NULL)) { stats = true; continue; }
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!prompt) { fprintf(stderr, "cabin generate: no prompt (-p TEXT; see cabin generate --help)\n"); return 2; }
+    session *s = open_session(&r, "cabin generate");
+    if (!s) return 1;
+    gen_out g = { ids, 0 };
+    errbuf err = {{0}};
+    int rc = session_complete(s, prompt, n_predict, print_token, &g, &err);
+    printf("\n");
+    if (rc) fprintf(stderr, "cabin generate: %s\n", err.msg);
+    if (stats) {
+        session_stats st;
+        session_get_stats(s, &st);
+        fprintf(stderr, "prompt %d tokens, %.1f ms (%.1f tok/s); generated %d tokens, TTFT %.1f ms, "
+                "decode %.2f tok/s; %s\n", st.prompt_tokens, st.prefill_ms, st.prefill_tps,
+                st.gen_tokens, st.ttft_ms, st.decode_tps, st.backend);
+    }
+    session_close(s);
+    return rc ? 1 : 0;
+}
+
+typedef struct id_logit { int32_t id; float v; } id_logit;
+
+static int cmp_desc(const void *x, const void *y) {
+    const id_logit *a = x, *b = y;
+    if (a->v != b->v) return a->v < b->v ? 1 : -1;
+    return a->id - b->id;
+}
+
+int cmd_logits(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin logits", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *prompt = NULL, *out_path = NULL, *token_ids = NULL;
+    int top = 10;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin logits -m MODEL -p PROMPT [--top K] [--out FILE]\n\n"
+                   "Evaluates PROMPT as one batch and prints the last position's K largest logits\n"
+                   "as `id logit` lines, largest first.\n"
+                   "  -p, --prompt TEXT    the prompt (BOS added as the model says)\n"
+                   "  --token-ids \"1 2 3\"  evaluate these ids instead of a prompt\n"
+                   "  --top K              how many to print (default 10)\n"
+                   "  --out FILE           also write all n_vocab logits as float32 little-endian\n%s",
+                   RUN_OPTS_HELP);
+            return 0;
+        }
+        if (run_opts_parse(&r, &a)) continue;
+        if (arg_str(&a, "-p", "--prompt", &prompt)) continue;
+        if (arg_str(&a, "--token-ids", NULL, &token_ids)) continue;
+        if (arg_int(&a, "--top", NULL, &top)) continue;
+        if (arg_str(&a, "--out", NULL, &out_path)) continue;
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!prompt && !token_ids) { fprintf(stderr, "cabin logits: no prompt (-p TEXT or --token-ids; see --help)\n"); return 2; }
+    session *s = open_session(&r, "cabin logits");
+    if (!s) return 1;
+    int nv = session_n_vocab(s);
+    const model *m = session_model(s);
+    int32_t *ids = NULL;
+    int n;
+    if (token_ids) {
+        n = parse_ids(token_ids, &ids);
+        if (n <= 0) { fprintf(stderr, "cabin logits: --token-ids: not a list of token ids\n"); session_close(s); return 2; }
+    } else {
+        size_t len = strlen(prompt);
+        ids = xmalloc((len + 16) * sizeof(int32_t));
+        n = tokenizer_encode(m->tok, prompt, len, true, true, ids, (int32_t)len + 16);
+        if (n <= 0) { fprintf(stderr, "cabin logits: the prompt gives no tokens\n"); free(ids); session_close(s); return 1; }
+    }
+    if (r.s.n_batch < n) {   // the prompt is evaluated as one batch, as the reference does
+        session_close(s);
+        r.s.n_batch = n;
+        s = open_session(&r, "cabin logits");
+        if (!s) { free(ids); return 1; }
+    }
+    float *logits = xmalloc((size_t)nv * sizeof(float));
+    errbuf err = {{0}};
+    int rc = session_eval(s, ids, n, logits, &err);
+    if (rc) {
+        fprintf(stderr, "cabin logits: %s\n", err.msg);
+    } else {
+        id_logit *all = xmalloc((size_t)nv * sizeof(id_logit));
+        for (int i = 0; i < nv; i++) { all[i].id = i; all[i].v = logits[i]; }
+        qsort(all, (size_t)nv, sizeof(id_logit), cmp_desc);
+        for (int i = 0; i < top && i < nv; i++) printf("%d %.6f\n", all[i].id, (double)all[i].v);
+        free(all);
+        if (out_path) {
+            FILE *f = fopen(out_path, "wb");
+            if (!f || fwrite(logits, sizeof(float), (size_t)nv, f) != (size_t)nv || fclose(f) != 0) {
+                fprintf(stderr, "cabin logits: %s: %s\n", out_path, strerror(errno));
+                rc = -1;
+            }
+        }
+    }
+    free(logits);
+    free(ids);
+    session_close(s);
+    return rc ? 1 : 0;
+}
+
+// ---- chat ----
+
+static session *volatile chat_session;
+static atomic_bool chat_generating;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (atomic_load(&chat_generating) && chat_session) {
+        session_cancel(chat_session);
+        return;
+    }
+    // At the prompt: drop the line being typed, like a shell does.
+    write(STDOUT_FILENO, "\n", 1);
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+static char *history_path(void) {
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[1024];
+    if (state && *state) snprintf(dir, sizeof dir, "%s/cabin", state);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/cabin", home);
+    else return NULL;
+    // mkdir -p
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(dir, 0700); *p = '/'; }
+    mkdir(dir, 0700);
+    size_t n = strlen(dir) + 16;
+    char *path = xmalloc(n);
+    snprintf(path, n, "%s/history", dir);
+    return path;
+}
+
+static bool chat_print(void *ud, int32_t tok, const char *piece, int len) {
+    (void)ud; (void)tok;
+    fwrite(piece, 1, (size_t)len, stdout);
+    fflush(stdout);
+    return true;
+}
+
+static void print_stats(session *s) {
+    session_stats st;
+    session_get_stats(s, &st);
+    printf("[prompt %d tok, prefill %.0f tok/s, TTFT %.0f ms, %d tok at %.1f tok/s | cache %d/%d | "
+           "weights %.1f MiB, KV %.1f MiB | %s | template %s]\n", st.prompt_tokens, st.prefill_tps,
+           st.ttft_ms, st.gen_tokens, st.decode_tps, st.n_past, st.n_ctx,
+           (double)st.weight_bytes / (1 << 20), (double)st.kv_bytes / (1 << 20), st.backend,
+           st.template_name);
+}
+
+int cmd_chat(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin chat", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *system = NULL;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin chat [-m MODEL] [--system TEXT] [options]\n\n"
+                   "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
+                   "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
+                   "(one user turn per line).\n"
+                   "Commands: /reset (forget the conversation), /stats, /help, /quit\n\n"
+                   "  --system TEXT        system prompt\n"
+                   "  -n, --n-predict N    most tokens per reply (default 512)\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (run_opts_parse(&r, &a)) continue;
+        if (arg_str(&a, "--system", NULL, &system)) continue;
+        if (arg_int(&a, "-n", "--n-predict", &r.s.max_reply_tokens)) continue;
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    r.s.system_prompt = system;
+    const char *path = run_opts_model(&r);
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "cabin chat: %s: %s\n", path, strerror(errno));
+        if (!r.model) fprintf(stderr, "cabin chat: the embedded default model is not built yet; "
+                              "give a GGUF model with -m FILE\n");
+        return 1;
+    }
+    session *s = open_session(&r, "cabin chat");
+    if (!s) return 1;
+    bool tty = isatty(STDIN_FILENO);
+    char *hist = NULL;
+    if (tty) {
+        hist = history_path();
+        if (hist) read_history(hist);
+        session_stats st;
+        session_get_stats(s, &st);
+        printf("cabin chat — %s (%s, template %s). /help for commands, Ctrl-D to leave.\n",
+               session_model(s)->name, st.backend, st.template_name);
+    }
+    chat_session = s;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    int rc = 0;
+    for (;;) {
+        char *line = NULL;
+        if (tty) {
+            line = readline("> ");
+        } else {
+            size_t cap = 0;
+            ssize_t got = getline(&line, &cap, stdin);
+            if (got < 0) { free(line); line = NULL; }
+            else if (got > 0 && line[got - 1] == '\n') line[got - 1] = 0;
+        }
+        if (!line) break;
+        if (!*line) { free(line); continue; }
+        if (tty) {
+            add_history(line);
+            if (hist) append_history(1, hist);
+        }
+        if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) { free(line); break; }
+        if (strcmp(line, "/reset") == 0) { session_reset(s); printf("[conversation cleared]\n"); free(line); continue; }
+        if (strcmp(line, "/stats") == 0) { print_stats(s); free(line); continue; }
+        if (strcmp(line, "/help") == 0) {
+            printf("/reset  forget the conversation\n/stats  timing and memory of the last reply\n"
+                   "/quit   leave (or Ctrl-D)\nCtrl-C   stop the reply being written\n");
+            free(line);
+            continue;
+        }
+        if (line[0] == '/') { printf("unknown command %s (try /help)\n", line); free(line); continue; }
+        errbuf err = {{0}};
+        atomic_store(&chat_generating, true);
+        int r2 = session_chat(s, line, chat_print, NULL, &err);
+        atomic_store(&chat_generating, false);
+        printf("\n");
+        if (r2) { fprintf(stderr, "cabin chat: %s\n", err.msg); rc = 1; }
+        free(line);
+    }
+    if (tty) {
+        printf("\n");
+        if (hist) history_truncate_file(hist, 1000);
+    }
+    free(hist);
+    signal(SIGINT, SIG_DFL);
+    chat_session = NULL;
+    session_close(s);
+    return rc && !tty ? 1 : 0;
+}

@@ -1,0 +1,33 @@
+// The cabin commands. Each takes its own argv (argv[0] is the command name) and returns an exit
+// status: 0 ok, 1 runtime failure, 2 usage error.
+#ifndef CABIN_COMMANDS_H
+#define CABIN_COMMANDS_H
+
+#include "app/args.h"
+#include "engine/session.h"
+
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_make_model(int argc, char **argv);
+
+#define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"
+
+// Options shared by every command that runs a model.
+typedef struct run_opts {
+    session_opts s;
+    const char *model;
+    int seed_set;
+} run_opts;
+
+void run_opts_init(run_opts *r);
+// Consumes one model-running option at a->i if it is one (-m, -t, --backend, --ctx, --temp, ...).
+bool run_opts_parse(run_opts *r, args *a);
+extern const char *const RUN_OPTS_HELP;
+// The model path to use: -m, else $CABIN_MODEL, else the embedded default.
+const char *run_opts_model(const run_opts *r);
+
+#endif

@@ -1,0 +1,60 @@
+// cabin: terminal workbench and on-device assistant. Dispatches to the commands.
+#include "app/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    { "chat",       cmd_chat,       "chat with a model in the terminal (readline, streamed replies)" },
+    { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
+    { "logits",     cmd_logits,     "the last position's logits of a prompt" },
+    { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },
+    { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },
+    { "tokenize",   cmd_tokenize,   "text to token ids" },
+    { "make-model", cmd_make_model, "write a random-weight model of any shape and type (tests, bench)" },
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "cabin — terminal workbench and on-device assistant\n\n"
+               "usage: cabin [COMMAND] [OPTIONS]\n\n"
+               "With no command, cabin opens a chat on the embedded default model.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-11s %s\n", "help", "this text; `cabin COMMAND --help` for a command's options");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        char *chat_argv[] = { "chat", NULL };
+        return cmd_chat(1, chat_argv);
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc > 2 && strcmp(name, "help") == 0) {
+            for (size_t i = 0; i < N_COMMANDS; i++)
+                if (strcmp(commands[i].name, argv[2]) == 0) {
+                    char *help_argv[] = { argv[2], "--help", NULL };
+                    return commands[i].fn(2, help_argv);
+                }
+            fprintf(stderr, "cabin: unknown command '%s' (see cabin help)\n", argv[2]);
+            return 2;
+        }
+        usage(stdout);
+        return 0;
+    }
+    if (name[0] == '-') {   // options without a command: chat with them
+        argv[0] = "chat";
+        return cmd_chat(argc, argv);
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "cabin: unknown command '%s' (see cabin help)\n", name);
+    return 2;
+}

@@ -1,0 +1,50 @@
+#include "app/commands.h"
+
+#include <stdlib.h>
+
+const char *const RUN_OPTS_HELP =
+    "  -m, --model FILE     GGUF model (default: $CABIN_MODEL or " CABIN_DEFAULT_MODEL ")\n"
+    "  -t, --threads N      CPU threads (default: all cores)\n"
+    "  --backend NAME       auto | cpu | cpu-scalar (the scalar reference path)\n"
+    "  --kernels NAME       CPU kernel set: auto | avx512 | avx2 | scalar\n"
+    "  -c, --ctx N          context length in tokens (default: the model's, at most 4096)\n"
+    "  -b, --batch N        prompt tokens per forward pass (default 256)\n"
+    "  --temp T             temperature; 0 = greedy (default 0.7)\n"
+    "  --top-k K            (default 40; 0 = off)\n"
+    "  --top-p P            (default 0.95; 1 = off)\n"
+    "  --min-p P            (default 0.05; 0 = off)\n"
+    "  --repeat-penalty R   (default 1.1; 1 = off)\n"
+    "  --repeat-last-n N    tokens the penalty looks back (default 64)\n"
+    "  --seed S             sampling seed (default 42): the same seed gives the same text\n"
+    "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n";
+
+void run_opts_init(run_opts *r) {
+    r->s = session_opts_default();
+    r->model = NULL;
+    r->seed_set = 0;
+}
+
+bool run_opts_parse(run_opts *r, args *a) {
+    uint64_t seed64 = 0;
+    if (arg_str(a, "-m", "--model", &r->model)) return true;
+    if (arg_int(a, "-t", "--threads", &r->s.backend.n_threads)) return true;
+    if (arg_str(a, "--backend", NULL, &r->s.backend.name)) return true;
+    if (arg_str(a, "--kernels", NULL, &r->s.backend.kernels)) return true;
+    if (arg_int(a, "-c", "--ctx", &r->s.n_ctx)) return true;
+    if (arg_int(a, "-b", "--batch", &r->s.n_batch)) return true;
+    if (arg_float(a, "--temp", NULL, &r->s.sampling.temp)) return true;
+    if (arg_int(a, "--top-k", NULL, &r->s.sampling.top_k)) return true;
+    if (arg_float(a, "--top-p", NULL, &r->s.sampling.top_p)) return true;
+    if (arg_float(a, "--min-p", NULL, &r->s.sampling.min_p)) return true;
+    if (arg_float(a, "--repeat-penalty", NULL, &r->s.sampling.repeat_penalty)) return true;
+    if (arg_int(a, "--repeat-last-n", NULL, &r->s.sampling.repeat_last_n)) return true;
+    if (arg_u64(a, "--seed", NULL, &seed64)) { r->s.sampling.seed = seed64; r->seed_set = 1; return true; }
+    if (arg_str(a, "--template", NULL, &r->s.template_name)) return true;
+    return false;
+}
+
+const char *run_opts_model(const run_opts *r) {
+    if (r->model) return r->model;
+    const char *env = getenv("CABIN_MODEL");
+    return env && *env ? env : CABIN_DEFAULT_MODEL;
+}

@@ -1,0 +1,104 @@
+// The backend op interface. The model's forward pass (engine/model.c) is written once as a
+// sequence of these ops; the CPU backend runs each at once, a device backend may record them and
+// submit at end_batch. Activations live in backend-owned buffers (bk_act): (rows, cols) float32,
+// rows are tokens.
+#ifndef CABIN_BACKEND_H
+#define CABIN_BACKEND_H
+
+#include "kv_cache.h"
+#include "tensor.h"
+#include "util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct bk_act bk_act;
+typedef struct backend backend;
+
+// Per-op profile (filled when profiling is on).
+enum op_kind {
+    OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_BIAS, OP_ROPE, OP_KV_STORE, OP_ATTENTION, OP_SWIGLU,
+    OP_ADD, OP_COUNT
+};
+const char *op_kind_name(enum op_kind k);
+
+typedef struct rope_params {
+    int n_heads;        // heads in this activation (n_head for q, n_kv_head for k)
+    int head_dim;
+    int rope_dim;       // dims rotated per head (<= head_dim)
+    float base;         // rope frequency base
+    bool neox;          // NeoX style: rotate pairs (i, i+rope_dim/2) instead of (2i, 2i+1)
+} rope_params;
+
+typedef struct attn_params {
+    int n_head, n_kv_head, head_dim;
+    float scale;        // usually 1/sqrt(head_dim)
+} attn_params;
+
+struct backend {
+    const char *name;            // "cpu", "cpu-scalar", "vulkan"
+    char description[128];       // e.g. "cpu avx512, 2 threads"
+    void *impl;
+
+    // Weights: called once per tensor after load (and again after a precision switch) so a
+    // device backend can upload it. The CPU backend reads tensor.data directly.
+    int (*weight_prepare)(backend *b, tensor *w, errbuf *err);
+    void (*weight_release)(backend *b, tensor *w);
+    // True if the backend can multiply by weights of this type.
+    bool (*supports_type)(backend *b, uint32_t wtype);
+
+    bk_act *(*act_new)(backend *b, int64_t rows, int64_t cols);
+    void (*act_free)(backend *b, bk_act *a);
+    void (*act_read)(backend *b, const bk_act *a, int64_t row0, int64_t n_rows, float *dst);
+
+    int (*kv_prepare)(backend *b, kv_cache *kv, errbuf *err);  // after kv_cache_init
+    void (*kv_release)(backend *b, kv_cache *kv);
+
+    void (*begin_batch)(backend *b);
+    int (*end_batch)(backend *b, errbuf *err);   // waits until every recorded op is done
+
+    // ---- ops; n = number of rows (tokens) ----
+    // out[t] = row ids[t] of emb (dequantized)
+    void (*embed)(backend *b, const tensor *emb, const int32_t *ids, int n, bk_act *out);
+    // out[t] = x[t] / rms(x[t]) * w; x and out may be the same buffer
+    void (*rmsnorm)(backend *b, const bk_act *x, const tensor *w, float eps, int n, bk_act *out);
+    // out[t] = W x[t] (out has w->ne1 columns); only the last `n` rows of x starting at x_row0
+    void (*matmul)(backend *b, const tensor *w, const bk_act *x, int64_t x_row0, int n, bk_act *out);
+    // x[t] += bias
+    void (*add_bias)(backend *b, bk_act *x, const tensor *bias, int n);
+    // rotate x[t] (n_heads heads of head_dim) for position positions[t]
+    void (*rope)(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p);
+    // store k[t], v[t] at cache slot slots[t] of layer `layer`
+    void (*kv_store)(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *v, int n,
+                     const int32_t *slots);
+    // out[t] = softmax(q[t] K[0..n_ctx_t)ᵀ * scale) V over cache slots [0, n_ctx_t), where
+    // n_ctx_t = n_past + t + 1 (causal)
+    void (*attention)(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
+                      const attn_params *p, bk_act *out);
+    // gate[t] = silu(gate[t]) * up[t]
+    void (*swiglu)(backend *b, bk_act *gate, const bk_act *up, int n);
+    // x[t] += y[t]
+    void (*add)(backend *b, bk_act *x, const bk_act *y, int n);
+
+    // Profiling: seconds spent per op kind since last reset (when enabled).
+    void (*set_profiling)(backend *b, bool on);
+    void (*profile_read)(backend *b, double secs[OP_COUNT], uint64_t calls[OP_COUNT]);
+    void (*profile_reset)(backend *b);
+
+    void (*destroy)(backend *b);
+};
+
+typedef struct backend_opts {
+    const char *name;      // "cpu", "cpu-scalar", "auto" (NULL = auto)
+    int n_threads;         // 0 = all cores
+    const char *kernels;   // CPU kernel table: "auto", "scalar", "avx2", "avx512"
+} backend_opts;
+
+// Creates the backend the options ask for. Errors name the backend and what is missing.
+backend *backend_create(const backend_opts *opts, errbuf *err);
+void backend_destroy(backend *b);
+
+// CPU backend (engine/cpu/)
+backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err);
+
+#endif

@@ -1,0 +1,362 @@
+// CPU backend: runs each op at once, in parallel over a thread pool, with the kernel table
+// chosen at creation ("scalar" is the reference; "auto" the fastest this machine can run).
+#include "engine/backend.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/threadpool.h"
+#include "engine/wtype.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct bk_act {
+    float *data;        // (rows, cols) row-major
+    int64_t rows, cols;
+};
+
+typedef struct cpu_backend {
+    const cpu_kernels *k;
+    threadpool *pool;
+    int n_threads;
+    void *qbuf;          // quantized activations scratch
+    size_t qbuf_bytes;
+    float **scores;      // per thread: attention scores scratch
+    int scores_len;
+    bool profiling;
+    double op_secs[OP_COUNT];
+    uint64_t op_calls[OP_COUNT];
+} cpu_backend;
+
+#define CPU(b) ((cpu_backend *)(b)->impl)
+
+static double prof_begin(cpu_backend *c) { return c->profiling ? now_sec() : 0.0; }
+static void prof_end(cpu_backend *c, enum op_kind k, double t0) {
+    if (!c->profiling) return;
+    c->op_secs[k] += now_sec() - t0;
+    c->op_calls[k]++;
+}
+
+static int cpu_weight_prepare(backend *b, tensor *w, errbuf *err) {
+    (void)b; (void)w; (void)err;
+    return 0;
+}
+static void cpu_weight_release(backend *b, tensor *w) { (void)b; (void)w; }
+
+static bool cpu_supports_type(backend *b, uint32_t t) {
+    return t < WT_COUNT && CPU(b)->k->matmul[t] != NULL;
+}
+
+static bk_act *cpu_act_new(backend *b, int64_t rows, int64_t cols) {
+    (void)b;
+    bk_act *a = xcalloc(1, sizeof *a);
+    a->rows = rows;
+    a->cols = cols;
+    a->data = aligned_alloc(64, ((size_t)(rows * cols) * sizeof(float) + 63) / 64 * 64);
+    if (!a->data) { free(a); return NULL; }
+    memset(a->data, 0, (size_t)(rows * cols) * sizeof(float));
+    return a;
+}
+static void cpu_act_free(backend *b, bk_act *a) {
+    (void)b;
+    if (!a) return;
+    free(a->data);
+    free(a);
+}
+static void cpu_act_read(backend *b, const bk_act *a, int64_t row0, int64_t n_rows, float *dst) {
+    (void)b;
+    memcpy(dst, a->data + row0 * a->cols, (size_t)(n_rows * a->cols) * sizeof(float));
+}
+
+static int cpu_kv_prepare(backend *b, kv_cache *kv, errbuf *err) { (void)b; (void)kv; (void)err; return 0; }
+static void cpu_kv_release(backend *b, kv_cache *kv) { (void)b; (void)kv; }
+static void cpu_begin_batch(backend *b) { (void)b; }
+static int cpu_end_batch(backend *b, errbuf *err) { (void)b; (void)err; return 0; }
+
+// ---- embed ----
+static void cpu_embed(backend *b, const tensor *emb, const int32_t *ids, int n, bk_act *out) {
+    double t0 = prof_begin(CPU(b));
+    const wtype_info *ti = wtype_get(emb->type);
+    for (int t = 0; t < n; t++) {
+        const uint8_t *row = (const uint8_t *)emb->data + (size_t)ids[t] * emb->row_bytes;
+        ti->to_f32(row, out->data + (int64_t)t * out->cols, emb->ne0);
+    }
+    prof_end(CPU(b), OP_EMBED, t0);
+}
+
+// ---- rmsnorm ----
+static void cpu_rmsnorm(backend *b, const bk_act *x, const tensor *w, float eps, int n, bk_act *out) {
+    double t0 = prof_begin(CPU(b));
+    const float *g = w->data;   // F32 norm weights (checked at load)
+    int64_t d = x->cols;
+    for (int t = 0; t < n; t++) {
+        const float *xr = x->data + (int64_t)t * d;
+        float *o = out->data + (int64_t)t * out->cols;
+        double ss = 0.0;
+        for (int64_t i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
+        float scale = (float)(1.0 / sqrt(ss / (double)d + (double)eps));
+        for (int64_t i = 0; i < d; i++) o[i] = xr[i] * scale * g[i];
+    }
+    prof_end(CPU(b), OP_RMSNORM, t0);
+}
+
+// ---- matmul ----
+typedef struct mm_job {
+    const cpu_kernels *k;
+    const tensor *w;
+    const float *xf;          // f32 rows (stride xf_cols)
+    int64_t xf_cols;
+    void *xq;                 // quantized rows
+    size_t xq_row_bytes;
+    int n;
+    float *y;
+    int64_t ldy;
+} mm_job;
+
+static void mm_quantize_worker(void *ctx, int ith, int nth) {
+    mm_job *j = ctx;
+    int64_t lo, hi;
+    split_range(j->n, ith, nth, 1, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++)
+        j->k->quantize_act_q8_0(j->xf + t * j->xf_cols,
+                                (block_q8_0 *)((uint8_t *)j->xq + t * j->xq_row_bytes), j->w->ne0);
+}
+
+static void mm_worker(void *ctx, int ith, int nth) {
+    mm_job *j = ctx;
+    int64_t lo, hi;
+    split_range(j->w->ne1, ith, nth, 16, &lo, &hi);
+    if (lo >= hi) return;
+    const void *x = j->xq ? j->xq : (const void *)j->xf;
+    size_t x_row_bytes = j->xq ? j->xq_row_bytes : (size_t)j->xf_cols * sizeof(float);
+    j->k->matmul[j->w->type](j->w->data, j->w->row_bytes, j->w->ne0, lo, hi, x, x_row_bytes, j->n,
+                             j->y, j->ldy);
+}
+
+static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_row0, int n, bk_act *out) {
+    cpu_backend *c = CPU(b);
+    double t0 = prof_begin(c);
+    mm_job j = { .k = c->k, .w = w, .xf = x->data + x_row0 * x->cols, .xf_cols = x->cols, .n = n,
+                 .y = out->data, .ldy = out->cols };
+    if (c->k->act_format[w->type] == ACT_Q8_0) {
+        j.xq_row_bytes = (size_t)(w->ne0 / QK8_0) * sizeof(block_q8_0);
+        size_t need = j.xq_row_bytes * (size_t)n;
+        if (need > c->qbuf_bytes) {
+            free(c->qbuf);
+            c->qbuf = xmalloc(need);
+            c->qbuf_bytes = need;
+        }
+        j.xq = c->qbuf;
+        if (n == 1) mm_quantize_worker(&j, 0, 1);
+        else threadpool_run(c->pool, mm_quantize_worker, &j);
+    }
+    threadpool_run(c->pool, mm_worker, &j);
+    prof_end(c, OP_MATMUL, t0);
+}
+
+static void cpu_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
+    double t0 = prof_begin(CPU(b));
+    const float *bb = bias->data;
+    for (int t = 0; t < n; t++) {
+        float *r = x->data + (int64_t)t * x->cols;
+        for (int64_t i = 0; i < bias->ne0; i++) r[i] += bb[i];
+    }
+    prof_end(CPU(b), OP_BIAS, t0);
+}
+
+// ---- rope ----
+static void cpu_rope(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p) {
+    double t0 = prof_begin(CPU(b));
+    int half = p->rope_dim / 2;
+    float cs[512], sn[512];   // rope_dim <= 1024 (checked at load)
+    for (int t = 0; t < n; t++) {
+        for (int i = 0; i < half; i++) {
+            double theta = (double)positions[t] * pow((double)p->base, -2.0 * i / p->rope_dim);
+            cs[i] = (float)cos(theta);
+            sn[i] = (float)sin(theta);
+        }
+        float *row = x->data + (int64_t)t * x->cols;
+        for (int h = 0; h < p->n_heads; h++) {
+            float *v = row + (int64_t)h * p->head_dim;
+            for (int i = 0; i < half; i++) {
+                int i0 = p->neox ? i : 2 * i;
+                int i1 = p->neox ? i + half : 2 * i + 1;
+                float a = v[i0], bb = v[i1];
+                v[i0] = a * cs[i] - bb * sn[i];
+                v[i1] = a * sn[i] + bb * cs[i];
+            }
+        }
+    }
+    prof_end(CPU(b), OP_ROPE, t0);
+}
+
+// ---- kv store ----
+static void store_row(enum kv_format f, void *dst, const float *src, int64_t n) {
+    if (f == KV_F32) { memcpy(dst, src, (size_t)n * 4); return; }
+    uint16_t *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = f32_to_fp16(src[i]);
+}
+
+static void cpu_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *v,
+                         int n, const int32_t *slots) {
+    double t0 = prof_begin(CPU(b));
+    for (int t = 0; t < n; t++) {
+        store_row(kv->format, (uint8_t *)kv->k[layer] + (size_t)slots[t] * kv->row_bytes,
+                  k->data + (int64_t)t * k->cols, kv->kv_dim);
+        store_row(kv->format, (uint8_t *)kv->v[layer] + (size_t)slots[t] * kv->row_bytes,
+                  v->data + (int64_t)t * v->cols, kv->kv_dim);
+    }
+    prof_end(CPU(b), OP_KV_STORE, t0);
+}
+
+// ---- attention ----
+typedef struct attn_job {
+    cpu_backend *c;
+    const bk_act *q;
+    kv_cache *kv;
+    int layer, n, n_past;
+    const attn_params *p;
+    bk_act *out;
+} attn_job;
+
+static void attn_worker(void *ctx, int ith, int nth) {
+    attn_job *j = ctx;
+    const cpu_kernels *k = j->c->k;
+    const attn_params *p = j->p;
+    int group = p->n_head / p->n_kv_head;
+    int64_t total = (int64_t)j->n * p->n_head, lo, hi;
+    split_range(total, ith, nth, 1, &lo, &hi);
+    float *sc = j->c->scores[ith];
+    const kv_cache *kv = j->kv;
+    for (int64_t job = lo; job < hi; job++) {
+        int t = (int)(job / p->n_head), h = (int)(job % p->n_head);
+        int kvh = h / group;
+        int n_ctx = j->n_past + t + 1;
+        const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)h * p->head_dim;
+        float *o = j->out->data + (int64_t)t * j->out->cols + (int64_t)h * p->head_dim;
+        float mx = -INFINITY;
+        for (int s = 0; s < n_ctx; s++) {
+            const uint8_t *krow = (const uint8_t *)kv->k[j->layer] + (size_t)s * kv->row_bytes;
+            float d;
+            if (kv->format == KV_F32) d = k->dot_f32(q, (const float *)krow + (int64_t)kvh * p->head_dim, p->head_dim);
+            else d = k->dot_f16_f32((const uint16_t *)krow + (int64_t)kvh * p->head_dim, q, p->head_dim);
+            sc[s] = d * p->scale;
+            if (sc[s] > mx) mx = sc[s];
+        }
+        double sum = 0.0;
+        for (int s = 0; s < n_ctx; s++) { sc[s] = expf(sc[s] - mx); sum += sc[s]; }
+        float inv = (float)(1.0 / sum);
+        memset(o, 0, (size_t)p->head_dim * sizeof(float));
+        for (int s = 0; s < n_ctx; s++) {
+            const uint8_t *vrow = (const uint8_t *)kv->v[j->layer] + (size_t)s * kv->row_bytes;
+            float wgt = sc[s] * inv;
+            if (kv->format == KV_F32) k->axpy_f32(wgt, (const float *)vrow + (int64_t)kvh * p->head_dim, o, p->head_dim);
+            else k->axpy_f16_f32(wgt, (const uint16_t *)vrow + (int64_t)kvh * p->head_dim, o, p->head_dim);
+        }
+    }
+}
+
+static void cpu_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
+                          const attn_params *p, bk_act *out) {
+    cpu_backend *c = CPU(b);
+    double t0 = prof_begin(c);
+    int need = n_past + n;
+    if (need > c->scores_len) {
+        for (int i = 0; i < c->n_threads; i++) {
+            free(c->scores[i]);
+            c->scores[i] = xmalloc((size_t)need * sizeof(float));
+        }
+        c->scores_len = need;
+    }
+    attn_job j = { c, q, kv, layer, n, n_past, p, out };
+    threadpool_run(c->pool, attn_worker, &j);
+    prof_end(c, OP_ATTENTION, t0);
+}
+
+static void cpu_swiglu(backend *b, bk_act *gate, const bk_act *up, int n) {
+    double t0 = prof_begin(CPU(b));
+    for (int t = 0; t < n; t++) {
+        float *g = gate->data + (int64_t)t * gate->cols;
+        const float *u = up->data + (int64_t)t * up->cols;
+        for (int64_t i = 0; i < gate->cols; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+    prof_end(CPU(b), OP_SWIGLU, t0);
+}
+
+static void cpu_add(backend *b, bk_act *x, const bk_act *y, int n) {
+    double t0 = prof_begin(CPU(b));
+    for (int t = 0; t < n; t++) {
+        float *a = x->data + (int64_t)t * x->cols;
+        const float *bb = y->data + (int64_t)t * y->cols;
+        for (int64_t i = 0; i < x->cols; i++) a[i] += bb[i];
+    }
+    prof_end(CPU(b), OP_ADD, t0);
+}
+
+static void cpu_set_profiling(backend *b, bool on) { CPU(b)->profiling = on; }
+static void cpu_profile_read(backend *b, double secs[OP_COUNT], uint64_t calls[OP_COUNT]) {
+    memcpy(secs, CPU(b)->op_secs, sizeof CPU(b)->op_secs);
+    memcpy(calls, CPU(b)->op_calls, sizeof CPU(b)->op_calls);
+}
+static void cpu_profile_reset(backend *b) {
+    memset(CPU(b)->op_secs, 0, sizeof CPU(b)->op_secs);
+    memset(CPU(b)->op_calls, 0, sizeof CPU(b)->op_calls);
+}
+
+static void cpu_destroy(backend *b) {
+    cpu_backend *c = CPU(b);
+    threadpool_free(c->pool);
+    for (int i = 0; i < c->n_threads; i++) free(c->scores[i]);
+    free(c->scores);
+    free(c->qbuf);
+    free(c);
+    free(b);
+}
+
+backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
+    const cpu_kernels *k = cpu_kernels_select(kernels);
+    if (!k) {
+        err_set(err, "cpu backend: kernel set '%s' cannot run on this processor", kernels ? kernels : "auto");
+        return NULL;
+    }
+    if (n_threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = nc > 0 ? (int)nc : 1;
+    }
+    if (n_threads > 256) n_threads = 256;
+    cpu_backend *c = xcalloc(1, sizeof *c);
+    c->k = k;
+    c->n_threads = n_threads;
+    c->pool = threadpool_new(n_threads);
+    c->scores = xcalloc((size_t)n_threads, sizeof(float *));
+    backend *b = xcalloc(1, sizeof *b);
+    b->name = strcmp(k->name, "scalar") == 0 ? "cpu-scalar" : "cpu";
+    snprintf(b->description, sizeof b->description, "cpu %s, %d thread%s", k->name, n_threads,
+             n_threads == 1 ? "" : "s");
+    b->impl = c;
+    b->weight_prepare = cpu_weight_prepare;
+    b->weight_release = cpu_weight_release;
+    b->supports_type = cpu_supports_type;
+    b->act_new = cpu_act_new;
+    b->act_free = cpu_act_free;
+    b->act_read = cpu_act_read;
+    b->kv_prepare = cpu_kv_prepare;
+    b->kv_release = cpu_kv_release;
+    b->begin_batch = cpu_begin_batch;
+    b->end_batch = cpu_end_batch;
+    b->embed = cpu_embed;
+    b->rmsnorm = cpu_rmsnorm;
+    b->matmul = cpu_matmul;
+    b->add_bias = cpu_add_bias;
+    b->rope = cpu_rope;
+    b->kv_store = cpu_kv_store;
+    b->attention = cpu_attention;
+    b->swiglu = cpu_swiglu;
+    b->add = cpu_add;
+    b->set_profiling = cpu_set_profiling;
+    b->profile_read = cpu_profile_read;
+    b->profile_reset = cpu_profile_reset;
+    b->destroy = cpu_destroy;
+    return b;
+}

@@ -1,0 +1,118 @@
+// Kernel table selection and CPU feature detection. Compiled with baseline x86-64 flags: nothing
+// here may execute an AVX instruction; the SIMD tables live in kernels_avx2.c/kernels_avx512.c
+// and are only handed out once the processor and the OS have both said yes.
+#include "engine/cpu/kernels.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CABIN_X86 1
+#endif
+
+static cpu_features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+#ifdef CABIN_X86
+// XCR0: which register state the OS saves on context switch. Only valid when CPUID says OSXSAVE.
+static uint64_t read_xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+// Linux keeps AMX tile data disabled (XFD) until a process asks; an AMX instruction before that
+// raises SIGILL. The request is the only honest test of "usable".
+static int request_amx_permission(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return 0;
+#endif
+}
+#endif
+
+static void detect_features(void) {
+    cpu_features f;
+    memset(&f, 0, sizeof f);
+#ifdef CABIN_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) goto done;
+    const unsigned ecx1 = c;
+    const int osxsave = (ecx1 >> 27) & 1, avx = (ecx1 >> 28) & 1;
+    uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+    // XCR0 bits: 1 SSE, 2 AVX (YMM upper halves), 5 opmask, 6 ZMM0-15 upper halves, 7 ZMM16-31,
+    // 17 AMX TILECFG, 18 AMX TILEDATA.
+    const int os_ymm = avx && (xcr0 & 0x6) == 0x6;
+    const int os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;
+    const int os_amx = (xcr0 & 0x60000) == 0x60000;
+
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    unsigned ebx7 = 0, ecx7 = 0, edx7 = 0, eax7_1 = 0;
+    if (max_leaf >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        ebx7 = b; ecx7 = c; edx7 = d;
+        if (a >= 1) { __cpuid_count(7, 1, a, b, c, d); eax7_1 = a; }
+    }
+    if (os_ymm) {
+        f.fma = (ecx1 >> 12) & 1;
+        f.f16c = (ecx1 >> 29) & 1;
+        f.avx2 = (ebx7 >> 5) & 1;
+    }
+    if (os_zmm) {
+        f.avx512f = (ebx7 >> 16) & 1;
+        if (f.avx512f) {
+            f.avx512dq = (ebx7 >> 17) & 1;
+            f.avx512bw = (ebx7 >> 30) & 1;
+            f.avx512vl = (ebx7 >> 31) & 1;
+            f.avx512vnni = (ecx7 >> 11) & 1;
+            f.avx512bf16 = (eax7_1 >> 5) & 1;
+        }
+    }
+    f.amx_tile_advertised = (edx7 >> 24) & 1;
+    f.amx_usable = f.amx_tile_advertised && os_amx && request_amx_permission();
+done:
+#endif
+    features = f;
+}
+
+const cpu_features *cpu_get_features(void) {
+    pthread_once(&features_once, detect_features);
+    return &features;
+}
+
+const cpu_kernels *cpu_kernels_scalar(void) { return &cpu_kernels_scalar_table; }
+
+const cpu_kernels *cpu_kernels_avx2(void) {
+    const cpu_features *f = cpu_get_features();
+    return f->avx2 && f->fma && f->f16c ? &cpu_kernels_avx2_table : NULL;
+}
+
+const cpu_kernels *cpu_kernels_avx512(void) {
+    const cpu_features *f = cpu_get_features();
+    // kernels_avx512.c is compiled with AVX2/FMA/F16C as well, so it needs all of them.
+    int ok = f->avx2 && f->fma && f->f16c && f->avx512f && f->avx512bw && f->avx512vl &&
+             f->avx512dq && f->avx512vnni;
+    return ok ? &cpu_kernels_avx512_table : NULL;
+}
+
+const cpu_kernels *cpu_kernels_select(const char *name) {
+    if (!name || !strcmp(name, "auto")) {
+        const char *env = getenv("CABIN_KERNELS");
+        name = env && *env ? env : "auto";
+    }
+    if (!strcmp(name, "auto")) {
+        const cpu_kernels *k = cpu_kernels_avx512();
+        if (!k) k = cpu_kernels_avx2();
+        return k ? k : cpu_kernels_scalar();
+    }
+    if (!strcmp(name, "scalar")) return cpu_kernels_scalar();
+    if (!strcmp(name, "avx2")) return cpu_kernels_avx2();
+    if (!strcmp(name, "avx512")) return cpu_kernels_avx512();
+    return NULL;
+}

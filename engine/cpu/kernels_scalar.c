@@ -1,0 +1,91 @@
+// Scalar kernels: the precision reference for every other table (SIMD, Vulkan). Weights are
+// converted to float with the wtype.h reference functions (exact for F16, BF16, Q8_0, Q4_0: each
+// dequantized weight is representable in float) and products are summed in double, so these
+// results are as close to the exact dot product as float outputs allow.
+#include "engine/cpu/kernels.h"
+#include "engine/util.h"
+
+enum {
+    CHUNK = 256, // weights converted per step: (CHUNK) floats on the stack, a multiple of 32
+    TOK_GROUP = 8, // tokens sharing one converted chunk
+};
+
+// Y[t][r] = sum_i W[r][i] * X[t][i] for one weight type; x is float (ACT_F32).
+static void matmul_ref(uint32_t type, const void *w, size_t w_row_bytes, int64_t k, int64_t row0,
+                       int64_t row1, const void *x, size_t x_row_bytes, int64_t n_tok, float *y,
+                       int64_t ldy) {
+    const wtype_info *ti = wtype_get(type);
+    const int64_t bs = ti->block_size, bb = ti->block_bytes;
+    float wf[CHUNK];
+    for (int64_t t0 = 0; t0 < n_tok; t0 += TOK_GROUP) {
+        const int64_t nt = n_tok - t0 < TOK_GROUP ? n_tok - t0 : TOK_GROUP;
+        for (int64_t r = row0; r < row1; r++) {
+            const uint8_t *wr = (const uint8_t *)w + (size_t)r * w_row_bytes;
+            double acc[TOK_GROUP] = { 0 };
+            for (int64_t i0 = 0; i0 < k; i0 += CHUNK) {
+                const int64_t n = k - i0 < CHUNK ? k - i0 : CHUNK; // a multiple of bs: k is
+                ti->to_f32(wr + i0 / bs * bb, wf, n);
+                for (int64_t t = 0; t < nt; t++) {
+                    const float *xt =
+                        (const float *)((const uint8_t *)x + (size_t)(t0 + t) * x_row_bytes) + i0;
+                    double s = 0;
+                    for (int64_t i = 0; i < n; i++) s += (double)wf[i] * xt[i];
+                    acc[t] += s;
+                }
+            }
+            for (int64_t t = 0; t < nt; t++) y[(t0 + t) * ldy + r] = (float)acc[t];
+        }
+    }
+}
+
+#define REF_MATMUL(name, type)                                                                   \
+    static void name(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,           \
+                     const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {          \
+        matmul_ref(type, w, wrb, k, row0, row1, x, xrb, n_tok, y, ldy);                          \
+    }
+REF_MATMUL(matmul_f32, WT_F32)
+REF_MATMUL(matmul_f16, WT_F16)
+REF_MATMUL(matmul_bf16, WT_BF16)
+REF_MATMUL(matmul_q8_0, WT_Q8_0)
+REF_MATMUL(matmul_q4_0, WT_Q4_0)
+
+static void quantize_act_q8_0(const float *x, block_q8_0 *y, int64_t k) {
+    quantize_row_q8_0_ref(x, y, k);
+}
+
+static float dot_f32(const float *a, const float *b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return (float)s;
+}
+
+static void axpy_f32(float a, const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static float dot_f16_f32(const uint16_t *a, const float *b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)fp16_to_f32(a[i]) * b[i];
+    return (float)s;
+}
+
+static void axpy_f16_f32(float a, const uint16_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * fp16_to_f32(x[i]);
+}
+
+const cpu_kernels cpu_kernels_scalar_table = {
+    .name = "scalar",
+    .matmul = {
+        [WT_F32] = matmul_f32, [WT_F16] = matmul_f16, [WT_BF16] = matmul_bf16,
+        [WT_Q8_0] = matmul_q8_0, [WT_Q4_0] = matmul_q4_0,
+    },
+    .act_format = {
+        [WT_F32] = ACT_F32, [WT_F16] = ACT_F32, [WT_BF16] = ACT_F32,
+        [WT_Q8_0] = ACT_F32, [WT_Q4_0] = ACT_F32,
+    },
+    .quantize_act_q8_0 = quantize_act_q8_0,
+    .dot_f32 = dot_f32,
+    .axpy_f32 = axpy_f32,
+    .dot_f16_f32 = dot_f16_f32,
+    .axpy_f16_f32 = axpy_f16_f32,
+};

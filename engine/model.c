@@ -1,0 +1,334 @@
+#include "model.h"
+#include "wtype.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *model_arch_name(enum model_arch a) { return a == ARCH_QWEN2 ? "qwen2" : "llama"; }
+
+// Reads <arch>.<suffix> as a positive int; required keys must be present.
+static int hp_int(const gguf_file *g, const char *arch, const char *suffix, bool required,
+                  int def, int lo, int hi, int *out, errbuf *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v;
+    int r = gguf_get_u32(g, key, &v, err);
+    if (r < 0) return -1;
+    if (r == 0) {
+        if (required) return err_set(err, "%s: missing required key %s", g->path, key);
+        *out = def;
+        return 0;
+    }
+    if ((int64_t)v < lo || (int64_t)v > hi)
+        return err_set(err, "%s: %s = %u is out of range [%d, %d]", g->path, key, v, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+static int hp_float(const gguf_file *g, const char *arch, const char *suffix, float def, float *out,
+                    errbuf *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int r = gguf_get_f32(g, key, out, err);
+    if (r < 0) return -1;
+    if (r == 0) *out = def;
+    if (!(*out > 0.0f) || *out > 1e12f)
+        return err_set(err, "%s: %s = %g is out of range", g->path, key, (double)*out);
+    return 0;
+}
+
+static int load_hparams(model *m, errbuf *err) {
+    const gguf_file *g = &m->file;
+    model_hparams *hp = &m->hp;
+    char *arch = NULL;
+    int r = gguf_get_strdup(g, "general.architecture", &arch, err);
+    if (r < 0) return -1;
+    if (r == 0) return err_set(err, "%s: missing general.architecture", g->path);
+    snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
+    if (strcmp(arch, "llama") == 0) hp->arch = ARCH_LLAMA;
+    else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
+    else {
+        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2)", g->path, arch);
+        free(arch);
+        return -1;
+    }
+    free(arch);
+    const char *a = hp->arch_name;
+    if (hp_int(g, a, "embedding_length", true, 0, 1, 1 << 16, &hp->dim, err) ||
+        hp_int(g, a, "block_count", true, 0, 1, 1024, &hp->n_layer, err) ||
+        hp_int(g, a, "feed_forward_length", true, 0, 1, 1 << 18, &hp->ffn_dim, err) ||
+        hp_int(g, a, "attention.head_count", true, 0, 1, 1024, &hp->n_head, err) ||
+        hp_int(g, a, "context_length", false, 4096, 1, 1 << 24, &hp->n_ctx_train, err))
+        return -1;
+    if (hp_int(g, a, "attention.head_count_kv", false, hp->n_head, 1, hp->n_head, &hp->n_kv_head, err))
+        return -1;
+    if (hp->n_head % hp->n_kv_head)
+        return err_set(err, "%s: head count %d is not a multiple of kv head count %d", g->path,
+                       hp->n_head, hp->n_kv_head);
+    if (hp_int(g, a, "attention.key_length", false, hp->dim / hp->n_head, 1, 4096, &hp->head_dim, err))
+        return -1;
+    if (hp->head_dim % 2) return err_set(err, "%s: head size %d is odd", g->path, hp->head_dim);
+    if (hp_int(g, a, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &hp->rope_dim, err))
+        return -1;
+    if (hp->rope_dim % 2 || hp->rope_dim > 1024)
+        return err_set(err, "%s: rope dimension count %d is odd or too large", g->path, hp->rope_dim);
+    if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
+        hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
+        return -1;
+    hp->rope_neox = hp->arch == ARCH_QWEN2;
+    return 0;
+}
+
+// Binds a tensor by name, checking its shape (ne0 = in, ne1 = out; ne1 = 1 for vectors).
+static int bind(model *m, tensor *t, const char *name, int64_t ne0, int64_t ne1, bool required,
+                bool matrix, errbuf *err) {
+    const gguf_tensor *gt = gguf_find_tensor(&m->file, name);
+    memset(t, 0, sizeof *t);
+    if (!gt) return required ? err_set(err, "%s: missing tensor %s", m->file.path, name) : 0;
+    int64_t got1 = gt->n_dims >= 2 ? (int64_t)gt->ne[1] : 1;
+    if ((int64_t)gt->ne[0] != ne0 || got1 != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
+        return err_set(err, "%s: tensor %s has shape [%" PRIu64 ", %" PRIu64 "], expected [%" PRId64
+                       ", %" PRId64 "]", m->file.path, name, gt->ne[0], gt->ne[1], ne0, ne1);
+    const wtype_info *ti = wtype_get(gt->type);
+    if (!ti || !ti->to_f32)
+        return err_set(err, "%s: tensor %s has type %s, which cabin does not support yet "
+                       "(supported: %s)", m->file.path, name, wtype_name(gt->type),
+                       wtype_supported_list());
+    t->name = gt->name;
+    t->type = gt->type;
+    t->ne0 = ne0;
+    t->ne1 = ne1;
+    t->data = gt->data;
+    t->row_bytes = wtype_row_bytes(gt->type, (uint64_t)ne0);
+    t->n_bytes = (size_t)gt->n_bytes;
+    if (!matrix && t->type != WT_F32) {
+        // Norm weights and biases are used as float32 vectors.
+        float *f = xmalloc((size_t)ne0 * ne1 * sizeof(float));
+        ti->to_f32(gt->data, f, ne0 * ne1);
+        t->owned = f;
+        t->data = f;
+        t->type = WT_F32;
+        t->row_bytes = (size_t)ne0 * 4;
+        t->n_bytes = (size_t)(ne0 * ne1) * 4;
+    }
+    m->weight_bytes += gt->n_bytes;
+    return 0;
+}
+
+static int load_tensors(model *m, errbuf *err) {
+    const model_hparams *hp = &m->hp;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_kv_head * hp->head_dim;
+    if (bind(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, true, true, err) ||
+        bind(m, &m->output_norm, "output_norm.weight", hp->dim, 1, true, false, err) ||
+        bind(m, &m->output, "output.weight", hp->dim, hp->n_vocab, false, true, err))
+        return -1;
+    if (!m->output.data) {
+        m->hp.tied_output = true;
+        m->output = m->tok_embd;
+        m->output.owned = NULL;
+    }
+    m->layers = xcalloc((size_t)hp->n_layer, sizeof(layer_weights));
+    for (int l = 0; l < hp->n_layer; l++) {
+        layer_weights *L = &m->layers[l];
+        char n[96];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
+        bool bias = hp->arch == ARCH_QWEN2;
+        if (bind(m, &L->attn_norm, NAME("attn_norm.weight"), hp->dim, 1, true, false, err) ||
+            bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
+            bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
+            bind(m, &L->wv, NAME("attn_v.weight"), hp->dim, kv_dim, true, true, err) ||
+            bind(m, &L->wo, NAME("attn_output.weight"), q_dim, hp->dim, true, true, err) ||
+            bind(m, &L->bq, NAME("attn_q.bias"), q_dim, 1, bias, false, err) ||
+            bind(m, &L->bk, NAME("attn_k.bias"), kv_dim, 1, bias, false, err) ||
+            bind(m, &L->bv, NAME("attn_v.bias"), kv_dim, 1, bias, false, err) ||
+            bind(m, &L->ffn_norm, NAME("ffn_norm.weight"), hp->dim, 1, true, false, err) ||
+            bind(m, &L->w_gate, NAME("ffn_gate.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
+            bind(m, &L->w_up, NAME("ffn_up.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
+            bind(m, &L->w_down, NAME("ffn_down.weight"), hp->ffn_dim, hp->dim, true, true, err))
+            return -1;
+#undef NAME
+    }
+    return 0;
+}
+
+int model_load(model **out, const char *path, errbuf *err) {
+    *out = NULL;
+    model *m = xcalloc(1, sizeof *m);
+    if (gguf_open(&m->file, path, err)) { free(m); return -1; }
+    if (load_hparams(m, err)) goto fail;
+    m->tok = tokenizer_load(&m->file, err);
+    if (!m->tok) goto fail;
+    m->hp.n_vocab = tokenizer_n_vocab(m->tok);
+    if (load_tensors(m, err)) goto fail;
+    if (gguf_get_strdup(&m->file, "tokenizer.chat_template", &m->chat_template, err) < 0) goto fail;
+    if (gguf_get_strdup(&m->file, "general.name", &m->name, err) <= 0) {
+        const char *base = strrchr(path, '/');
+        m->name = xstrdup(base ? base + 1 : path);
+    }
+    *out = m;
+    return 0;
+fail:
+    model_free(m);
+    return -1;
+}
+
+static void free_owned(tensor *t, void *ud) {
+    (void)ud;
+    free(t->owned);
+    t->owned = NULL;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->layers) model_for_each_tensor(m, free_owned, NULL);
+    free(m->layers);
+    tokenizer_free(m->tok);
+    free(m->chat_template);
+    free(m->name);
+    gguf_close(&m->file);
+    free(m);
+}
+
+void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) {
+    fn(&m->tok_embd, ud);
+    fn(&m->output_norm, ud);
+    if (!m->hp.tied_output) fn(&m->output, ud);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        layer_weights *L = &m->layers[l];
+        tensor *ts[] = { &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+                         &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i]->data) fn(ts[i], ud);
+    }
+}
+
+uint64_t model_decode_bytes(const model *m) {
+    uint64_t n = m->output.n_bytes;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const layer_weights *L = &m->layers[l];
+        n += L->wq.n_bytes + L->wk.n_bytes + L->wv.n_bytes + L->wo.n_bytes + L->w_gate.n_bytes +
+             L->w_up.n_bytes + L->w_down.n_bytes;
+    }
+    return n;
+}
+
+typedef struct prep_ctx { backend *b; errbuf *err; int rc; } prep_ctx;
+
+static void prep_one(tensor *t, void *ud) {
+    prep_ctx *pc = ud;
+    if (pc->rc) return;
+    if (t->ne1 > 1 && !pc->b->supports_type(pc->b, t->type)) {
+        pc->rc = err_set(pc->err, "backend %s: tensor %s has type %s, which it cannot multiply",
+                         pc->b->name, t->name, wtype_name(t->type));
+        return;
+    }
+    pc->rc = pc->b->weight_prepare(pc->b, t, pc->err);
+}
+
+int model_prepare_backend(model *m, backend *b, errbuf *err) {
+    prep_ctx pc = { b, err, 0 };
+    model_for_each_tensor(m, prep_one, &pc);
+    if (!pc.rc && m->hp.tied_output) m->output.bk = m->tok_embd.bk;
+    return pc.rc;
+}
+
+int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, int logits_rows,
+                     errbuf *err) {
+    memset(fc, 0, sizeof *fc);
+    const model_hparams *hp = &m->hp;
+    if (n_batch < 1) n_batch = 1;
+    if (logits_rows < 1) logits_rows = 1;
+    fc->b = b;
+    fc->m = m;
+    fc->n_batch = n_batch;
+    fc->logits_rows = logits_rows;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_kv_head * hp->head_dim;
+    fc->x = b->act_new(b, n_batch, hp->dim);
+    fc->h = b->act_new(b, n_batch, hp->dim);
+    fc->q = b->act_new(b, n_batch, q_dim);
+    fc->k = b->act_new(b, n_batch, kv_dim);
+    fc->v = b->act_new(b, n_batch, kv_dim);
+    fc->att = b->act_new(b, n_batch, q_dim);
+    fc->gate = b->act_new(b, n_batch, hp->ffn_dim);
+    fc->up = b->act_new(b, n_batch, hp->ffn_dim);
+    fc->logits = b->act_new(b, logits_rows, hp->n_vocab);
+    if (!fc->x || !fc->h || !fc->q || !fc->k || !fc->v || !fc->att || !fc->gate || !fc->up || !fc->logits) {
+        forward_ctx_free(fc);
+        return err_set(err, "backend %s: cannot allocate activations for batch %d", b->name, n_batch);
+    }
+    return 0;
+}
+
+void forward_ctx_free(forward_ctx *fc) {
+    if (!fc->b) return;
+    bk_act *all[] = { fc->x, fc->h, fc->q, fc->k, fc->v, fc->att, fc->gate, fc->up, fc->logits };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) fc->b->act_free(fc->b, all[i]);
+    memset(fc, 0, sizeof *fc);
+}
+
+int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
+                  float *logits, errbuf *err) {
+    const model *m = fc->m;
+    const model_hparams *hp = &m->hp;
+    backend *b = fc->b;
+    if (n < 1 || n > fc->n_batch) return err_set(err, "forward: batch of %d tokens (1..%d allowed)", n, fc->n_batch);
+    if (kv->n_used + n > kv->n_ctx)
+        return err_set(err, "context full: %d + %d tokens exceed the context length %d", kv->n_used,
+                       n, kv->n_ctx);
+    for (int t = 0; t < n; t++)
+        if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
+            return err_set(err, "forward: token id %d out of range (vocabulary %d)", tokens[t], hp->n_vocab);
+    int n_out = logits ? (all_logits ? n : 1) : 0;
+    if (n_out > fc->logits_rows)
+        return err_set(err, "forward: %d logit rows requested, buffer holds %d", n_out, fc->logits_rows);
+
+    int32_t pos_stack[256];
+    int32_t *pos = n <= 256 ? pos_stack : xmalloc((size_t)n * sizeof(int32_t));
+    int n_past = kv->n_used;
+    for (int t = 0; t < n; t++) pos[t] = n_past + t;
+
+    rope_params rq = { hp->n_head, hp->head_dim, hp->rope_dim, hp->rope_base, hp->rope_neox };
+    rope_params rk = rq;
+    rk.n_heads = hp->n_kv_head;
+    attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim) };
+
+    b->begin_batch(b);
+    b->embed(b, &m->tok_embd, tokens, n, fc->x);
+    for (int l = 0; l < hp->n_layer; l++) {
+        const layer_weights *L = &m->layers[l];
+        b->rmsnorm(b, fc->x, &L->attn_norm, hp->rms_eps, n, fc->h);
+        b->matmul(b, &L->wq, fc->h, 0, n, fc->q);
+        b->matmul(b, &L->wk, fc->h, 0, n, fc->k);
+        b->matmul(b, &L->wv, fc->h, 0, n, fc->v);
+        if (L->bq.data) b->add_bias(b, fc->q, &L->bq, n);
+        if (L->bk.data) b->add_bias(b, fc->k, &L->bk, n);
+        if (L->bv.data) b->add_bias(b, fc->v, &L->bv, n);
+        b->rope(b, fc->q, n, pos, &rq);
+        b->rope(b, fc->k, n, pos, &rk);
+        b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
+        b->attention(b, fc->q, kv, l, n, n_past, &ap, fc->att);
+        b->matmul(b, &L->wo, fc->att, 0, n, fc->h);
+        b->add(b, fc->x, fc->h, n);
+        b->rmsnorm(b, fc->x, &L->ffn_norm, hp->rms_eps, n, fc->h);
+        b->matmul(b, &L->w_gate, fc->h, 0, n, fc->gate);
+        b->matmul(b, &L->w_up, fc->h, 0, n, fc->up);
+        b->swiglu(b, fc->gate, fc->up, n);
+        b->matmul(b, &L->w_down, fc->gate, 0, n, fc->h);
+        b->add(b, fc->x, fc->h, n);
+    }
+    if (n_out > 0) {
+        // Final norm only over the rows whose logits are wanted (the last one when decoding).
+        b->rmsnorm(b, fc->x, &m->output_norm, hp->rms_eps, n, fc->h);
+        b->matmul(b, &m->output, fc->h, n - n_out, n_out, fc->logits);
+    }
+    int rc = b->end_batch(b, err);
+    if (pos != pos_stack) free(pos);
+    if (rc) return rc;
+    kv->n_used += n;
+    if (n_out > 0) b->act_read(b, fc->logits, 0, n_out, logits);
+    return 0;
+}

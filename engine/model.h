@@ -1,0 +1,85 @@
+// Llama-family models (llama, qwen2) loaded from GGUF, and the forward pass written once over
+// the backend op interface.
+#ifndef CABIN_MODEL_H
+#define CABIN_MODEL_H
+
+#include "backend.h"
+#include "gguf.h"
+#include "kv_cache.h"
+#include "tensor.h"
+#include "tokenizer.h"
+
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2 };
+
+typedef struct model_hparams {
+    enum model_arch arch;
+    char arch_name[32];
+    int n_vocab;
+    int n_ctx_train;     // <arch>.context_length
+    int dim;             // embedding length
+    int n_layer;
+    int n_head, n_kv_head;
+    int head_dim;        // dim / n_head unless attention.key_length says otherwise
+    int ffn_dim;
+    int rope_dim;        // rope.dimension_count, default head_dim
+    float rope_base;
+    float rms_eps;
+    bool rope_neox;      // qwen2: NeoX-style rotation
+    bool tied_output;    // no output.weight: the token embedding is reused
+} model_hparams;
+
+// One layer's weights. Matrices are row-major (out_features rows of in_features); the weight
+// type of each is whatever the file (or the current precision plan) gives it.
+typedef struct layer_weights {
+    tensor attn_norm;    // (dim) f32
+    tensor wq, wk, wv;   // (n_head*head_dim, dim), (n_kv_head*head_dim, dim) x2
+    tensor wo;           // (dim, n_head*head_dim)
+    tensor bq, bk, bv;   // optional biases (qwen2); .data == NULL when absent
+    tensor ffn_norm;     // (dim) f32
+    tensor w_gate, w_up; // (ffn_dim, dim)
+    tensor w_down;       // (dim, ffn_dim)
+} layer_weights;
+
+typedef struct model {
+    gguf_file file;
+    model_hparams hp;
+    tokenizer *tok;
+    char *chat_template;       // tokenizer.chat_template or NULL
+    char *name;                // general.name or the file name
+    tensor tok_embd;           // (n_vocab, dim)
+    tensor output_norm;        // (dim) f32
+    tensor output;             // (n_vocab, dim); aliases tok_embd when tied
+    layer_weights *layers;
+    uint64_t weight_bytes;     // bytes of all weight tensors as loaded
+} model;
+
+int model_load(model **out, const char *path, errbuf *err);
+void model_free(model *m);
+const char *model_arch_name(enum model_arch a);
+// Calls fn for every weight tensor (matrices and vectors; output once even when tied).
+void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
+// Weight bytes read per decoded token (every matrix once, embedding row negligible).
+uint64_t model_decode_bytes(const model *m);
+
+// Scratch buffers for running a model on a backend, sized for batches of up to n_batch tokens.
+typedef struct forward_ctx {
+    backend *b;
+    const model *m;
+    int n_batch;
+    bk_act *x, *h, *q, *k, *v, *att, *gate, *up, *logits;
+    int logits_rows;           // rows of the logits buffer
+} forward_ctx;
+
+int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, int logits_rows,
+                     errbuf *err);
+void forward_ctx_free(forward_ctx *fc);
+// Prepares (uploads) every weight on the backend; checks the backend supports each type.
+int model_prepare_backend(model *m, backend *b, errbuf *err);
+
+// Runs tokens[0..n) at positions kv->n_used .. +n (n <= fc->n_batch), appends them to the cache.
+// logits: if non-NULL, receives n_vocab floats per requested row: all n rows when all_logits,
+// else only the last row.
+int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
+                  float *logits, errbuf *err);
+
+#endif

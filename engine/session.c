@@ -1,0 +1,223 @@
+#include "session.h"
+#include "chat_template.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct session {
+    session_opts opts;
+    model *m;
+    backend *b;
+    kv_cache kv;
+    forward_ctx fc;
+    sampler *smp;
+    const chat_template *tmpl;
+    char *system_prompt;
+    float *logits;           // n_vocab: last position's logits
+    bool have_logits;
+    bool reply_open;         // last reply ended without its closing token in the cache
+    atomic_bool cancel;
+    session_stats st;
+};
+
+session_opts session_opts_default(void) {
+    session_opts o;
+    memset(&o, 0, sizeof o);
+    o.backend.name = "auto";
+    o.backend.kernels = "auto";
+    o.n_batch = 256;
+    o.sampling = sampler_defaults();
+    o.max_reply_tokens = 512;
+    return o;
+}
+
+session *session_open(const session_opts *o, errbuf *err) {
+    session *s = xcalloc(1, sizeof *s);
+    s->opts = *o;
+    if (s->opts.n_batch <= 0) s->opts.n_batch = 256;
+    if (s->opts.max_reply_tokens <= 0) s->opts.max_reply_tokens = 512;
+    if (model_load(&s->m, o->model_path, err)) { free(s); return NULL; }
+    s->b = backend_create(&o->backend, err);
+    if (!s->b) goto fail;
+    if (model_prepare_backend(s->m, s->b, err)) goto fail;
+    int n_ctx = o->n_ctx > 0 ? o->n_ctx : (s->m->hp.n_ctx_train < 4096 ? s->m->hp.n_ctx_train : 4096);
+    const model_hparams *hp = &s->m->hp;
+    if (kv_cache_init(&s->kv, KV_F16, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, err)) goto fail;
+    if (s->b->kv_prepare(s->b, &s->kv, err)) goto fail;
+    if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) goto fail;
+    if (o->template_name) {
+        s->tmpl = chat_template_by_name(o->template_name);
+        if (!s->tmpl) {
+            err_set(err, "unknown chat template '%s' (known: %s)", o->template_name, chat_template_names());
+            goto fail;
+        }
+    } else {
+        s->tmpl = chat_template_detect(s->m->chat_template);
+    }
+    s->system_prompt = o->system_prompt ? xstrdup(o->system_prompt) : NULL;
+    s->opts.system_prompt = s->system_prompt;
+    s->opts.model_path = NULL;
+    s->smp = sampler_new(&o->sampling, hp->n_vocab);
+    s->logits = xmalloc((size_t)hp->n_vocab * sizeof(float));
+    snprintf(s->st.backend, sizeof s->st.backend, "%s", s->b->description);
+    snprintf(s->st.template_name, sizeof s->st.template_name, "%s", s->tmpl->name);
+    return s;
+fail:
+    session_close(s);
+    return NULL;
+}
+
+void session_close(session *s) {
+    if (!s) return;
+    forward_ctx_free(&s->fc);
+    if (s->b && s->kv.k) s->b->kv_release(s->b, &s->kv);
+    kv_cache_free(&s->kv);
+    backend_destroy(s->b);
+    model_free(s->m);
+    sampler_free(s->smp);
+    free(s->logits);
+    free(s->system_prompt);
+    free(s);
+}
+
+int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
+    for (int i = 0; i < n; i += s->opts.n_batch) {
+        int chunk = n - i < s->opts.n_batch ? n - i : s->opts.n_batch;
+        bool last = i + chunk == n;
+        if (model_forward(&s->fc, &s->kv, tokens + i, chunk, false, last ? s->logits : NULL, err))
+            return -1;
+        for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
+    }
+    if (n > 0) s->have_logits = true;
+    if (logits && n > 0) memcpy(logits, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+    return 0;
+}
+
+int32_t session_sample(session *s) {
+    float *tmp = xmalloc((size_t)s->m->hp.n_vocab * sizeof(float));
+    memcpy(tmp, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+    int32_t t = sampler_sample(s->smp, tmp);
+    free(tmp);
+    return t;
+}
+
+// Prefills `tokens`, then samples and feeds up to n_predict tokens.
+static int run_generation(session *s, const int32_t *tokens, int n, int n_predict, token_cb cb,
+                          void *ud, bool *ended_on_eog, errbuf *err) {
+    atomic_store(&s->cancel, false);
+    *ended_on_eog = false;
+    double t0 = now_sec();
+    s->st.prompt_tokens = n;
+    s->st.gen_tokens = 0;
+    s->st.decode_ms = 0;
+    if (s->kv.n_used + n > s->kv.n_ctx)
+        return err_set(err, "context full: %d tokens in the cache + %d new exceed the context "
+                       "length %d (use /reset or a larger --ctx)", s->kv.n_used, n, s->kv.n_ctx);
+    if (session_eval(s, tokens, n, NULL, err)) return -1;
+    double t1 = now_sec();
+    s->st.prefill_ms = (t1 - t0) * 1e3;
+    s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
+    float *scratch = xmalloc((size_t)s->m->hp.n_vocab * sizeof(float));
+    double t_first = 0.0;
+    int rc = 0;
+    char piece[256];
+    for (int i = 0; i < n_predict; i++) {
+        if (atomic_load(&s->cancel)) break;
+        memcpy(scratch, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+        int32_t tok = sampler_sample(s->smp, scratch);
+        if (i == 0) { t_first = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
+        s->st.gen_tokens++;
+        if (!s->opts.ignore_eog && tokenizer_is_eog(s->m->tok, tok)) {
+            *ended_on_eog = true;
+            // Keep the closing token in the cache so the next turn follows a complete reply.
+            if (s->kv.n_used < s->kv.n_ctx && session_eval(s, &tok, 1, NULL, err)) rc = -1;
+            break;
+        }
+        int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
+        if (len > (int)sizeof piece) len = sizeof piece;
+        bool go_on = cb ? cb(ud, tok, piece, len) : true;
+        if (s->kv.n_used >= s->kv.n_ctx) {
+            rc = err_set(err, "context full at %d tokens (use /reset or a larger --ctx)", s->kv.n_ctx);
+            break;
+        }
+        if (session_eval(s, &tok, 1, NULL, err)) { rc = -1; break; }
+        if (!go_on) break;
+    }
+    double t2 = now_sec();
+    if (s->st.gen_tokens > 0) {
+        s->st.decode_ms = (t2 - t_first) * 1e3;
+        s->st.decode_tps = s->st.gen_tokens > 1 ? (s->st.gen_tokens - 1) / (t2 - t_first) : 0.0;
+    }
+    free(scratch);
+    return rc;
+}
+
+static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err) {
+    size_t len = strlen(text);
+    int32_t cap = (int32_t)(len + 16);
+    int32_t *ids = xmalloc((size_t)cap * sizeof(int32_t));
+    int32_t n = tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap);
+    if (n < 0) {
+        cap = -n;
+        ids = xrealloc(ids, (size_t)cap * sizeof(int32_t));
+        n = tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap);
+    }
+    if (n < 0) { free(ids); return err_set(err, "tokenizer failed"); }
+    *out = ids;
+    return n;
+}
+
+int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbuf *err) {
+    bool first = s->kv.n_used == 0;
+    char *text = chat_template_render_turn(s->tmpl, s->system_prompt, user_text, first, s->reply_open);
+    int32_t *ids = NULL;
+    int n = tokenize_all(s, text, first, &ids, err);
+    free(text);
+    if (n < 0) return -1;
+    bool eog = false;
+    int rc = run_generation(s, ids, n, s->opts.max_reply_tokens, cb, ud, &eog, err);
+    free(ids);
+    s->reply_open = !eog;
+    s->st.turns++;
+    return rc;
+}
+
+int session_complete(session *s, const char *prompt, int n_predict, token_cb cb, void *ud, errbuf *err) {
+    int32_t *ids = NULL;
+    int n = tokenize_all(s, prompt, s->kv.n_used == 0, &ids, err);
+    if (n < 0) return -1;
+    bool eog = false;
+    int rc = run_generation(s, ids, n, n_predict, cb, ud, &eog, err);
+    free(ids);
+    return rc;
+}
+
+void session_cancel(session *s) { atomic_store(&s->cancel, true); }
+
+void session_reset(session *s) {
+    kv_cache_clear(&s->kv);
+    sampler_reset(s->smp, s->opts.sampling.seed);
+    s->have_logits = false;
+    s->reply_open = false;
+    s->st.turns = 0;
+}
+
+void session_set_seed(session *s, uint64_t seed) {
+    s->opts.sampling.seed = seed;
+    sampler_reset(s->smp, seed);
+}
+
+void session_get_stats(const session *s, session_stats *out) {
+    *out = s->st;
+    out->n_past = s->kv.n_used;
+    out->n_ctx = s->kv.n_ctx;
+    out->weight_bytes = s->m->weight_bytes;
+    out->kv_bytes = kv_cache_bytes(&s->kv);
+    out->kv_used_bytes = kv_cache_used_bytes(&s->kv);
+}
+
+const model *session_model(const session *s) { return s->m; }
+backend *session_backend(session *s) { return s->b; }
+int session_n_vocab(const session *s) { return s->m->hp.n_vocab; }

@@ -1,0 +1,76 @@
+// One conversation: model + backend + KV cache + sampler + stats. Front ends use nothing else
+// of the engine (plus engine/telemetry.h once it exists).
+#ifndef CABIN_SESSION_H
+#define CABIN_SESSION_H
+
+#include "backend.h"
+#include "model.h"
+#include "sampler.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct session_opts {
+    const char *model_path;
+    backend_opts backend;
+    int n_ctx;                   // 0: the model's training context, at most 4096
+    int n_batch;                 // prompt tokens per forward pass (default 256)
+    sampler_params sampling;
+    const char *template_name;   // NULL: recognise from the file
+    const char *system_prompt;   // NULL: none
+    int max_reply_tokens;        // per chat turn (default 512)
+    bool ignore_eog;             // completion: keep generating past end-of-generation tokens
+} session_opts;
+
+session_opts session_opts_default(void);
+
+typedef struct session_stats {
+    // last turn / completion
+    int prompt_tokens;
+    int gen_tokens;
+    double prefill_ms;
+    double ttft_ms;              // from the request to the first generated token
+    double decode_ms;            // generating tokens after the first
+    double prefill_tps, decode_tps;
+    // totals
+    int n_past;                  // tokens in the cache
+    int n_ctx;
+    uint64_t weight_bytes;
+    uint64_t kv_bytes;           // allocated
+    uint64_t kv_used_bytes;
+    int turns;
+    char backend[128];
+    char template_name[32];
+} session_stats;
+
+typedef struct session session;
+
+// Called for every generated token with its text piece (bytes, may be a partial UTF-8 char).
+// Return false to stop generating.
+typedef bool (*token_cb)(void *ud, int32_t token, const char *piece, int len);
+
+session *session_open(const session_opts *o, errbuf *err);
+void session_close(session *s);
+
+// One chat turn: renders the user text with the chat template, prefills it, and generates the
+// reply until end of turn, max_reply_tokens, cancel, or a false from cb.
+int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbuf *err);
+// Raw completion: tokenizes prompt (BOS as the model says, special tokens parsed), appends it
+// to the cache and generates up to n_predict tokens (stops early at end-of-generation tokens).
+int session_complete(session *s, const char *prompt, int n_predict, token_cb cb, void *ud, errbuf *err);
+// Feeds tokens; if logits is non-NULL it receives the last position's n_vocab logits.
+int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err);
+// Samples the next token from the logits of the last eval.
+int32_t session_sample(session *s);
+
+// Thread-safe: asks a running generation to stop after the current token.
+void session_cancel(session *s);
+// Clears the conversation (cache, history); keeps the model.
+void session_reset(session *s);
+void session_get_stats(const session *s, session_stats *out);
+const model *session_model(const session *s);
+backend *session_backend(session *s);
+int session_n_vocab(const session *s);
+void session_set_seed(session *s, uint64_t seed);
+
+#endif

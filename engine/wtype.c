@@ -1,0 +1,137 @@
+#include "wtype.h"
+#include "util.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+static void f32_to_f32(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
+static void f32_from_f32(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
+
+static void f16_to_f32_row(const void *src, float *dst, int64_t n) {
+    const uint16_t *s = src;
+    for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(s[i]);
+}
+static void f16_from_f32_row(const float *src, void *dst, int64_t n) {
+    uint16_t *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = f32_to_fp16(src[i]);
+}
+static void bf16_to_f32_row(const void *src, float *dst, int64_t n) {
+    const uint16_t *s = src;
+    for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
+}
+static void bf16_from_f32_row(const float *src, void *dst, int64_t n) {
+    uint16_t *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = f32_to_bf16(src[i]);
+}
+
+void dequantize_row_q4_0(const void *src, float *dst, int64_t n) {
+    const block_q4_0 *b = src;
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        float d = fp16_to_f32(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            dst[i * 32 + j] = d * (float)((b[i].qs[j] & 0x0f) - 8);
+            dst[i * 32 + j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+void dequantize_row_q8_0(const void *src, float *dst, int64_t n) {
+    const block_q8_0 *b = src;
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        float d = fp16_to_f32(b[i].d);
+        for (int j = 0; j < 32; j++) dst[i * 32 + j] = d * (float)b[i].qs[j];
+    }
+}
+
+// Q4_0 scale: the weight of largest magnitude (keeping its sign) maps to -8, so d = max / -8.
+// Rounding matches the established GGUF quantizer: q = min(15, (int8)(x/d + 8.5)), with the
+// scale stored as fp16 but the division done with the float value before rounding.
+void quantize_row_q4_0_ref(const float *src, void *dst, int64_t n) {
+    block_q4_0 *b = dst;
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        const float *x = src + i * 32;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
+        }
+        const float d = max / -8.0f;
+        const float id = d ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_fp16(d);
+        for (int j = 0; j < 16; j++) {
+            const float x0 = x[j] * id, x1 = x[j + 16] * id;
+            uint8_t q0 = (uint8_t)(int8_t)(x0 + 8.5f), q1 = (uint8_t)(int8_t)(x1 + 8.5f);
+            if (q0 > 15) q0 = 15;
+            if (q1 > 15) q1 = 15;
+            b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+// Q8_0: d = amax / 127, q = round(x / d) (round half away from zero).
+void quantize_row_q8_0_ref(const float *src, void *dst, int64_t n) {
+    block_q8_0 *b = dst;
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        const float *x = src + i * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_fp16(d);
+        for (int j = 0; j < 32; j++) b[i].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+static const wtype_info table[WT_COUNT] = {
+    [WT_F32]    = { "F32",    1,   4,   f32_to_f32,          f32_from_f32 },
+    [WT_F16]    = { "F16",    1,   2,   f16_to_f32_row,      f16_from_f32_row },
+    [WT_Q4_0]   = { "Q4_0",   32,  18,  dequantize_row_q4_0, quantize_row_q4_0_ref },
+    [WT_Q4_1]   = { "Q4_1",   32,  20,  NULL, NULL },
+    [WT_Q5_0]   = { "Q5_0",   32,  22,  NULL, NULL },
+    [WT_Q5_1]   = { "Q5_1",   32,  24,  NULL, NULL },
+    [WT_Q8_0]   = { "Q8_0",   32,  34,  dequantize_row_q8_0, quantize_row_q8_0_ref },
+    [WT_Q8_1]   = { "Q8_1",   32,  36,  NULL, NULL },
+    [WT_Q2_K]   = { "Q2_K",   256, 84,  NULL, NULL },
+    [WT_Q3_K]   = { "Q3_K",   256, 110, NULL, NULL },
+    [WT_Q4_K]   = { "Q4_K",   256, 144, NULL, NULL },
+    [WT_Q5_K]   = { "Q5_K",   256, 176, NULL, NULL },
+    [WT_Q6_K]   = { "Q6_K",   256, 210, NULL, NULL },
+    [WT_Q8_K]   = { "Q8_K",   256, 292, NULL, NULL },
+    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  NULL, NULL },
+    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, NULL, NULL },
+    [WT_I8]     = { "I8",     1,   1,   NULL, NULL },
+    [WT_I16]    = { "I16",    1,   2,   NULL, NULL },
+    [WT_I32]    = { "I32",    1,   4,   NULL, NULL },
+    [WT_I64]    = { "I64",    1,   8,   NULL, NULL },
+    [WT_F64]    = { "F64",    1,   8,   NULL, NULL },
+    [WT_BF16]   = { "BF16",   1,   2,   bf16_to_f32_row,     bf16_from_f32_row },
+};
+
+const wtype_info *wtype_get(uint32_t type) {
+    if (type >= WT_COUNT || !table[type].name) return NULL;
+    return &table[type];
+}
+
+const char *wtype_name(uint32_t type) {
+    const wtype_info *t = wtype_get(type);
+    return t ? t->name : "unknown";
+}
+
+int wtype_from_name(const char *name) {
+    for (int i = 0; i < WT_COUNT; i++)
+        if (table[i].name && strcasecmp(table[i].name, name) == 0) return i;
+    return -1;
+}
+
+double wtype_bpw(uint32_t type) {
+    const wtype_info *t = wtype_get(type);
+    return t ? (double)t->block_bytes * 8.0 / t->block_size : 0.0;
+}
+
+uint64_t wtype_row_bytes(uint32_t type, uint64_t n) {
+    const wtype_info *t = wtype_get(type);
+    if (!t || n % t->block_size) return 0;
+    return n / t->block_size * t->block_bytes;
+}
+
+const char *wtype_supported_list(void) { return "F32, F16, BF16, Q8_0, Q4_0"; }

@@ -1,0 +1,407 @@
+// CPU kernel tables: every fast table (AVX2, AVX-512) against the scalar reference on fresh
+// random inputs, for every weight type and for odd shapes, sub-ranges of rows and padded
+// strides. The seed is printed; CABIN_TEST_SEED=N reruns a failure exactly.
+#include "engine/cpu/kernels.h"
+#include "engine/util.h"
+#include "tests/test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers (splitmix64): reproducible from the printed seed.
+
+static uint64_t rng_state;
+
+static uint64_t rng_u64(void) {
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static int rng_int(int n) { return (int)(rng_u64() % (uint64_t)n); }
+static float rng_uniform(void) { return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0); }
+
+// Values of mixed magnitude: a per-row scale (small, unit, large) and a few exact zeros, so
+// block scales vary and zero blocks happen.
+static void fill_row(float *v, int64_t n) {
+    static const float scales[] = { 1e-3f, 0.1f, 1.0f, 7.0f, 300.0f };
+    const float s = scales[rng_int(5)];
+    for (int64_t i = 0; i < n; i++) v[i] = rng_int(50) == 0 ? 0.0f : rng_uniform() * s;
+    if (n >= 32 && rng_int(8) == 0) { // one all-zero block now and then
+        int64_t b = rng_int((int)(n / 32));
+        for (int j = 0; j < 32; j++) v[b * 32 + j] = 0.0f;
+    }
+}
+
+static uint16_t ld_u16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul against the scalar table.
+
+static const uint32_t types[] = { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 };
+
+static const float SENTINEL = -12345.5f;
+
+// Tolerance of float kernels (and of a quantized kernel's float accumulation): relative to
+// sum |w*x|, so a result near zero from cancelling terms is judged by the size of its terms.
+static const double REL_TOL = 1e-5;
+
+typedef struct {
+    int64_t k, rows, n_tok, row0, row1, ldy;
+} shape;
+
+// Signed integer weight j of block b (Q4_0: nibble - 8, Q8_0: int8) and the block's scale.
+static int q_weight(uint32_t type, const uint8_t *row, int64_t b, int j) {
+    if (type == WT_Q4_0) {
+        const uint8_t byte = row[b * 18 + 2 + (j & 15)];
+        return (j < 16 ? byte & 15 : byte >> 4) - 8;
+    }
+    return (int8_t)row[b * 34 + 2 + j];
+}
+static float q_scale(uint32_t type, const uint8_t *row, int64_t b) {
+    return fp16_to_f32(ld_u16(row + b * (type == WT_Q4_0 ? 18 : 34)));
+}
+
+// Returns 1 if every output of this case is within its bound; prints the first miss.
+static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_checked) {
+    const cpu_kernels *ref = cpu_kernels_scalar();
+    const wtype_info *ti = wtype_get(type);
+    const int64_t k = s.k, rows = s.rows, n_tok = s.n_tok;
+    const size_t elem_align = type == WT_F32 ? 4 : 2;
+    const size_t rb = (size_t)wtype_row_bytes(type, (uint64_t)k);
+    const size_t wrb = rb + elem_align * (size_t)rng_int(3) * 3; // sometimes padded rows
+    const size_t xs = (size_t)k + (size_t)rng_int(2) * 5;        // floats per activation row
+    const int quant_act = fast->act_format[type] == ACT_Q8_0;
+    const size_t xqrb = (size_t)(k / 32) * sizeof(block_q8_0) + 2 * (size_t)rng_int(2);
+
+    // Buffers start off vector alignment (+elem_align bytes, +1 float) to catch aligned loads.
+    uint8_t *wbuf = xmalloc(rows * wrb + 64);
+    uint8_t *w = wbuf + elem_align;
+    memset(wbuf, 0xA5, rows * wrb + 64);
+    float *wf = xmalloc(sizeof(float) * (size_t)(rows * k)); // dequantized weights
+    float *tmp = xmalloc(sizeof(float) * (size_t)k);
+    for (int64_t r = 0; r < rows; r++) {
+        fill_row(tmp, k);
+        ti->from_f32(tmp, w + r * wrb, k);
+        ti->to_f32(w + r * wrb, wf + r * k, k);
+    }
+    float *xbuf = xmalloc(sizeof(float) * (n_tok * xs + 1));
+    float *x = xbuf + 1;
+    for (int64_t t = 0; t < n_tok; t++) fill_row(x + t * xs, k);
+    uint8_t *xq = NULL;
+    if (quant_act) {
+        xq = xmalloc(n_tok * xqrb + 2);
+        for (int64_t t = 0; t < n_tok; t++)
+            fast->quantize_act_q8_0(x + t * xs, (block_q8_0 *)(void *)(xq + t * xqrb), k);
+    }
+    const size_t ny = (size_t)(n_tok * s.ldy);
+    float *yr = xmalloc(sizeof(float) * ny), *yf = xmalloc(sizeof(float) * ny);
+    for (size_t i = 0; i < ny; i++) yr[i] = yf[i] = SENTINEL;
+
+    ref->matmul[type](w, wrb, k, s.row0, s.row1, x, xs * 4, n_tok, yr, s.ldy);
+    if (quant_act)
+        fast->matmul[type](w, wrb, k, s.row0, s.row1, xq, xqrb, n_tok, yf, s.ldy);
+    else
+        fast->matmul[type](w, wrb, k, s.row0, s.row1, x, xs * 4, n_tok, yf, s.ldy);
+
+    int ok = 1;
+    for (int64_t t = 0; t < n_tok && ok; t++) {
+        for (int64_t r = 0; r < s.ldy && ok; r++) {
+            const float vr = yr[t * s.ldy + r], vf = yf[t * s.ldy + r];
+            if (r < s.row0 || r >= s.row1) {
+                if (vr != SENTINEL || vf != SENTINEL) {
+                    printf("  %s %s: wrote outside rows [%lld,%lld): y[%lld][%lld]\n", fast->name,
+                           ti->name, (long long)s.row0, (long long)s.row1, (long long)t,
+                           (long long)r);
+                    ok = 0;
+                }
+                continue;
+            }
+            const float *wr = wf + r * k, *xt = x + t * xs;
+            double exact = 0, mag = 0;
+            for (int64_t i = 0; i < k; i++) {
+                exact += (double)wr[i] * xt[i];
+                mag += fabs((double)wr[i] * xt[i]);
+            }
+            (*n_checked)++;
+            // The reference itself: double sums of exactly dequantized weights.
+            if (!(fabs(vr - exact) <= 1e-6 * mag + 1e-30)) {
+                printf("  scalar %s: y[%lld][%lld] = %.9g, exact %.9g\n", ti->name, (long long)t,
+                       (long long)r, vr, exact);
+                ok = 0;
+                break;
+            }
+            if (!quant_act) {
+                if (!(fabs(vf - vr) <= REL_TOL * mag + 1e-30)) {
+                    printf("  %s %s k=%lld: y[%lld][%lld] = %.9g, scalar %.9g (sum|wx| %.3g)\n",
+                           fast->name, ti->name, (long long)k, (long long)t, (long long)r, vf, vr,
+                           mag);
+                    ok = 0;
+                }
+                continue;
+            }
+            // Quantized activations. (1) Against the same computation in integers: the int
+            // block dot products are exact, so only the float scaling/accumulation differs.
+            // (2) Against the scalar f32 result: the difference is the activation rounding,
+            // bounded per element by d/2 (round to nearest) + |d - fp16(d)| * 127 (the scale
+            // is stored as fp16 after q was computed from the float d).
+            const uint8_t *wrow = w + r * wrb, *xrow = xq + t * xqrb;
+            double yint = 0, magq = 0, bound = 0;
+            for (int64_t b = 0; b < k / 32; b++) {
+                const double dd = (double)q_scale(type, wrow, b) * fp16_to_f32(ld_u16(xrow + b * 34));
+                int64_t isum = 0, iabs = 0;
+                double wabs = 0;
+                float amax = 0;
+                for (int j = 0; j < 32; j++) {
+                    const int p = q_weight(type, wrow, b, j) * (int8_t)xrow[b * 34 + 2 + j];
+                    isum += p;
+                    iabs += p < 0 ? -p : p;
+                    wabs += fabs(wr[b * 32 + j]);
+                    amax = fmaxf(amax, fabsf(xt[b * 32 + j]));
+                }
+                yint += dd * (double)isum;
+                magq += fabs(dd) * (double)iabs;
+                const float d = amax / 127.0f;
+                bound += wabs * (d / 2.0 + fabs((double)d - fp16_to_f32(f32_to_fp16(d))) * 127.0);
+            }
+            if (!(fabs(vf - yint) <= REL_TOL * magq + 1e-30)) {
+                printf("  %s %s k=%lld: y[%lld][%lld] = %.9g, integer reference %.9g (mag %.3g)\n",
+                       fast->name, ti->name, (long long)k, (long long)t, (long long)r, vf, yint,
+                       magq);
+                ok = 0;
+            } else if (!(fabs(vf - vr) <= bound * 1.01 + REL_TOL * (magq + mag) + 1e-30)) {
+                printf("  %s %s k=%lld: y[%lld][%lld] = %.9g, scalar %.9g, activation bound %.3g\n",
+                       fast->name, ti->name, (long long)k, (long long)t, (long long)r, vf, vr,
+                       bound);
+                ok = 0;
+            }
+        }
+    }
+    free(wbuf);
+    free(wf);
+    free(tmp);
+    free(xbuf);
+    free(xq);
+    free(yr);
+    free(yf);
+    return ok;
+}
+
+static void test_matmul(const cpu_kernels *fast) {
+    static const int64_t ks_q[] = { 32, 64, 96, 160, 224, 4096 + 32 };
+    static const int64_t ks_f[] = { 1, 5, 17, 32, 33, 100, 224, 4096 + 32 + 3 };
+    static const int64_t rows_list[] = { 1, 3, 17, 67 };
+    static const int64_t ntok_list[] = { 1, 2, 3, 5, 8, 13, 33 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t type = types[ti];
+        if (!fast->matmul[type]) {
+            SKIP("%s: no %s matmul", fast->name, wtype_name(type));
+            continue;
+        }
+        const int q = wtype_get(type)->block_size == 32;
+        const int64_t *ks = q ? ks_q : ks_f;
+        const size_t nk = q ? sizeof ks_q / sizeof ks_q[0] : sizeof ks_f / sizeof ks_f[0];
+        int cases = 0, failed = 0, outputs = 0;
+        for (size_t a = 0; a < nk; a++)
+            for (size_t b = 0; b < sizeof rows_list / sizeof rows_list[0]; b++)
+                for (size_t c = 0; c < sizeof ntok_list / sizeof ntok_list[0]; c++) {
+                    shape s = { ks[a], rows_list[b], ntok_list[c], 0, rows_list[b], rows_list[b] };
+                    // Half the cases: a random sub-range of rows and a padded output stride.
+                    if (rng_int(2)) {
+                        s.row0 = rng_int((int)s.rows);
+                        s.row1 = s.row0 + 1 + rng_int((int)(s.rows - s.row0));
+                        s.ldy = s.rows + 1 + rng_int(7);
+                    }
+                    cases++;
+                    if (!run_case(fast, type, s, &outputs)) {
+                        failed++;
+                        printf("  ^ case k=%lld rows=%lld n_tok=%lld rows [%lld,%lld) ldy=%lld\n",
+                               (long long)s.k, (long long)s.rows, (long long)s.n_tok,
+                               (long long)s.row0, (long long)s.row1, (long long)s.ldy);
+                    }
+                }
+        CHECK(failed == 0, "%s %s matmul: %d of %d cases out of bounds", fast->name,
+              wtype_name(type), failed, cases);
+        printf("%s %s matmul: %d cases, %d outputs checked, %d failed\n", fast->name,
+               wtype_name(type), cases, outputs, failed);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation quantizer against quantize_row_q8_0_ref.
+
+static void test_quantize(const cpu_kernels *fast) {
+    static const int64_t ks[] = { 32, 64, 96, 160, 4096 + 32 };
+    int bad_d = 0, bad_q = 0, near_half = 0, blocks = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const int64_t k = ks[rep % 5];
+        float *x = xmalloc(sizeof(float) * (size_t)k);
+        fill_row(x, k);
+        if (rep == 0) { // halves exactly: amax 127 gives d = 1, so x*id = x lands on .5
+            for (int j = 0; j < 32; j++) x[j] = (float)(j - 16) + 0.5f;
+            x[31] = 127.0f;
+        }
+        block_q8_0 *yr = xmalloc(sizeof(block_q8_0) * (size_t)(k / 32));
+        block_q8_0 *yf = xmalloc(sizeof(block_q8_0) * (size_t)(k / 32));
+        quantize_row_q8_0_ref(x, yr, k);
+        fast->quantize_act_q8_0(x, yf, k);
+        for (int64_t b = 0; b < k / 32; b++) {
+            blocks++;
+            // The scale may differ by float rounding only: at most one fp16 step.
+            if (abs((int)yr[b].d - (int)yf[b].d) > 1) bad_d++;
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            for (int j = 0; j < 32; j++) {
+                if (yr[b].qs[j] == yf[b].qs[j]) continue;
+                const double v = fabs((double)(x[b * 32 + j] * id));
+                if (abs(yr[b].qs[j] - yf[b].qs[j]) == 1 && fabs(v - floor(v) - 0.5) < 1e-6)
+                    near_half++;
+                else
+                    bad_q++;
+            }
+        }
+        free(x);
+        free(yr);
+        free(yf);
+    }
+    CHECK(bad_d == 0, "%s quantize_act_q8_0: %d of %d block scales differ", fast->name, bad_d, blocks);
+    CHECK(bad_q == 0, "%s quantize_act_q8_0: %d quants differ", fast->name, bad_q);
+    printf("%s quantize_act_q8_0: %d blocks, %d ties rounded differently\n", fast->name, blocks,
+           near_half);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row helpers on odd n; the elements past n must stay untouched.
+
+static void test_helpers(const cpu_kernels *fast) {
+    const cpu_kernels *ref = cpu_kernels_scalar();
+    static const int64_t ns[] = { 0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1000, 4097 };
+    int bad_dot = 0, bad_dot16 = 0, bad_axpy = 0, bad_axpy16 = 0;
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+        const int64_t n = ns[c];
+        float *a = xmalloc(sizeof(float) * (size_t)(n + 1) + 4), *b = xmalloc(sizeof(float) * (size_t)(n + 1));
+        uint16_t *h = xmalloc(sizeof(uint16_t) * (size_t)(n + 2));
+        float *y0 = xmalloc(sizeof(float) * (size_t)(n + 4)), *yr = xmalloc(sizeof(float) * (size_t)(n + 4)),
+              *yf = xmalloc(sizeof(float) * (size_t)(n + 4));
+        float *ao = a + 1; // off vector alignment
+        uint16_t *ho = h + 1;
+        fill_row(ao, n);
+        fill_row(b, n);
+        fill_row(y0, n);
+        for (int64_t i = 0; i < n; i++) ho[i] = f32_to_fp16(ao[i]);
+        double mag = 0, mag16 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            mag += fabs((double)ao[i] * b[i]);
+            mag16 += fabs((double)fp16_to_f32(ho[i]) * b[i]);
+        }
+        if (!(fabs(fast->dot_f32(ao, b, n) - ref->dot_f32(ao, b, n)) <= REL_TOL * mag + 1e-30)) bad_dot++;
+        if (!(fabs(fast->dot_f16_f32(ho, b, n) - ref->dot_f16_f32(ho, b, n)) <= REL_TOL * mag16 + 1e-30))
+            bad_dot16++;
+        const float alpha = rng_uniform() * 3.0f;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int64_t i = 0; i < n; i++) yr[i] = yf[i] = y0[i];
+            for (int64_t i = n; i < n + 4; i++) yr[i] = yf[i] = SENTINEL;
+            if (pass == 0) {
+                ref->axpy_f32(alpha, ao, yr, n);
+                fast->axpy_f32(alpha, ao, yf, n);
+            } else {
+                ref->axpy_f16_f32(alpha, ho, yr, n);
+                fast->axpy_f16_f32(alpha, ho, yf, n);
+            }
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                const double term = fabs((double)alpha * (pass ? fp16_to_f32(ho[i]) : ao[i]));
+                // fused vs separate multiply-add: two roundings at most apart.
+                if (!(fabs(yf[i] - yr[i]) <= 0x1p-22 * (fabs(y0[i]) + term) + 1e-30)) bad = 1;
+            }
+            for (int64_t i = n; i < n + 4; i++)
+                if (yf[i] != SENTINEL) bad = 1;
+            if (bad) *(pass ? &bad_axpy16 : &bad_axpy) += 1;
+        }
+        free(a);
+        free(b);
+        free(h);
+        free(y0);
+        free(yr);
+        free(yf);
+    }
+    CHECK(bad_dot == 0, "%s dot_f32: %d sizes off", fast->name, bad_dot);
+    CHECK(bad_dot16 == 0, "%s dot_f16_f32: %d sizes off", fast->name, bad_dot16);
+    CHECK(bad_axpy == 0, "%s axpy_f32: %d sizes off or wrote past n", fast->name, bad_axpy);
+    CHECK(bad_axpy16 == 0, "%s axpy_f16_f32: %d sizes off or wrote past n", fast->name, bad_axpy16);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void test_selection(void) {
+    const cpu_features *f = cpu_get_features();
+    printf("features: avx2 %d fma %d f16c %d avx512f %d bw %d vl %d dq %d vnni %d bf16 %d "
+           "amx advertised %d usable %d\n",
+           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq,
+           f->avx512vnni, f->avx512bf16, f->amx_tile_advertised, f->amx_usable);
+    CHECK(!f->avx512f || f->avx2, "AVX-512F usable but not AVX2");
+    CHECK(!cpu_kernels_avx512() || cpu_kernels_avx2(), "avx512 table without avx2 table");
+    CHECK(!f->amx_usable || f->amx_tile_advertised, "AMX usable but not advertised");
+    CHECK(cpu_get_features() == f, "features not cached");
+    CHECK(cpu_kernels_scalar() != NULL, "no scalar table");
+    CHECK(cpu_kernels_select("scalar") == cpu_kernels_scalar(), "select(scalar)");
+    CHECK(cpu_kernels_select("avx2") == cpu_kernels_avx2(), "select(avx2)");
+    CHECK(cpu_kernels_select("avx512") == cpu_kernels_avx512(), "select(avx512)");
+    CHECK(cpu_kernels_select("sse9") == NULL, "select(unknown) not NULL");
+
+    // CABIN_KERNELS steers "auto" and NULL; restore whatever the caller had set.
+    const char *saved_env = getenv("CABIN_KERNELS");
+    char *saved = saved_env ? xstrdup(saved_env) : NULL;
+    unsetenv("CABIN_KERNELS");
+    const cpu_kernels *best = cpu_kernels_avx512() ? cpu_kernels_avx512()
+                              : cpu_kernels_avx2() ? cpu_kernels_avx2() : cpu_kernels_scalar();
+    CHECK(cpu_kernels_select("auto") == best, "auto picked %s", cpu_kernels_select("auto")->name);
+    CHECK(cpu_kernels_select(NULL) == best, "NULL is not auto");
+    setenv("CABIN_KERNELS", "scalar", 1);
+    CHECK(cpu_kernels_select(NULL) == cpu_kernels_scalar(), "CABIN_KERNELS=scalar ignored (NULL)");
+    CHECK(cpu_kernels_select("auto") == cpu_kernels_scalar(), "CABIN_KERNELS=scalar ignored (auto)");
+    CHECK(cpu_kernels_select("avx2") == cpu_kernels_avx2(), "CABIN_KERNELS overrode an explicit name");
+    if (saved) setenv("CABIN_KERNELS", saved, 1);
+    else unsetenv("CABIN_KERNELS");
+    free(saved);
+    printf("kernels: auto = %s\n", cpu_kernels_select("auto") ? cpu_kernels_select("auto")->name : "(none)");
+}
+
+int main(void) {
+    const char *env = getenv("CABIN_TEST_SEED");
+    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
+    printf("seed %llu (rerun with CABIN_TEST_SEED=%llu)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    rng_state = seed;
+
+    test_selection();
+    const struct {
+        const char *name;
+        const cpu_kernels *k;
+    } fast[] = { { "avx2", cpu_kernels_avx2() }, { "avx512", cpu_kernels_avx512() } };
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        if (!fast[i].k) {
+            SKIP("%s kernels: this processor or OS does not allow them (see features above)",
+                 fast[i].name);
+            continue;
+        }
+        test_quantize(fast[i].k);
+        test_helpers(fast[i].k);
+        test_matmul(fast[i].k);
+    }
+    // The scalar table's own helpers on the reference quantizer (they are the same function).
+    block_q8_0 a[2], b[2];
+    float x[64];
+    fill_row(x, 64);
+    cpu_kernels_scalar()->quantize_act_q8_0(x, a, 64);
+    quantize_row_q8_0_ref(x, b, 64);
+    CHECK(memcmp(a, b, sizeof a) == 0, "scalar quantize_act_q8_0 is not the reference");
+    return test_finish();
+}

@@ -1,0 +1,142 @@
+// The engine against ../shared/ref/models: the scalar path against the exact float64 logits,
+// the fast path against the reference implementation's logits and greedy continuations.
+#include "test.h"
+#include "model_util.h"
+#include "engine/sampler.h"
+#include "engine/wtype.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+
+// Tolerance as a fraction of the largest logit, by the file's weight type (../shared/ref/README.md).
+static double type_tolerance(const model *m) {
+    uint32_t t = m->layers[0].wq.type;
+    if (t == WT_F32 || t == WT_F16) return 0.003;
+    if (t == WT_BF16) return 0.006;
+    return 0.025;
+}
+
+static int load_ids(const cJSON *arr, int32_t **out) {
+    int n = cJSON_GetArraySize(arr);
+    *out = xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    for (int i = 0; i < n; i++) (*out)[i] = (int32_t)cJSON_GetArrayItem(arr, i)->valuedouble;
+    return n;
+}
+
+// max |ours[id] - ref| over [[id, logit], ...]; *scale receives the largest |ref logit|.
+static double compare_top(const cJSON *pairs, const float *logits, double *scale) {
+    double worst = 0, big = 0;
+    cJSON *p;
+    cJSON_ArrayForEach(p, pairs) {
+        int id = (int)cJSON_GetArrayItem(p, 0)->valuedouble;
+        double v = cJSON_GetArrayItem(p, 1)->valuedouble;
+        double d = fabs(logits[id] - v);
+        if (d > worst) worst = d;
+        if (fabs(v) > big) big = fabs(v);
+    }
+    *scale = big;
+    return worst;
+}
+
+static void check_model(const char *dir, const char *json_name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s", dir, json_name);
+    errbuf err = {{0}};
+    char *text = read_file_all(path, NULL, &err);
+    if (!text) { CHECK(0, "%s", err.msg); return; }
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) { CHECK(0, "%s: bad JSON", path); return; }
+    snprintf(path, sizeof path, "%s/models/%s", dir, cJSON_GetObjectItem(root, "model")->valuestring);
+    model *m = NULL;
+    if (model_load(&m, path, &err)) {
+        // K-quant files: the loader must name the tensor and its type.
+        if (strstr(path, "_K_")) {
+            CHECK(strstr(err.msg, "not support") && strstr(err.msg, "_K"), "%s", err.msg);
+            SKIP("%s: K-quant types are not supported yet (%s)", json_name, err.msg);
+        } else {
+            CHECK(0, "%s", err.msg);
+        }
+        cJSON_Delete(root);
+        return;
+    }
+    double tol = type_tolerance(m);
+    int nv = m->hp.n_vocab;
+    float *logits = xmalloc((size_t)nv * sizeof(float));
+    cJSON *c;
+    int case_no = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+        case_no++;
+        int32_t *toks, *greedy;
+        int n = load_ids(cJSON_GetObjectItem(c, "tokens"), &toks);
+        int ng = load_ids(cJSON_GetObjectItem(c, "greedy"), &greedy);
+        cJSON *margins = cJSON_GetObjectItem(c, "greedy_margins");
+        // 1. scalar reference path, F32 KV: against the exact float64 forward pass
+        runner r;
+        if (runner_open(&r, m, "scalar", 2, KV_F32, n + ng + 4, n, &err)) { CHECK(0, "%s", err.msg); break; }
+        if (model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) { CHECK(0, "%s", err.msg); runner_close(&r); break; }
+        double scale, worst = compare_top(cJSON_GetObjectItem(c, "exact_logits_at_top"), logits, &scale);
+        CHECK(worst <= 1e-3 * scale, "%s case %d: scalar vs exact: max diff %.5f > %.5f", json_name,
+              case_no, worst, 1e-3 * scale);
+        runner_close(&r);
+        // 2. fast path, F16 KV (what cabin logits runs): against the reference top logits
+        if (runner_open(&r, m, "auto", 2, KV_F16, n + ng + 4, n, &err)) { CHECK(0, "%s", err.msg); break; }
+        if (model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) { CHECK(0, "%s", err.msg); runner_close(&r); break; }
+        cJSON *top = cJSON_GetObjectItem(c, "top_logits");
+        worst = compare_top(top, logits, &scale);
+        CHECK(worst <= tol * scale, "%s case %d: fast vs reference: max diff %.5f > %.5f", json_name,
+              case_no, worst, tol * scale);
+        int ref_arg = (int)cJSON_GetArrayItem(cJSON_GetArrayItem(top, 0), 0)->valuedouble;
+        double ref_margin = cJSON_GetArrayItem(margins, 0)->valuedouble;
+        int ours = argmax_f32(logits, nv);
+        CHECK(ours == ref_arg || ref_margin < 2 * tol * scale, "%s case %d: argmax %d, reference %d",
+              json_name, case_no, ours, ref_arg);
+        // 3. greedy continuation, up to the first step whose margin is below twice the tolerance
+        int agreed = 0, compared = 0;
+        for (int i = 0; i < ng; i++) {
+            int tok = argmax_f32(logits, nv);
+            double mg = cJSON_GetArrayItem(margins, i)->valuedouble;
+            if (mg < 2 * tol * scale) break;
+            compared++;
+            if (tok != greedy[i]) {
+                CHECK(0, "%s case %d: greedy step %d: got %d, reference %d (margin %.4f)", json_name,
+                      case_no, i, tok, greedy[i], mg);
+                break;
+            }
+            agreed++;
+            if (model_forward(&r.fc, &r.kv, &greedy[i], 1, false, logits, &err)) { CHECK(0, "%s", err.msg); break; }
+        }
+        CHECK(agreed == compared, "%s case %d: greedy agreed %d of %d", json_name, case_no, agreed, compared);
+        printf("note: %s case %d: greedy matches %d/%d steps (stopped at a small margin or the end)\n",
+               json_name, case_no, agreed, ng);
+        runner_close(&r);
+        free(toks);
+        free(greedy);
+    }
+    free(logits);
+    model_free(m);
+    cJSON_Delete(root);
+}
+
+int main(void) {
+    const char *dir = test_ref_dir();
+    if (!dir) {
+        SKIP("../shared/ref not present");
+        return test_finish();
+    }
+    char mdir[1024];
+    snprintf(mdir, sizeof mdir, "%s/models", dir);
+    DIR *d = opendir(mdir);
+    if (!d) { SKIP("%s: cannot open", mdir); return test_finish(); }
+    struct dirent *e;
+    char *names[64];
+    int n = 0;
+    while ((e = readdir(d)) && n < 64)
+        if (strstr(e->d_name, ".json")) names[n++] = xstrdup(e->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        check_model(dir, names[i]);
+        free(names[i]);
+    }
+    return test_finish();
+}

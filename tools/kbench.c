@@ -1,0 +1,128 @@
+// Kernel micro-benchmark (not built by the Makefile). Build by hand from the repository root:
+//   F="-std=c11 -D_GNU_SOURCE -O2 -pthread -I."
+//   cc $F -c engine/cpu/kernels_avx2.c -mavx2 -mfma -mf16c -o /tmp/k2.o
+//   cc $F -c engine/cpu/kernels_avx512.c -mavx2 -mfma -mf16c -mavx512f -mavx512bw
+//      -mavx512vl -mavx512dq -mavx512vnni -o /tmp/k5.o        (one line)
+//   cc $F tools/kbench.c engine/cpu/kernels.c engine/cpu/kernels_scalar.c engine/wtype.c
+//      engine/util.c /tmp/k2.o /tmp/k5.o -lm -o /tmp/kbench    (one line)
+//   /tmp/kbench [table] [threads]
+// Decode: one token against a weight matrix that does not fit in cache (several copies are
+// cycled), reported as GB/s of weight bytes. Prefill: 64 tokens, reported as GFLOP/s (2*k per
+// weight per token).
+#include "engine/cpu/kernels.h"
+#include "engine/util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const cpu_kernels *kt;
+    uint32_t type;
+    const uint8_t *w;
+    size_t wrb;
+    int64_t k, row0, row1, n_tok;
+    const void *x;
+    size_t xrb;
+    float *y;
+    int64_t ldy;
+} job;
+
+static void *run_job(void *p) {
+    job *j = p;
+    j->kt->matmul[j->type](j->w, j->wrb, j->k, j->row0, j->row1, j->x, j->xrb, j->n_tok, j->y, j->ldy);
+    return NULL;
+}
+
+// Splits rows over n_threads (the calling thread takes the first share).
+static void matmul_mt(job base, int n_threads) {
+    pthread_t th[16];
+    job jobs[16];
+    const int64_t rows = base.row1 - base.row0;
+    for (int i = 0; i < n_threads; i++) {
+        jobs[i] = base;
+        jobs[i].row0 = base.row0 + rows * i / n_threads;
+        jobs[i].row1 = base.row0 + rows * (i + 1) / n_threads;
+        if (i) pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    run_job(&jobs[0]);
+    for (int i = 1; i < n_threads; i++) pthread_join(th[i], NULL);
+}
+
+static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t k, int64_t n_tok,
+                    int n_threads, double min_time, double *gbs, double *gflops) {
+    const wtype_info *ti = wtype_get(type);
+    const size_t wrb = (size_t)wtype_row_bytes(type, (uint64_t)k), wbytes = wrb * (size_t)rows;
+    // Enough copies to exceed any cache (>= 256 MB) for decode; one for prefill.
+    int copies = n_tok == 1 ? (int)(256.0e6 / (double)wbytes) + 1 : 1;
+    uint8_t **w = xmalloc(sizeof(uint8_t *) * (size_t)copies);
+    float *row = xmalloc(sizeof(float) * (size_t)k);
+    for (int64_t i = 0; i < k; i++) row[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
+    for (int c = 0; c < copies; c++) {
+        w[c] = xmalloc(wbytes);
+        for (int64_t r = 0; r < rows; r++) ti->from_f32(row, w[c] + (size_t)r * wrb, k);
+    }
+    float *x = xmalloc(sizeof(float) * (size_t)(k * n_tok));
+    for (int64_t i = 0; i < k * n_tok; i++) x[i] = (float)((i * 104729 % 2000) - 1000) / 1000.0f;
+    const int quant = kt->act_format[type] == ACT_Q8_0;
+    const size_t xqrb = (size_t)(k / 32) * sizeof(block_q8_0);
+    block_q8_0 *xq = quant ? xmalloc(xqrb * (size_t)n_tok) : NULL;
+    if (quant)
+        for (int64_t t = 0; t < n_tok; t++) kt->quantize_act_q8_0(x + t * k, xq + t * (k / 32), k);
+    float *y = xmalloc(sizeof(float) * (size_t)(rows * n_tok));
+    job base = { kt, type, NULL, wrb, k, 0, rows, n_tok, quant ? (const void *)xq : x,
+                 quant ? xqrb : (size_t)k * 4, y, rows };
+    base.w = w[0];
+    matmul_mt(base, n_threads); // warm-up
+    int iters = 0;
+    const double t0 = now_sec();
+    double t;
+    do {
+        base.w = w[iters % copies];
+        matmul_mt(base, n_threads);
+        iters++;
+        t = now_sec() - t0;
+    } while (t < min_time);
+    const double per = t / iters;
+    *gbs = (double)wbytes / per / 1e9;
+    *gflops = 2.0 * (double)rows * (double)k * (double)n_tok / per / 1e9;
+    for (int c = 0; c < copies; c++) free(w[c]);
+    free(w);
+    free(row);
+    free(x);
+    free(xq);
+    free(y);
+    return per;
+}
+
+int main(int argc, char **argv) {
+    const char *name = argc > 1 ? argv[1] : "auto";
+    const int n_threads = argc > 2 ? atoi(argv[2]) : 1;
+    const cpu_kernels *kt = cpu_kernels_select(name);
+    if (!kt || n_threads < 1 || n_threads > 16) {
+        fprintf(stderr, "kbench: table '%s' can't run here (or bad thread count)\n", name);
+        return 1;
+    }
+    static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_F16, WT_BF16, WT_F32 };
+    static const int64_t shapes[][2] = { { 2048, 8192 }, { 8192, 2048 } }; // rows, k
+    printf("table %s, %d thread(s)\n", kt->name, n_threads);
+    printf("%-6s %12s %10s %10s %12s\n", "type", "rows x k", "decode", "GB/s", "");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (size_t s = 0; s < 2; s++) {
+            double gbs, gf;
+            double per = bench(kt, types[i], shapes[s][0], shapes[s][1], 1, n_threads, 1.0, &gbs, &gf);
+            printf("%-6s %5lldx%-6lld %8.3f ms %8.2f GB/s %8.2f GFLOP/s\n", wtype_name(types[i]),
+                   (long long)shapes[s][0], (long long)shapes[s][1], per * 1e3, gbs, gf);
+        }
+    printf("\nprefill, 64 tokens\n");
+    static const int64_t pshapes[][2] = { { 2048, 2048 }, { 2048, 8192 }, { 8192, 2048 } };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (size_t s = 0; s < 3; s++) {
+            double gbs, gf;
+            double per = bench(kt, types[i], pshapes[s][0], pshapes[s][1], 64, n_threads, 1.0, &gbs, &gf);
+            printf("%-6s %5lldx%-6lld %8.3f ms %8.2f GFLOP/s (%.3f ms/token)\n", wtype_name(types[i]),
+                   (long long)pshapes[s][0], (long long)pshapes[s][1], per * 1e3, gf, per * 1e3 / 64);
+        }
+    return 0;
+}
