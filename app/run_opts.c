@@ -13,7 +13,7 @@ const char *const RUN_OPTS_HELP =
     "  --top-k K            (default 40; 0 = off)\n"
     "  --top-p P            (default 0.95; 1 = off)\n"
     "  --min-p P            (default 0.05; 0 = off)\n"
-    "  --repeat-penalty R   (default 1.1; 1 = off)\n"
+    "  --repeat-penalty R   (default 1 = off)\n"
     "  --repeat-last-n N    tokens the penalty looks back (default 64)\n"
     "  --seed S             sampling seed (default 42): the same seed gives the same text\n"
     "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n";

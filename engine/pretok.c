@@ -101,8 +101,10 @@ static size_t match_llama3_n(const pt_text *t, size_t pos, size_t end, size_t ma
     if (!is_crlf(c) && !(f & F_N) && is_letter(t, pos + 1, end))
         return 1 + run_len(t, pos + 1, end, F_L);
     if (f & F_N) {
-        size_t k = run_len(t, pos, end, F_N);
-        return k < max_digits ? k : max_digits;
+        // Scan no further than max_digits: a long digit run is matched max_digits at a time,
+        // and rescanning it to its end each time would be quadratic.
+        size_t lim = end - pos < max_digits ? end - pos : max_digits;
+        return run_len(t, pos, pos + lim, F_N);
     }
     // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
     size_t q = pos + (c == ' ' ? 1 : 0);

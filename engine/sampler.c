@@ -17,7 +17,7 @@ struct sampler {
 
 sampler_params sampler_defaults(void) {
     return (sampler_params){ .temp = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
-                             .repeat_penalty = 1.1f, .repeat_last_n = 64, .seed = 42 };
+                             .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 42 };
 }
 
 static uint64_t splitmix(uint64_t *s) {

@@ -15,7 +15,7 @@ typedef struct sampler_params {
     uint64_t seed;
 } sampler_params;
 
-sampler_params sampler_defaults(void);   // temp 0.7, top_k 40, top_p 0.95, min_p 0.05, penalty 1.1/64
+sampler_params sampler_defaults(void);   // temp 0.7, top_k 40, top_p 0.95, min_p 0.05, penalty off (1.0), last 64
 
 typedef struct sampler sampler;
 

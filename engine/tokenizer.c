@@ -446,6 +446,7 @@ static void encode_fragment(const tokenizer *t, tok_work *w, const char *text, s
 int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                          bool parse_special, int32_t *out, int32_t cap) {
     if (!text) len = 0;
+    if (!out) cap = 0;
     if (len > TOK_MAX_TEXT) return INT32_MIN;
     tok_out o = {0};
     tok_work w = {0};
@@ -528,6 +529,7 @@ char *tokenizer_decode(const tokenizer *t, const int32_t *ids, int32_t n, bool r
                        bool remove_leading_space) {
     size_t cap = 64, len = 0;
     char *out = xmalloc(cap);
+    if (!ids) n = 0;
     // SPM puts a space at the start of the text and after each special token (see encode): the
     // first non-empty piece after those places loses one leading space.
     bool strip = remove_leading_space && t->kind == TOK_SPM && t->add_space_prefix;
@@ -547,11 +549,12 @@ char *tokenizer_decode(const tokenizer *t, const int32_t *ids, int32_t n, bool r
         }
         bool special = is_special_type(t->types[id]);
         if (special) { strip_next = true; len += (size_t)k; continue; }
-        if (k > 0 && strip && strip_next && out[len] == ' ') {
+        if (k == 0) continue;
+        if (strip && strip_next && out[len] == ' ') {
             memmove(out + len, out + len + 1, (size_t)k - 1);
             k--;
         }
-        if (k > 0) strip_next = false;
+        strip_next = false;
         len += (size_t)k;
     }
     out[len] = 0;

@@ -90,12 +90,13 @@ void spm_encode_fragment(const tokenizer *t, tok_work *w, const char *text, size
     }
     elen = k;
 
-    // Symbols: one per UTF-8 character (length from the first byte, clipped at the end).
+    // Symbols: one per UTF-8 character; each byte of a malformed sequence is a symbol of its
+    // own (so a truncated sequence cannot swallow the '▁' after it).
     tok_work_symbols(w, elen);
     int32_t n = 0;
     for (size_t i = 0; i < elen; n++) {
-        size_t cl = (size_t)utf8_len_from_first((unsigned char)e[i]);
-        if (cl > elen - i) cl = elen - i;
+        uint32_t cp;
+        size_t cl = (size_t)utf8_decode(e + i, elen - i, &cp);
         w->sym_off[n] = (uint32_t)i;
         w->sym_len[n] = (uint32_t)cl;
         w->sym_id[n] = tok_hash_find(t, &t->vocab, e + i, cl);

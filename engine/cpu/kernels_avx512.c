@@ -75,6 +75,9 @@ INLINE void q4_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_
     __m512 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *b0 = wr[r] + b * Q4_BYTES, *b1 = pair ? b0 + Q4_BYTES : b0;
+#ifdef PF_DIST
+        _mm_prefetch((const char *)b0 + PF_DIST, _MM_HINT_T0);
+#endif
         __m256i q = load_16x2(b0 + 2, b1 + 2, pair);
         __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
         wq[r] = _mm512_and_si512(both, m4);

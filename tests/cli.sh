@@ -1,0 +1,83 @@
+#!/bin/sh
+# End-to-end checks of the cabin command line: every command's --help, the commands on a
+# generated model, and one clear line (no crash) for bad input.
+BUILD=${1:-build}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d /tmp/cabin-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
+# expect_rc RC DESCRIPTION -- command...: runs it, checks the exit status, keeps output in $T/out
+expect_rc() {
+    want=$1; what=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; cat "$T/err" | head -5; fi
+}
+# one_line_error: stderr is exactly one line, mentions $1, and the process did not crash (rc < 128)
+one_line_error() {
+    lines=$(wc -l <"$T/err")
+    if [ "$lines" = 1 ] && grep -q -- "$1" "$T/err" && [ "$rc" -lt 128 ] && [ "$rc" -ne 0 ]; then ok
+    else bad "error for $2 should be one line naming '$1' (rc $rc):"; cat "$T/err"; fi
+}
+
+expect_rc 0 "cabin help" -- "$CABIN" help
+grep -q "generate" "$T/out" && ok || bad "help lists commands"
+for c in info tokenize generate logits chat bench make-model; do
+    expect_rc 0 "cabin $c --help" -- "$CABIN" $c --help
+    grep -q "usage: cabin $c" "$T/out" && ok || bad "$c --help prints usage"
+done
+expect_rc 2 "unknown command" -- "$CABIN" frobnicate
+one_line_error "frobnicate" "an unknown command"
+expect_rc 2 "unknown option" -- "$CABIN" generate --frob
+one_line_error "frob" "an unknown option"
+expect_rc 2 "bad number" -- "$CABIN" generate -p hi -n lots
+one_line_error "lots" "a bad number"
+
+# a generated model
+expect_rc 0 "make-model" -- "$CABIN" make-model -o "$T/m.gguf" --type q4_0 --dim 64 --ffn 128 --vocab 400
+expect_rc 0 "info" -- "$CABIN" info "$T/m.gguf"
+grep -q "Q4_0" "$T/out" && grep -q "architecture *llama" "$T/out" && ok || { bad "info shows arch and types"; cat "$T/out"; }
+expect_rc 0 "info --kv --tensors" -- "$CABIN" info --kv --tensors "$T/m.gguf"
+grep -q "blk.1.ffn_down.weight" "$T/out" && grep -q "llama.block_count" "$T/out" && ok || bad "info lists tensors and keys"
+expect_rc 0 "tokenize" -- "$CABIN" tokenize -m "$T/m.gguf" "eta oin"
+grep -Eq '^1( [0-9]+)+$' "$T/out" && ok || { bad "tokenize prints BOS then ids"; cat "$T/out"; }
+expect_rc 0 "tokenize --no-bos --pieces" -- "$CABIN" tokenize -m "$T/m.gguf" --no-bos --pieces "eta"
+head -1 "$T/out" | grep -q "'" && ok || bad "pieces shown"
+expect_rc 0 "generate --ids" -- "$CABIN" generate -m "$T/m.gguf" -p "eta" -n 8 --temp 0 --ids --ignore-eos
+[ "$(wc -w <"$T/out")" = 8 ] && ok || { bad "8 ids generated"; cat "$T/out"; }
+cp "$T/out" "$T/greedy1"
+"$CABIN" generate -m "$T/m.gguf" -p "eta" -n 8 --temp 0 --ids --ignore-eos -t 1 >"$T/greedy2" 2>/dev/null
+cmp -s "$T/greedy1" "$T/greedy2" && ok || bad "greedy ids do not depend on threads"
+"$CABIN" generate -m "$T/m.gguf" -p "eta" -n 16 --seed 9 --temp 1 --ids --ignore-eos >"$T/s1" 2>/dev/null
+"$CABIN" generate -m "$T/m.gguf" -p "eta" -n 16 --seed 9 --temp 1 --ids --ignore-eos >"$T/s2" 2>/dev/null
+cmp -s "$T/s1" "$T/s2" && ok || bad "same seed, same tokens"
+expect_rc 0 "logits" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 5 --out "$T/l.f32"
+[ "$(wc -l <"$T/out")" = 5 ] && ok || bad "5 logit lines"
+[ "$(stat -c %s "$T/l.f32")" = $((400 * 4)) ] && ok || bad "--out writes n_vocab floats"
+expect_rc 0 "logits --backend cpu-scalar" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 1 --backend cpu-scalar
+expect_rc 0 "bench" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json
+grep -q '"decode_tps"' "$T/out" && ok || bad "bench --json"
+printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
+
+# bad input: a clear one-line error naming the file, never a crash
+expect_rc 1 "missing model" -- "$CABIN" generate -m "$T/nope.gguf" -p hi
+one_line_error "nope.gguf" "a missing model"
+head -c 100 "$T/m.gguf" >"$T/trunc.gguf"
+expect_rc 1 "truncated model" -- "$CABIN" generate -m "$T/trunc.gguf" -p hi
+one_line_error "trunc.gguf" "a truncated model"
+expect_rc 1 "truncated info" -- "$CABIN" info "$T/trunc.gguf"
+one_line_error "trunc.gguf" "info on a truncated model"
+printf 'not a gguf at all' >"$T/text.gguf"
+expect_rc 1 "not gguf" -- "$CABIN" logits -m "$T/text.gguf" -p hi
+one_line_error "not a GGUF" "a text file"
+expect_rc 1 "directory" -- "$CABIN" info "$T"
+one_line_error "$T" "a directory"
+expect_rc 1 "bad backend" -- "$CABIN" generate -m "$T/m.gguf" -p hi --backend warp
+one_line_error "warp" "an unknown backend"
+expect_rc 1 "bad template" -- "$CABIN" chat -m "$T/m.gguf" --template nope </dev/null
+one_line_error "nope" "an unknown template"
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
