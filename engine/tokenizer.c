@@ -537,7 +537,7 @@ char *tokenizer_decode(const tokenizer *t, const int32_t *ids, int32_t n, bool r
     for (int32_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_vocab) continue;
-        // A piece is at most one token text (< 4 GiB), so room is grown once at most.
+        // A piece is at most one token text (<= 1 MiB), so room is grown once at most.
         size_t room = cap - len - 1;
         int32_t k = tokenizer_piece(t, id, render_special, out + len,
                                     room > INT32_MAX ? INT32_MAX : (int32_t)room);
@@ -547,8 +547,10 @@ char *tokenizer_decode(const tokenizer *t, const int32_t *ids, int32_t n, bool r
             out = xrealloc(out, cap);
             k = tokenizer_piece(t, id, render_special, out + len, k);
         }
-        bool special = is_special_type(t->types[id]);
-        if (special) { strip_next = true; len += (size_t)k; continue; }
+        // (Unknown-type tokens mostly stand for characters the vocabulary lacks, with no space
+        // added after them, so they do not count here.)
+        int ty = t->types[id];
+        if (ty == TT_CONTROL || ty == TT_USER_DEFINED) { strip_next = true; len += (size_t)k; continue; }
         if (k == 0) continue;
         if (strip && strip_next && out[len] == ' ') {
             memmove(out + len, out + len + 1, (size_t)k - 1);

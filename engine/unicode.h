@@ -37,7 +37,7 @@ enum {
 #define UNICODE_REPLACEMENT 0xFFFDu
 
 // Length of the UTF-8 sequence that first byte c starts, from its high bits alone (1 for a
-// continuation or invalid byte), as SentencePiece splits text into characters.
+// continuation or invalid byte); nothing is validated (utf8_decode does that).
 static inline int utf8_len_from_first(unsigned char c) {
     static const int8_t lens[16] = { 1,1,1,1,1,1,1,1, 1,1,1,1, 2,2, 3, 4 };
     return lens[c >> 4];
