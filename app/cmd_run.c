@@ -1,4 +1,5 @@
 // cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
+#include "app/assistant.h"
 #include "app/commands.h"
 
 #include <errno.h>
@@ -217,11 +218,69 @@ static char *history_path(void) {
     return path;
 }
 
+// Streams a reply. Replies in the assistant format ("<act>...</act> sentence") are held back
+// until the action is complete, so it can be shown apart from the spoken sentence.
+typedef struct chat_out {
+    char *text;          // the reply so far
+    size_t len, cap;
+    size_t shown;        // bytes already printed
+    bool is_action;      // reply starts with <act>
+    bool decided;        // enough text to know whether it does
+} chat_out;
+
 static bool chat_print(void *ud, int32_t tok, const char *piece, int len) {
-    (void)ud; (void)tok;
-    fwrite(piece, 1, (size_t)len, stdout);
+    (void)tok;
+    chat_out *o = ud;
+    if (o->len + (size_t)len + 1 > o->cap) {
+        o->cap = (o->len + (size_t)len + 1) * 2;
+        o->text = xrealloc(o->text, o->cap);
+    }
+    memcpy(o->text + o->len, piece, (size_t)len);
+    o->len += (size_t)len;
+    o->text[o->len] = 0;
+    if (!o->decided) {
+        const char *p = o->text;
+        while (*p == ' ' || *p == '\n') p++;
+        size_t have = strlen(p);
+        if (have < 5 && strncmp(p, "<act>", have) == 0) return true;   // could still be <act>
+        o->decided = true;
+        o->is_action = strncmp(p, "<act>", 5) == 0;
+    }
+    if (o->is_action) {
+        char *close = strstr(o->text, "</act>");
+        if (!close) return true;
+        if (o->shown == 0) {
+            action a;
+            char sentence[8], err[128], desc[256];
+            action_parse(o->text, &a, sentence, sizeof sentence, err, sizeof err);
+            action_format(&a, desc, sizeof desc);
+            printf("%s[action] %s%s\n", isatty(STDOUT_FILENO) ? "\033[36m" : "", desc,
+                   isatty(STDOUT_FILENO) ? "\033[0m" : "");
+            o->shown = (size_t)(close + 6 - o->text);
+            while (o->shown < o->len && o->text[o->shown] == ' ') o->shown++;
+        }
+    }
+    fwrite(o->text + o->shown, 1, o->len - o->shown, stdout);
+    o->shown = o->len;
     fflush(stdout);
     return true;
+}
+
+// After a reply: apply its action to the vehicle and say what happened.
+static void chat_apply(vehicle *v, const chat_out *o) {
+    if (!o->is_action || !o->text) return;
+    action a;
+    char sentence[512], err[128], change[512], reason[256];
+    if (action_parse(o->text, &a, sentence, sizeof sentence, err, sizeof err) != 0) {
+        printf("\n[action not understood: %s]", err);
+        return;
+    }
+    bool tty = isatty(STDOUT_FILENO);
+    if (vehicle_apply(v, &a, change, sizeof change, reason, sizeof reason) == 0) {
+        if (change[0]) printf("\n%s[vehicle] %s%s", tty ? "\033[32m" : "", change, tty ? "\033[0m" : "");
+    } else {
+        printf("\n%s[refused] %s%s", tty ? "\033[33m" : "", reason, tty ? "\033[0m" : "");
+    }
 }
 
 static void print_stats(session *s) {
@@ -245,7 +304,9 @@ int cmd_chat(int argc, char **argv) {
                    "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
                    "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
                    "(one user turn per line).\n"
-                   "Commands: /reset (forget the conversation), /stats, /help, /quit\n\n"
+                   "Commands: /reset (forget the conversation), /stats, /car, /help, /quit\n"
+                   "Replies in the assistant format (<act>ACTION</act> sentence) are applied to a\n"
+                   "simulated vehicle; the action and the state change are shown apart.\n\n"
                    "  --system TEXT        system prompt\n"
                    "  -n, --n-predict N    most tokens per reply (default 512)\n%s", RUN_OPTS_HELP);
             return 0;
@@ -277,6 +338,7 @@ int cmd_chat(int argc, char **argv) {
         printf("cabin chat — %s (%s, template %s). /help for commands, Ctrl-D to leave.\n",
                session_model(s)->name, st.backend, st.template_name);
     }
+    vehicle *car = vehicle_new();
     chat_session = s;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -300,19 +362,39 @@ int cmd_chat(int argc, char **argv) {
             if (hist) append_history(1, hist);
         }
         if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) { free(line); break; }
-        if (strcmp(line, "/reset") == 0) { session_reset(s); printf("[conversation cleared]\n"); free(line); continue; }
+        if (strcmp(line, "/reset") == 0) {
+            session_reset(s);
+            vehicle_reset(car);
+            printf("[conversation cleared]\n");
+            free(line);
+            continue;
+        }
+        if (strcmp(line, "/car") == 0) {
+            char val[96];
+            for (const char *const *f = vehicle_fields(); *f; f++) {
+                vehicle_get(car, *f, val, sizeof val);
+                printf("  %-24s %s %s\n", *f, val, vehicle_field_unit(*f));
+            }
+            free(line);
+            continue;
+        }
         if (strcmp(line, "/stats") == 0) { print_stats(s); free(line); continue; }
         if (strcmp(line, "/help") == 0) {
-            printf("/reset  forget the conversation\n/stats  timing and memory of the last reply\n"
+            printf("/reset  forget the conversation (and reset the simulated car)\n"
+                   "/stats  timing and memory of the last reply\n/car    the simulated vehicle's state\n"
                    "/quit   leave (or Ctrl-D)\nCtrl-C   stop the reply being written\n");
             free(line);
             continue;
         }
         if (line[0] == '/') { printf("unknown command %s (try /help)\n", line); free(line); continue; }
         errbuf err = {{0}};
+        chat_out out = {0};
         atomic_store(&chat_generating, true);
-        int r2 = session_chat(s, line, chat_print, NULL, &err);
+        int r2 = session_chat(s, line, chat_print, &out, &err);
         atomic_store(&chat_generating, false);
+        if (out.shown < out.len) fwrite(out.text + out.shown, 1, out.len - out.shown, stdout);
+        chat_apply(car, &out);
+        free(out.text);
         printf("\n");
         if (r2) { fprintf(stderr, "cabin chat: %s\n", err.msg); rc = 1; }
         free(line);
@@ -324,6 +406,7 @@ int cmd_chat(int argc, char **argv) {
     free(hist);
     signal(SIGINT, SIG_DFL);
     chat_session = NULL;
+    vehicle_free(car);
     session_close(s);
     return rc && !tty ? 1 : 0;
 }
