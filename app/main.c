@@ -15,6 +15,8 @@ static const command commands[] = {
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },
     { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },
+    { "ppl",        cmd_ppl,        "perplexity of a text file" },
+    { "eval-assistant", cmd_eval_assistant, "action accuracy and perplexity on the held-out assistant dialogues" },
     { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },
     { "tokenize",   cmd_tokenize,   "text to token ids" },
     { "make-model", cmd_make_model, "write a random-weight model of any shape and type (tests, bench)" },
@@ -26,8 +28,8 @@ static void usage(FILE *f) {
                "usage: cabin [COMMAND] [OPTIONS]\n\n"
                "With no command, cabin opens a chat on the embedded default model.\n\n"
                "commands:\n");
-    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "  %-11s %s\n", "help", "this text; `cabin COMMAND --help` for a command's options");
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-15s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-15s %s\n", "help", "this text; `cabin COMMAND --help` for a command's options");
 }
 
 int main(int argc, char **argv) {

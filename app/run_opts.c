@@ -16,7 +16,9 @@ const char *const RUN_OPTS_HELP =
     "  --repeat-penalty R   (default 1 = off)\n"
     "  --repeat-last-n N    tokens the penalty looks back (default 64)\n"
     "  --seed S             sampling seed (default 42): the same seed gives the same text\n"
-    "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n";
+    "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n"
+    "  --precision TYPE     convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
+    "                       (token embedding and output stay as in the file)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
@@ -40,6 +42,7 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_int(a, "--repeat-last-n", NULL, &r->s.sampling.repeat_last_n)) return true;
     if (arg_u64(a, "--seed", NULL, &seed64)) { r->s.sampling.seed = seed64; r->seed_set = 1; return true; }
     if (arg_str(a, "--template", NULL, &r->s.template_name)) return true;
+    if (arg_str(a, "--precision", NULL, &r->s.precision)) return true;
     return false;
 }
 

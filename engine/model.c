@@ -205,6 +205,41 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     }
 }
 
+static int convert_tensor(model *m, tensor *t, uint32_t type, errbuf *err) {
+    const wtype_info *to = wtype_get(type), *from = wtype_get(t->type);
+    if (!to || !to->from_f32) return err_set(err, "cannot convert weights to %s", wtype_name(type));
+    if (t->ne0 % to->block_size)
+        return err_set(err, "%s: tensor %s: row length %lld is not a multiple of the %s block size %u",
+                       m->file.path, t->name, (long long)t->ne0, to->name, to->block_size);
+    if (t->type == type) return 0;
+    size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
+    uint8_t *dst = xmalloc(row_bytes * (size_t)t->ne1);
+    float *row = xmalloc((size_t)t->ne0 * sizeof(float));
+    for (int64_t r = 0; r < t->ne1; r++) {
+        from->to_f32((const uint8_t *)t->data + (size_t)r * t->row_bytes, row, t->ne0);
+        to->from_f32(row, dst + (size_t)r * row_bytes, t->ne0);
+    }
+    free(row);
+    m->weight_bytes = m->weight_bytes - t->n_bytes + row_bytes * (size_t)t->ne1;
+    free(t->owned);
+    t->owned = dst;
+    t->data = dst;
+    t->type = type;
+    t->row_bytes = row_bytes;
+    t->n_bytes = row_bytes * (size_t)t->ne1;
+    return 0;
+}
+
+int model_convert_layers(model *m, uint32_t type, errbuf *err) {
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        layer_weights *L = &m->layers[l];
+        tensor *ts[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (convert_tensor(m, ts[i], type, err)) return -1;
+    }
+    return 0;
+}
+
 uint64_t model_decode_bytes(const model *m) {
     uint64_t n = m->output.n_bytes;
     for (int l = 0; l < m->hp.n_layer; l++) {

@@ -58,6 +58,11 @@ void model_free(model *m);
 const char *model_arch_name(enum model_arch a);
 // Calls fn for every weight tensor (matrices and vectors; output once even when tied).
 void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
+// Converts every layer matrix (attention and feed-forward; not the token embedding or the
+// output) to `type`, from the file's weights: quantized from their dequantized values. Converting
+// to a type above the source's precision gives a dequantized copy (no information is gained).
+// Call model_prepare_backend again afterwards.
+int model_convert_layers(model *m, uint32_t type, errbuf *err);
 // Weight bytes read per decoded token (every matrix once, embedding row negligible).
 uint64_t model_decode_bytes(const model *m);
 

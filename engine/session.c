@@ -1,5 +1,6 @@
 #include "session.h"
 #include "chat_template.h"
+#include "wtype.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@ struct session {
     backend *b;
     kv_cache kv;
     forward_ctx fc;
+    forward_ctx fc_all;      // logits for every position (perplexity), made on first use
     sampler *smp;
     const chat_template *tmpl;
     char *system_prompt;
@@ -39,6 +41,15 @@ session *session_open(const session_opts *o, errbuf *err) {
     if (s->opts.n_batch <= 0) s->opts.n_batch = 256;
     if (s->opts.max_reply_tokens <= 0) s->opts.max_reply_tokens = 512;
     if (model_load(&s->m, o->model_path, err)) { free(s); return NULL; }
+    if (o->precision) {
+        int t = wtype_from_name(o->precision);
+        if (t < 0 || !wtype_get((uint32_t)t)->from_f32) {
+            err_set(err, "unknown precision '%s' (f32, f16, bf16, q8_0, q4_0)", o->precision);
+            goto fail;
+        }
+        if (model_convert_layers(s->m, (uint32_t)t, err)) goto fail;
+    }
+    s->opts.precision = NULL;
     s->b = backend_create(&o->backend, err);
     if (!s->b) goto fail;
     if (model_prepare_backend(s->m, s->b, err)) goto fail;
@@ -72,6 +83,7 @@ fail:
 void session_close(session *s) {
     if (!s) return;
     forward_ctx_free(&s->fc);
+    forward_ctx_free(&s->fc_all);
     if (s->b && s->kv.k) s->b->kv_release(s->b, &s->kv);
     kv_cache_free(&s->kv);
     backend_destroy(s->b);
@@ -81,6 +93,8 @@ void session_close(session *s) {
     free(s->system_prompt);
     free(s);
 }
+
+static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err);
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
     for (int i = 0; i < n; i += s->opts.n_batch) {
@@ -93,6 +107,26 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
     if (n > 0) s->have_logits = true;
     if (logits && n > 0) memcpy(logits, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
     return 0;
+}
+
+int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err) {
+    if (!s->fc_all.b && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err))
+        return -1;
+    size_t nv = (size_t)s->m->hp.n_vocab;
+    for (int i = 0; i < n; i += s->opts.n_batch) {
+        int chunk = n - i < s->opts.n_batch ? n - i : s->opts.n_batch;
+        if (model_forward(&s->fc_all, &s->kv, tokens + i, chunk, true, out + (size_t)i * nv, err)) return -1;
+        for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
+    }
+    if (n > 0) {
+        memcpy(s->logits, out + (size_t)(n - 1) * nv, nv * sizeof(float));
+        s->have_logits = true;
+    }
+    return 0;
+}
+
+int session_tokenize(session *s, const char *text, bool add_bos, int32_t **out, errbuf *err) {
+    return tokenize_all(s, text, add_bos, out, err);
 }
 
 int32_t session_sample(session *s) {

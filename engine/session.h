@@ -20,6 +20,8 @@ typedef struct session_opts {
     const char *system_prompt;   // NULL: none
     int max_reply_tokens;        // per chat turn (default 512)
     bool ignore_eog;             // completion: keep generating past end-of-generation tokens
+    const char *precision;       // NULL: as in the file; else a weight type name for every
+                                 // layer matrix ("q4_0", "q8_0", "f16", ...)
 } session_opts;
 
 session_opts session_opts_default(void);
@@ -60,6 +62,10 @@ int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbu
 int session_complete(session *s, const char *prompt, int n_predict, token_cb cb, void *ud, errbuf *err);
 // Feeds tokens; if logits is non-NULL it receives the last position's n_vocab logits.
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err);
+// Feeds tokens and writes every position's logits: out is (n, n_vocab).
+int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err);
+// Tokenizes text with the model's tokenizer (special tokens parsed); malloc'd ids in *out.
+int session_tokenize(session *s, const char *text, bool add_bos, int32_t **out, errbuf *err);
 // Samples the next token from the logits of the last eval.
 int32_t session_sample(session *s);
 

@@ -1,0 +1,275 @@
+// cabin ppl and cabin eval-assistant: judge a model (and a precision) by numbers.
+#include "app/assistant.h"
+#include "app/commands.h"
+#include "engine/chat_template.h"
+#include "engine/wtype.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// log-softmax of one row at `target`: log p(target)
+static double log_prob(const float *logits, int n, int target) {
+    float mx = logits[0];
+    for (int i = 1; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    return (double)logits[target] - mx - log(sum);
+}
+
+typedef struct ppl_result {
+    double ppl, ppl_err, mean_nll;
+    long scored;
+    int windows;
+} ppl_result;
+
+// Perplexity over ids cut into windows of ctx tokens (BOS first when the model has one); each
+// window is scored on its second half. Progress on stderr.
+static int ppl_windows(session *s, const int32_t *ids, int n, int ctx, int max_chunks, ppl_result *out, errbuf *err) {
+    int bos = tokenizer_bos(session_model(s)->tok);
+    int body = bos >= 0 ? ctx - 1 : ctx;   // text tokens per window
+    int n_chunks = n / body;
+    if (max_chunks > 0 && n_chunks > max_chunks) n_chunks = max_chunks;
+    if (n_chunks < 1) return err_set(err, "%d tokens: fewer than one window of %d (use a smaller --ctx)", n, ctx);
+    int nv = session_n_vocab(s);
+    float *logits = xmalloc((size_t)ctx * nv * sizeof(float));
+    int32_t *win = xmalloc((size_t)ctx * sizeof(int32_t));
+    double nll = 0.0, nll2 = 0.0;
+    long scored = 0;
+    int rc = 0;
+    for (int c = 0; c < n_chunks && !rc; c++) {
+        int w = 0;
+        if (bos >= 0) win[w++] = bos;
+        memcpy(win + w, ids + (size_t)c * body, (size_t)body * sizeof(int32_t));
+        w += body;
+        session_reset(s);
+        if (session_eval_all(s, win, w, logits, err)) { rc = -1; break; }
+        for (int i = ctx / 2; i < w - 1; i++) {
+            double lp = -log_prob(logits + (size_t)i * nv, nv, win[i + 1]);
+            nll += lp;
+            nll2 += lp * lp;
+            scored++;
+        }
+        fprintf(stderr, "\r[%d/%d] ppl %.4f", c + 1, n_chunks, exp(nll / (double)scored));
+    }
+    fprintf(stderr, "\n");
+    free(logits);
+    free(win);
+    if (rc) return rc;
+    double mean = nll / (double)scored;
+    double var = nll2 / (double)scored - mean * mean;
+    out->mean_nll = mean;
+    out->ppl = exp(mean);
+    out->ppl_err = out->ppl * sqrt(var > 0 ? var / (double)scored : 0);
+    out->scored = scored;
+    out->windows = n_chunks;
+    return 0;
+}
+
+int cmd_ppl(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin ppl", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *file = NULL;
+    int ctx = 512, max_chunks = 0;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin ppl -m MODEL -f TEXT [--ctx N] [--chunks N] [--precision TYPE]\n\n"
+                   "Perplexity of a text file: the text is tokenized once and cut into windows of\n"
+                   "--ctx tokens (default 512); each window starts with BOS and is scored on its\n"
+                   "second half (every scored token sees at least ctx/2 tokens of context).\n"
+                   "  -f, --file TEXT      the text\n"
+                   "  --chunks N           score only the first N windows\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (arg_str(&a, "-f", "--file", &file)) continue;
+        if (arg_int(&a, "--ctx", NULL, &ctx)) continue;
+        if (arg_int(&a, "--chunks", NULL, &max_chunks)) continue;
+        if (run_opts_parse(&r, &a)) continue;
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!file) { fprintf(stderr, "cabin ppl: no text file (-f TEXT)\n"); return 2; }
+    if (ctx < 8) { fprintf(stderr, "cabin ppl: --ctx %d is too small (at least 8)\n", ctx); return 2; }
+    errbuf err = {{0}};
+    char *text = read_file_all(file, NULL, &err);
+    if (!text) { fprintf(stderr, "cabin ppl: %s\n", err.msg); return 1; }
+    r.s.n_ctx = ctx;
+    if (r.s.n_batch > ctx) r.s.n_batch = ctx;
+    r.s.model_path = run_opts_model(&r);
+    session *s = session_open(&r.s, &err);
+    if (!s) { fprintf(stderr, "cabin ppl: %s\n", err.msg); free(text); return 1; }
+    int32_t *ids = NULL;
+    int n = session_tokenize(s, text, false, &ids, &err);
+    free(text);
+    int rc = 0;
+    if (n < 0) { fprintf(stderr, "cabin ppl: %s\n", err.msg); session_close(s); return 1; }
+    ppl_result pr;
+    double t0 = now_sec();
+    rc = ppl_windows(s, ids, n, ctx, max_chunks, &pr, &err);
+    if (rc) fprintf(stderr, "cabin ppl: %s\n", err.msg);
+    else {
+        printf("%s: %d tokens, %d windows of %d, %ld scored in %.1f s\n", file, n, pr.windows, ctx, pr.scored, now_sec() - t0);
+        printf("PPL = %.4f +/- %.4f (mean NLL %.5f)\n", pr.ppl, pr.ppl_err, pr.mean_nll);
+    }
+    free(ids);
+    session_close(s);
+    return rc;
+}
+
+// ---- eval-assistant ----
+
+typedef struct eval_counts {
+    int turns, exact, intent_ok, slots_total, slots_ok, malformed;
+    double nll; long nll_tokens;
+} eval_counts;
+
+typedef struct reply_buf { char text[2048]; size_t len; } reply_buf;
+
+static bool collect(void *ud, int32_t tok, const char *piece, int len) {
+    (void)tok;
+    reply_buf *b = ud;
+    if (b->len + (size_t)len < sizeof b->text) {
+        memcpy(b->text + b->len, piece, (size_t)len);
+        b->len += (size_t)len;
+        b->text[b->len] = 0;
+    }
+    return true;
+}
+
+int cmd_eval_assistant(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin eval-assistant", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL;
+    int limit = 0, ppl_ctx = 256;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin eval-assistant [-m MODEL] [-f HELDOUT.jsonl] [--limit N] [--precision TYPE]\n\n"
+                   "Runs the held-out assistant dialogues (one JSON object per line:\n"
+                   "{\"turns\": [{\"user\": ..., \"reply\": ...}, ...]}) through the model, greedy, each\n"
+                   "dialogue as one conversation, and compares every reply's action with the\n"
+                   "reference: action exact-match (intent and every slot), intent accuracy and slot\n"
+                   "accuracy (reference slots reproduced exactly); then the perplexity of the\n"
+                   "reference dialogues in the model's chat layout (as cabin ppl computes it).\n"
+                   "  -f FILE        held-out set (default assets/eval/heldout.jsonl)\n"
+                   "  --limit N      only the first N dialogues\n"
+                   "  --ppl-ctx N    window for the perplexity of the dialogues (default 256)\n"
+                   "  --json FILE    also write the figures as JSON\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (arg_str(&a, "-f", "--file", &file)) continue;
+        if (arg_int(&a, "--limit", NULL, &limit)) continue;
+        if (arg_int(&a, "--ppl-ctx", NULL, &ppl_ctx)) continue;
+        if (arg_str(&a, "--json", NULL, &json_out)) continue;
+        if (run_opts_parse(&r, &a)) continue;
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    errbuf err = {{0}};
+    char *text = read_file_all(file, NULL, &err);
+    if (!text) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); return 1; }
+    r.s.sampling.temp = 0.0f;
+    r.s.max_reply_tokens = 96;
+    r.s.model_path = run_opts_model(&r);
+    session *s = session_open(&r.s, &err);
+    if (!s) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); free(text); return 1; }
+    eval_counts c = {0};
+    int line_no = 0, dialogues = 0, rc = 0;
+    const chat_template *tmpl = r.s.template_name ? chat_template_by_name(r.s.template_name)
+                                                  : chat_template_detect(session_model(s)->chat_template);
+    // The held-out dialogues in chat layout, for perplexity.
+    size_t dlen = 0, dcap = 1 << 16;
+    char *dialogue_text = xmalloc(dcap);
+    dialogue_text[0] = 0;
+    double t0 = now_sec();
+    for (char *line = strtok(text, "\n"); line && !rc; line = strtok(NULL, "\n")) {
+        line_no++;
+        if (!*line) continue;
+        if (limit > 0 && dialogues >= limit) break;
+        cJSON *d = cJSON_Parse(line);
+        cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
+        if (!cJSON_IsArray(turns)) {
+            fprintf(stderr, "cabin eval-assistant: %s:%d: not a dialogue ({\"turns\": [...]})\n", file, line_no);
+            cJSON_Delete(d);
+            rc = 1;
+            break;
+        }
+        dialogues++;
+        session_reset(s);
+        bool first_turn = true;
+        cJSON *t;
+        cJSON_ArrayForEach(t, turns) {
+            cJSON *u = cJSON_GetObjectItem(t, "user"), *want = cJSON_GetObjectItem(t, "reply");
+            if (!cJSON_IsString(u) || !cJSON_IsString(want)) {
+                fprintf(stderr, "cabin eval-assistant: %s:%d: a turn lacks \"user\" or \"reply\"\n", file, line_no);
+                rc = 1;
+                break;
+            }
+            char *turn = chat_template_render_turn(tmpl, NULL, u->valuestring, first_turn, false);
+            size_t need = strlen(turn) + strlen(want->valuestring) + strlen(tmpl->assistant_end) + 1;
+            if (dlen + need >= dcap) { dcap = (dlen + need) * 2; dialogue_text = xrealloc(dialogue_text, dcap); }
+            dlen += (size_t)sprintf(dialogue_text + dlen, "%s%s%s", turn, want->valuestring, tmpl->assistant_end);
+            free(turn);
+            first_turn = false;
+            reply_buf got = { .len = 0 };
+            got.text[0] = 0;
+            if (session_chat(s, u->valuestring, collect, &got, &err)) {
+                fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
+                rc = 1;
+                break;
+            }
+            action ga, wa;
+            char sent[512], e[128];
+            action_parse(want->valuestring, &wa, sent, sizeof sent, e, sizeof e);
+            if (action_parse(got.text, &ga, sent, sizeof sent, e, sizeof e) != 0) c.malformed++;
+            c.turns++;
+            if (action_equal(&ga, &wa)) c.exact++;
+            if (strcmp(ga.intent, wa.intent) == 0) c.intent_ok++;
+            for (int i = 0; i < wa.n_slots; i++) {
+                const char *v = action_slot_value(&ga, wa.slots[i].key);
+                c.slots_total++;
+                if (v && strcmp(v, wa.slots[i].value) == 0) c.slots_ok++;
+            }
+        }
+        cJSON_Delete(d);
+        if (dialogues % 20 == 0)
+            fprintf(stderr, "\r[%d dialogues] exact %.1f%%", dialogues, 100.0 * c.exact / (c.turns ? c.turns : 1));
+    }
+    fprintf(stderr, "\n");
+    if (!rc && c.turns > 0) {
+        const model *m = session_model(s);
+        const char *prec = r.s.precision ? r.s.precision : wtype_name(m->layers[0].wq.type);
+        printf("| model | precision | dialogues | turns | action exact-match | intent | slots | malformed |\n");
+        printf("| %s | %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %d |\n", m->name, prec, dialogues, c.turns,
+               100.0 * c.exact / c.turns, 100.0 * c.intent_ok / c.turns,
+               c.slots_total ? 100.0 * c.slots_ok / c.slots_total : 100.0, c.malformed);
+        printf("(%.1f s)\n", now_sec() - t0);
+        int32_t *ids = NULL;
+        int n = session_tokenize(s, dialogue_text, false, &ids, &err);
+        ppl_result pr = {0};
+        if (n > 0 && ppl_windows(s, ids, n, ppl_ctx, 0, &pr, &err) == 0)
+            printf("held-out dialogues: %d tokens, PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, ppl_ctx);
+        else
+            fprintf(stderr, "cabin eval-assistant: perplexity: %s\n", err.msg);
+        free(ids);
+        if (json_out) {
+            FILE *f = fopen(json_out, "w");
+            if (f) {
+                fprintf(f, "{\"precision\": \"%s\", \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
+                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f}\n", prec, dialogues,
+                        c.turns, (double)c.exact / c.turns, (double)c.intent_ok / c.turns,
+                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed, pr.ppl);
+                fclose(f);
+            }
+        }
+    }
+    free(dialogue_text);
+    free(text);
+    session_close(s);
+    return rc;
+}

@@ -1,0 +1,167 @@
+"""The tiny llama-architecture model in PyTorch, laid out as cabin's engine and GGUF's llama
+architecture expect: RMSNorm, rotary embedding on adjacent pairs (2i, 2i+1) of each head (the
+"normal" rope of llama.cpp after its converter's permutation, so weights export unpermuted),
+grouped-query attention (query head h reads kv head h // (n_head / n_kv_head)), SwiGLU FFN, no
+biases, untied output matrix."""
+import math
+from dataclasses import dataclass, asdict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class Config:
+    vocab: int = 1024
+    dim: int = 256
+    n_layer: int = 4
+    n_head: int = 8
+    n_kv_head: int = 2
+    ffn: int = 704
+    ctx: int = 1024
+    rope_base: float = 10000.0
+    rms_eps: float = 1e-5
+
+    @property
+    def head_dim(self):
+        return self.dim // self.n_head
+
+    def to_dict(self):
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_tables(cfg, n_pos):
+    """cos, sin: (n_pos, head_dim/2), theta_i = pos * base^(-2i/head_dim) as engine/cpu does."""
+    hd = cfg.head_dim
+    inv = torch.pow(torch.tensor(cfg.rope_base, dtype=torch.float64),
+                    -torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    ang = torch.arange(n_pos, dtype=torch.float64)[:, None] * inv[None, :]
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def apply_rope(x, cos, sin):
+    """x: (B, T, H, hd); rotates the pairs (x[2i], x[2i+1]); cos/sin: (T, hd/2)."""
+    B, T, H, hd = x.shape
+    xp = x.view(B, T, H, hd // 2, 2)
+    a, b = xp[..., 0], xp[..., 1]
+    c = cos[None, :, None, :]
+    s = sin[None, :, None, :]
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).view(B, T, H, hd)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        hd = cfg.head_dim
+        self.attn_norm = RMSNorm(cfg.dim, cfg.rms_eps)
+        self.wq = nn.Linear(cfg.dim, cfg.n_head * hd, bias=False)
+        self.wk = nn.Linear(cfg.dim, cfg.n_kv_head * hd, bias=False)
+        self.wv = nn.Linear(cfg.dim, cfg.n_kv_head * hd, bias=False)
+        self.wo = nn.Linear(cfg.n_head * hd, cfg.dim, bias=False)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.rms_eps)
+        self.w_gate = nn.Linear(cfg.dim, cfg.ffn, bias=False)
+        self.w_up = nn.Linear(cfg.dim, cfg.ffn, bias=False)
+        self.w_down = nn.Linear(cfg.ffn, cfg.dim, bias=False)
+
+    def forward(self, x, cos, sin, mask, cache=None):
+        """x: (B, T, dim). cache: None, or a dict {"k","v"} of (B, past, n_kv_head, hd) that is
+        extended in place (inference)."""
+        cfg = self.cfg
+        B, T, _ = x.shape
+        hd = cfg.head_dim
+        h = self.attn_norm(x)
+        q = apply_rope(self.wq(h).view(B, T, cfg.n_head, hd), cos, sin)
+        k = apply_rope(self.wk(h).view(B, T, cfg.n_kv_head, hd), cos, sin)
+        v = self.wv(h).view(B, T, cfg.n_kv_head, hd)
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=1)
+                v = torch.cat([cache["v"], v], dim=1)
+            cache["k"], cache["v"] = k, v
+        group = cfg.n_head // cfg.n_kv_head
+        k = k.repeat_interleave(group, dim=2)
+        v = v.repeat_interleave(group, dim=2)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # (B, H, T, hd)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        if mask is not None:
+            att = att + mask
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
+        x = x + self.wo(y)
+        h = self.ffn_norm(x)
+        return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_embd = nn.Embedding(cfg.vocab, cfg.dim)
+        self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.output_norm = RMSNorm(cfg.dim, cfg.rms_eps)
+        self.output = nn.Linear(cfg.dim, cfg.vocab, bias=False)
+        cos, sin = rope_tables(cfg, cfg.ctx * 2)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        std = 0.02
+        for n, p in self.named_parameters():
+            if p.dim() == 2:
+                s = std
+                if n.endswith("wo.weight") or n.endswith("w_down.weight"):
+                    s = std / math.sqrt(2 * self.cfg.n_layer)
+                nn.init.normal_(p, 0.0, s)
+
+    def forward(self, ids, caches=None, pos0=0):
+        """ids: (B, T) -> logits (B, T, vocab). caches: list per layer (inference) or None."""
+        B, T = ids.shape
+        x = self.tok_embd(ids)
+        cos = self.rope_cos[pos0:pos0 + T]
+        sin = self.rope_sin[pos0:pos0 + T]
+        past = pos0
+        mask = None
+        if T > 1:
+            mask = torch.full((T, T + past), float("-inf"))
+            mask = torch.triu(mask, diagonal=1 + past)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, mask, None if caches is None else caches[i])
+        return self.output(self.output_norm(x))
+
+
+@torch.no_grad()
+def greedy_reply(model, tok, history_ids, user, max_new=64):
+    """Greedy continuation of a chat: history_ids (the session so far, ending after a reply's
+    <|end|>, or empty) + the rendered turn for `user`. Returns (reply ids without <|end|>, new
+    history ids including the reply and its <|end|>)."""
+    from spm_tokenizer import END
+    ids = list(history_ids)
+    if ids:
+        ids += tok.encode_fragment("\n")     # the template's newline after the previous <|end|>
+    ids += tok.prompt_ids(ids, user)
+    caches = [dict() for _ in model.layers]
+    logits = model(torch.tensor([ids]), caches, 0)
+    out = []
+    pos = len(ids)
+    for _ in range(max_new):
+        nxt = int(torch.argmax(logits[0, -1]))
+        out.append(nxt)
+        if nxt == END or pos + 1 >= model.cfg.ctx * 2:
+            break
+        logits = model(torch.tensor([[nxt]]), caches, pos)
+        pos += 1
+    reply = out[:-1] if out and out[-1] == END else out
+    return reply, ids + out

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Train cabin's tiny assistant model (llama architecture) on the generated corpus.
+
+Data: every training dialogue is rendered in the phi-3 chat layout and tokenized exactly as
+cabin's C tokenizer would (spm_tokenizer.Tokenizer); dialogues are packed, in corpus order, into
+sessions of at most --ctx tokens (one <s> per session, the dialogues following each other as
+one long conversation, never split). Only reply tokens and each reply's closing <|end|> carry
+loss. Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
+
+Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
+
+usage: train.py [--steps N] [--batch B] [--lr LR] [--dim D --layers L --heads H --kv-heads K --ffn F]
+"""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spm_tokenizer  # noqa: E402
+from model import Config, TinyLlama  # noqa: E402
+
+
+def pack_sessions(tok, corpus_path, ctx):
+    """-> ids (n_seq, ctx) int64, targets (n_seq, ctx) bool. Padding is </s> with no loss."""
+    seqs, tgts = [], []
+    cur_ids, cur_tgt = [], []
+    with open(corpus_path) as f:
+        for line in f:
+            ids, tgt = tok.encode_session(json.loads(line)["turns"])
+            if cur_ids:
+                ids, tgt = ids[1:], tgt[1:]        # one <s> per session
+            if len(cur_ids) + len(ids) > ctx:
+                seqs.append(cur_ids)
+                tgts.append(cur_tgt)
+                ids, tgt = [spm_tokenizer.BOS] + ids, [False] + tgt
+                cur_ids, cur_tgt = [], []
+            cur_ids += ids
+            cur_tgt += tgt
+    if cur_ids:
+        seqs.append(cur_ids)
+        tgts.append(cur_tgt)
+    n = len(seqs)
+    ids_arr = np.full((n, ctx), spm_tokenizer.EOS, dtype=np.int64)
+    tgt_arr = np.zeros((n, ctx), dtype=bool)
+    for i, (s, t) in enumerate(zip(seqs, tgts)):
+        ids_arr[i, :len(s)] = s
+        tgt_arr[i, :len(t)] = t
+    return ids_arr, tgt_arr
+
+
+def lr_at(step, steps, lr, warmup):
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    p = (step - warmup) / max(1, steps - warmup)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", default="build/corpus/train.jsonl")
+    ap.add_argument("--vocab", default="build/tokenizer/vocab.json")
+    ap.add_argument("--out", default="build/train/model.pt")
+    ap.add_argument("--log", default="build/train/train_log.txt")
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=60)
+    ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--ffn", type=int, default=704)
+    ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    random.seed(a.seed)
+    np.random.seed(a.seed)
+
+    tok = spm_tokenizer.load(a.vocab)
+    t0 = time.time()
+    ids_arr, tgt_arr = pack_sessions(tok, a.corpus, a.ctx)
+    n_seq = len(ids_arr)
+    print("train: %d sessions of %d tokens (%d tokens, %d targets) packed in %.1f s"
+          % (n_seq, a.ctx, int((ids_arr != spm_tokenizer.EOS).sum()), int(tgt_arr.sum()), time.time() - t0),
+          flush=True)
+
+    cfg = Config(vocab=tok.n_vocab, dim=a.dim, n_layer=a.layers, n_head=a.heads,
+                 n_kv_head=a.kv_heads, ffn=a.ffn, ctx=a.ctx)
+    for name, v in (("dim", cfg.dim), ("ffn", cfg.ffn), ("head_dim", cfg.head_dim),
+                    ("vocab", cfg.vocab), ("kv dim", cfg.n_kv_head * cfg.head_dim)):
+        assert v % 32 == 0, "%s %d is not a multiple of 32" % (name, v)
+    model = TinyLlama(cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    print("train: model %s, %d parameters" % (json.dumps(cfg.to_dict()), n_params), flush=True)
+
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+
+    # Fixed order: a seeded permutation of the sessions, repeated (with a new permutation per
+    # pass) when the steps outrun the corpus.
+    order_rng = np.random.RandomState(a.seed)
+    order = []
+    while len(order) < a.steps * a.batch:
+        order.extend(order_rng.permutation(n_seq).tolist())
+
+    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    log = open(a.log, "w")
+    log.write("# step loss lr elapsed_s\n")
+    t_start = time.time()
+    ema = None
+    model.train()
+    for step in range(a.steps):
+        lr = lr_at(step, a.steps, a.lr, a.warmup)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx = order[step * a.batch:(step + 1) * a.batch]
+        x = torch.from_numpy(ids_arr[idx])
+        t = torch.from_numpy(tgt_arr[idx])
+        logits = model(x[:, :-1])
+        y = x[:, 1:].clone()
+        y[~t[:, 1:]] = -100
+        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), y.reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        lv = loss.item()
+        ema = lv if ema is None else 0.95 * ema + 0.05 * lv
+        el = time.time() - t_start
+        log.write("%d %.5f %.6f %.1f\n" % (step, lv, lr, el))
+        if step % 20 == 0 or step == a.steps - 1:
+            log.flush()
+            print("step %5d/%d  loss %.4f (ema %.4f)  lr %.2e  %.0f s  (%.2f s/step)"
+                  % (step, a.steps, lv, ema, lr, el, el / (step + 1)), flush=True)
+        if step % 200 == 199 or step == a.steps - 1:
+            torch.save({"config": cfg.to_dict(), "state": model.state_dict(), "step": step + 1,
+                        "loss_ema": ema, "train_s": el}, a.out)
+    log.close()
+    print("train: done, %d steps, final loss (ema) %.4f, %.1f min" % (a.steps, ema, (time.time() - t_start) / 60))
+
+
+if __name__ == "__main__":
+    main()
