@@ -40,6 +40,18 @@ void kv_cache_free(kv_cache *kv) {
 
 void kv_cache_clear(kv_cache *kv) { kv->n_used = 0; }
 
+int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
+    if (dst->format != src->format || dst->n_layer != src->n_layer || dst->kv_dim != src->kv_dim ||
+        dst->n_ctx < src->n_used)
+        return err_set(err, "kv cache: copy between caches of different shapes");
+    for (int l = 0; l < src->n_layer; l++) {
+        memcpy(dst->k[l], src->k[l], (size_t)src->n_used * src->row_bytes);
+        memcpy(dst->v[l], src->v[l], (size_t)src->n_used * src->row_bytes);
+    }
+    dst->n_used = src->n_used;
+    return 0;
+}
+
 uint64_t kv_cache_bytes(const kv_cache *kv) {
     return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_ctx * kv->row_bytes;
 }

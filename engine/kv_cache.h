@@ -26,6 +26,8 @@ int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, i
                   errbuf *err);
 void kv_cache_free(kv_cache *kv);
 void kv_cache_clear(kv_cache *kv);
+// Copies the filled positions of src into dst (same shape and format); -1 otherwise.
+int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err);
 // Bytes of all layers' K and V storage for the current capacity.
 uint64_t kv_cache_bytes(const kv_cache *kv);
 // Bytes used by the positions filled so far.

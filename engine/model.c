@@ -104,6 +104,9 @@ static int bind(model *m, tensor *t, const char *name, int64_t ne0, int64_t ne1,
     t->data = gt->data;
     t->row_bytes = wtype_row_bytes(gt->type, (uint64_t)ne0);
     t->n_bytes = (size_t)gt->n_bytes;
+    t->src_data = gt->data;
+    t->src_type = gt->type;
+    t->src_row_bytes = t->row_bytes;
     if (!matrix && t->type != WT_F32) {
         // Norm weights and biases are used as float32 vectors.
         float *f = xmalloc((size_t)ne0 * ne1 * sizeof(float));
@@ -205,39 +208,136 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     }
 }
 
-static int convert_tensor(model *m, tensor *t, uint32_t type, errbuf *err) {
-    const wtype_info *to = wtype_get(type), *from = wtype_get(t->type);
-    if (!to || !to->from_f32) return err_set(err, "cannot convert weights to %s", wtype_name(type));
-    if (t->ne0 % to->block_size)
-        return err_set(err, "%s: tensor %s: row length %lld is not a multiple of the %s block size %u",
-                       m->file.path, t->name, (long long)t->ne0, to->name, to->block_size);
-    if (t->type == type) return 0;
+// Converts a tensor's source weights to `type` into a new buffer (row by row through f32).
+static void *convert_from_source(const tensor *t, uint32_t type, size_t *row_bytes_out) {
+    const wtype_info *to = wtype_get(type), *from = wtype_get(t->src_type);
     size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
     uint8_t *dst = xmalloc(row_bytes * (size_t)t->ne1);
     float *row = xmalloc((size_t)t->ne0 * sizeof(float));
     for (int64_t r = 0; r < t->ne1; r++) {
-        from->to_f32((const uint8_t *)t->data + (size_t)r * t->row_bytes, row, t->ne0);
+        from->to_f32((const uint8_t *)t->src_data + (size_t)r * t->src_row_bytes, row, t->ne0);
         to->from_f32(row, dst + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
-    m->weight_bytes = m->weight_bytes - t->n_bytes + row_bytes * (size_t)t->ne1;
-    free(t->owned);
-    t->owned = dst;
-    t->data = dst;
-    t->type = type;
-    t->row_bytes = row_bytes;
-    t->n_bytes = row_bytes * (size_t)t->ne1;
+    *row_bytes_out = row_bytes;
+    return dst;
+}
+
+tensor *model_tensor_by_kind(model *m, int layer, int kind) {
+    if (kind == TK_TOKEN_EMBD) return &m->tok_embd;
+    if (kind == TK_OUTPUT) return m->hp.tied_output ? &m->tok_embd : &m->output;
+    if (layer < 0 || layer >= m->hp.n_layer) return NULL;
+    layer_weights *L = &m->layers[layer];
+    tensor *ts[TK_LAYER_KINDS] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+    return kind >= 0 && kind < TK_LAYER_KINDS ? ts[kind] : NULL;
+}
+
+// The type a plan gives a tensor (the shared embedding of a tied model follows token_embd, or
+// output when only that is set).
+static uint32_t planned_type(const model *m, const precision_plan *p, const tensor *t, int layer, int kind) {
+    uint32_t want = plan_type_for(p, layer, kind);
+    if (kind == TK_TOKEN_EMBD && m->hp.tied_output && want == PLAN_KEEP) want = p->output_type;
+    return want == PLAN_KEEP ? t->src_type : want;
+}
+
+int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volatile float *progress, errbuf *err) {
+    memset(st, 0, sizeof *st);
+    double t0 = now_sec();
+    int n_kinds_total = m->hp.n_layer * TK_LAYER_KINDS + 2;
+    st->changes = xcalloc((size_t)n_kinds_total, sizeof(plan_change));
+    // First pass: validate every target before converting anything.
+    for (int pass = 0; pass < 2; pass++) {
+        int done = 0;
+        for (int l = -1; l < m->hp.n_layer; l++) {
+            for (int k = 0; k < TK_COUNT; k++) {
+                bool global = k >= TK_LAYER_KINDS;
+                if ((l < 0) != global) continue;
+                if (k == TK_OUTPUT && m->hp.tied_output) continue;   // the embedding serves both
+                tensor *t = model_tensor_by_kind(m, l, k);
+                uint32_t type = planned_type(m, p, t, l, k);
+                const wtype_info *ti = wtype_get(type);
+                if (pass == 0) {
+                    if (!ti || !ti->from_f32)
+                        return model_plan_discard(st), err_set(err, "plan: type %s cannot be produced", wtype_name(type));
+                    if (t->ne0 % ti->block_size)
+                        return model_plan_discard(st), err_set(err, "plan: tensor %s: row length %lld is not a multiple of "
+                                       "the %s block size %u", t->name, (long long)t->ne0, ti->name, ti->block_size);
+                    continue;
+                }
+                done++;
+                if (progress) *progress = (float)done / (float)n_kinds_total;
+                if (type == t->type) continue;
+                plan_change *c = &st->changes[st->n++];
+                c->t = t;
+                c->type = type;
+                if (type == t->src_type) {
+                    c->data = NULL;   // back to the file's weights
+                    c->row_bytes = t->src_row_bytes;
+                } else {
+                    c->data = convert_from_source(t, type, &c->row_bytes);
+                }
+                if (wtype_bpw(type) > wtype_bpw(t->src_type)) st->n_upcast++;
+            }
+        }
+    }
+    if (progress) *progress = 1.0f;
+    st->secs = now_sec() - t0;
     return 0;
 }
 
-int model_convert_layers(model *m, uint32_t type, errbuf *err) {
-    for (int l = 0; l < m->hp.n_layer; l++) {
-        layer_weights *L = &m->layers[l];
-        tensor *ts[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (convert_tensor(m, ts[i], type, err)) return -1;
+void model_plan_commit(model *m, plan_staging *st, backend *b) {
+    for (int i = 0; i < st->n; i++) {
+        plan_change *c = &st->changes[i];
+        tensor *t = c->t;
+        if (b) b->weight_release(b, t);
+        free(t->owned);
+        t->owned = c->data;
+        t->data = c->data ? c->data : t->src_data;
+        t->type = c->type;
+        t->row_bytes = c->row_bytes;
+        t->n_bytes = c->row_bytes * (size_t)t->ne1;
+        c->data = NULL;
+        if (b) b->weight_prepare(b, t, NULL);
     }
+    if (m->hp.tied_output) m->output = m->tok_embd;
+    // recount
+    uint64_t total = 0;
+    for (int l = -1; l < m->hp.n_layer; l++)
+        for (int k = 0; k < TK_COUNT; k++) {
+            if ((l < 0) != (k >= TK_LAYER_KINDS) || (k == TK_OUTPUT && m->hp.tied_output)) continue;
+            total += model_tensor_by_kind(m, l, k)->n_bytes;
+        }
+    total += m->output_norm.n_bytes;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const layer_weights *L = &m->layers[l];
+        total += L->attn_norm.n_bytes + L->ffn_norm.n_bytes + L->bq.n_bytes + L->bk.n_bytes + L->bv.n_bytes;
+    }
+    m->weight_bytes = total;
+    model_plan_discard(st);
+}
+
+void model_plan_discard(plan_staging *st) {
+    for (int i = 0; i < st->n; i++) free(st->changes[i].data);
+    free(st->changes);
+    memset(st, 0, sizeof *st);
+}
+
+int model_apply_plan(model *m, const precision_plan *p, backend *b, errbuf *err) {
+    plan_staging st;
+    if (model_plan_stage(m, p, &st, NULL, err)) return -1;
+    model_plan_commit(m, &st, b);
     return 0;
+}
+
+void model_bytes_by_type(const model *m, uint64_t bytes[WT_COUNT]) {
+    memset(bytes, 0, sizeof(uint64_t) * WT_COUNT);
+    model *mm = (model *)m;
+    for (int l = -1; l < m->hp.n_layer; l++)
+        for (int k = 0; k < TK_COUNT; k++) {
+            if ((l < 0) != (k >= TK_LAYER_KINDS) || (k == TK_OUTPUT && m->hp.tied_output)) continue;
+            const tensor *t = model_tensor_by_kind(mm, l, k);
+            bytes[t->type] += t->n_bytes;
+        }
 }
 
 uint64_t model_decode_bytes(const model *m) {

@@ -5,6 +5,8 @@
 
 #include "backend.h"
 #include "gguf.h"
+#include "precision.h"
+#include "wtype.h"
 #include "kv_cache.h"
 #include "tensor.h"
 #include "tokenizer.h"
@@ -58,11 +60,37 @@ void model_free(model *m);
 const char *model_arch_name(enum model_arch a);
 // Calls fn for every weight tensor (matrices and vectors; output once even when tied).
 void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
-// Converts every layer matrix (attention and feed-forward; not the token embedding or the
-// output) to `type`, from the file's weights: quantized from their dequantized values. Converting
-// to a type above the source's precision gives a dequantized copy (no information is gained).
-// Call model_prepare_backend again afterwards.
-int model_convert_layers(model *m, uint32_t type, errbuf *err);
+// ---- precision plans (engine/precision.h) ----
+// The tensor a plan names: layer matrices by (layer, kind); TK_TOKEN_EMBD / TK_OUTPUT with any
+// layer (a tied model's output is its token embedding).
+tensor *model_tensor_by_kind(model *m, int layer, int kind);
+
+typedef struct plan_change {
+    tensor *t;
+    uint32_t type;
+    void *data;          // converted weights (NULL: back to the file's)
+    size_t row_bytes;
+} plan_change;
+
+typedef struct plan_staging {
+    plan_change *changes;
+    int n;
+    int n_upcast;        // tensors given a type above their source: dequantized copies
+    double secs;         // conversion time
+} plan_staging;
+
+// Converts, from the file's weights, every tensor whose type the plan changes, without touching
+// the live model (safe on a worker thread while the model runs). *progress goes 0 -> 1.
+// Fails (nothing staged) if any target type can't be produced for a tensor.
+int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volatile float *progress, errbuf *err);
+// Swaps the staged tensors in (between two forward passes); re-prepares them on the backend.
+void model_plan_commit(model *m, plan_staging *st, backend *b);
+void model_plan_discard(plan_staging *st);
+// stage + commit
+int model_apply_plan(model *m, const precision_plan *p, backend *b, errbuf *err);
+// Bytes of the plan-governed tensors, by weight type.
+void model_bytes_by_type(const model *m, uint64_t bytes[WT_COUNT]);
+
 // Weight bytes read per decoded token (every matrix once, embedding row negligible).
 uint64_t model_decode_bytes(const model *m);
 

@@ -2,10 +2,12 @@
 #include "chat_template.h"
 #include "wtype.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct session {
     session_opts opts;
@@ -22,6 +24,17 @@ struct session {
     bool reply_open;         // last reply ended without its closing token in the cache
     atomic_bool cancel;
     session_stats st;
+    precision_plan plan;     // the plan in force
+    // a plan being prepared on a worker thread, swapped in between two tokens
+    pthread_t switch_thread;
+    bool switch_running;
+    atomic_bool switch_ready;
+    int switch_rc;
+    errbuf switch_err;
+    precision_plan switch_plan;
+    plan_staging switch_staging;
+    volatile float switch_progress;
+    double switch_requested_at;
 };
 
 session_opts session_opts_default(void) {
@@ -41,13 +54,10 @@ session *session_open(const session_opts *o, errbuf *err) {
     if (s->opts.n_batch <= 0) s->opts.n_batch = 256;
     if (s->opts.max_reply_tokens <= 0) s->opts.max_reply_tokens = 512;
     if (model_load(&s->m, o->model_path, err)) { free(s); return NULL; }
+    plan_init(&s->plan);
     if (o->precision) {
-        int t = wtype_from_name(o->precision);
-        if (t < 0 || !wtype_get((uint32_t)t)->from_f32) {
-            err_set(err, "unknown precision '%s' (f32, f16, bf16, q8_0, q4_0)", o->precision);
-            goto fail;
-        }
-        if (model_convert_layers(s->m, (uint32_t)t, err)) goto fail;
+        if (plan_parse_any(&s->plan, o->precision, s->m->hp.n_layer, err)) goto fail;
+        if (model_apply_plan(s->m, &s->plan, NULL, err)) goto fail;
     }
     s->opts.precision = NULL;
     s->b = backend_create(&o->backend, err);
@@ -82,6 +92,10 @@ fail:
 
 void session_close(session *s) {
     if (!s) return;
+    if (s->switch_running) {
+        pthread_join(s->switch_thread, NULL);
+        model_plan_discard(&s->switch_staging);
+    }
     forward_ctx_free(&s->fc);
     forward_ctx_free(&s->fc_all);
     if (s->b && s->kv.k) s->b->kv_release(s->b, &s->kv);
@@ -95,6 +109,77 @@ void session_close(session *s) {
 }
 
 static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err);
+
+// ---- precision switching ----
+
+static void record_switch(session *s, const plan_staging *st, double total_secs) {
+    s->st.last_switch_ms = total_secs * 1e3;
+    s->st.last_switch_convert_ms = st->secs * 1e3;
+    s->st.last_switch_tensors = st->n;
+    s->st.last_switch_upcast = st->n_upcast;
+    s->st.switches++;
+}
+
+int session_set_plan(session *s, const precision_plan *p, errbuf *err) {
+    if (s->switch_running) return err_set(err, "a precision switch is already in progress");
+    double t0 = now_sec();
+    plan_staging st;
+    if (model_plan_stage(s->m, p, &st, NULL, err)) return -1;   // running plan unchanged
+    plan_staging copy = st;
+    model_plan_commit(s->m, &st, s->b);
+    s->plan = *p;
+    record_switch(s, &copy, now_sec() - t0);
+    return 0;
+}
+
+static void *switch_worker(void *arg) {
+    session *s = arg;
+    s->switch_rc = model_plan_stage(s->m, &s->switch_plan, &s->switch_staging, &s->switch_progress, &s->switch_err);
+    atomic_store(&s->switch_ready, true);
+    return NULL;
+}
+
+int session_request_plan(session *s, const precision_plan *p, errbuf *err) {
+    if (s->switch_running) return err_set(err, "a precision switch is already in progress");
+    s->switch_plan = *p;
+    s->switch_progress = 0.0f;
+    s->switch_rc = 0;
+    s->switch_err.msg[0] = 0;
+    atomic_store(&s->switch_ready, false);
+    s->switch_requested_at = now_sec();
+    if (pthread_create(&s->switch_thread, NULL, switch_worker, s) != 0)
+        return err_set(err, "cannot start the precision switch thread");
+    s->switch_running = true;
+    return 0;
+}
+
+int session_poll_switch(session *s) {
+    if (!s->switch_running || !atomic_load(&s->switch_ready)) return 0;
+    pthread_join(s->switch_thread, NULL);
+    s->switch_running = false;
+    if (s->switch_rc) {
+        snprintf(s->st.last_switch_error, sizeof s->st.last_switch_error, "%s", s->switch_err.msg);
+        return -1;
+    }
+    plan_staging copy = s->switch_staging;
+    model_plan_commit(s->m, &s->switch_staging, s->b);
+    s->plan = s->switch_plan;
+    s->st.last_switch_error[0] = 0;
+    record_switch(s, &copy, now_sec() - s->switch_requested_at);
+    return 1;
+}
+
+int session_wait_switch(session *s) {
+    while (s->switch_running && !atomic_load(&s->switch_ready)) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    return session_poll_switch(s);
+}
+
+float session_switch_progress(const session *s) { return s->switch_running ? s->switch_progress : -1.0f; }
+
+void session_get_plan(const session *s, precision_plan *out) { *out = s->plan; }
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
     for (int i = 0; i < n; i += s->opts.n_batch) {
@@ -159,6 +244,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     char piece[256];
     for (int i = 0; i < n_predict; i++) {
         if (atomic_load(&s->cancel)) break;
+        session_poll_switch(s);
         memcpy(scratch, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
         int32_t tok = sampler_sample(s->smp, scratch);
         if (i == 0) { t_first = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
@@ -248,6 +334,8 @@ void session_get_stats(const session *s, session_stats *out) {
     out->n_past = s->kv.n_used;
     out->n_ctx = s->kv.n_ctx;
     out->weight_bytes = s->m->weight_bytes;
+    model_bytes_by_type(s->m, out->bytes_by_type);
+    out->switch_progress = session_switch_progress(s);
     out->kv_bytes = kv_cache_bytes(&s->kv);
     out->kv_used_bytes = kv_cache_used_bytes(&s->kv);
 }

@@ -20,8 +20,9 @@ typedef struct session_opts {
     const char *system_prompt;   // NULL: none
     int max_reply_tokens;        // per chat turn (default 512)
     bool ignore_eog;             // completion: keep generating past end-of-generation tokens
-    const char *precision;       // NULL: as in the file; else a weight type name for every
-                                 // layer matrix ("q4_0", "q8_0", "f16", ...)
+    const char *precision;       // NULL: as in the file; else a precision plan: shorthand
+                                 // ("q4_0", "q4_0;q8_0:layers=0-3,ffn_down"), JSON, or a .json
+                                 // file (engine/precision.h)
 } session_opts;
 
 session_opts session_opts_default(void);
@@ -43,6 +44,15 @@ typedef struct session_stats {
     int turns;
     char backend[128];
     char template_name[32];
+    // precision
+    uint64_t bytes_by_type[WT_COUNT];   // plan-governed tensors, by weight type
+    int switches;
+    double last_switch_ms;          // request to swap-in
+    double last_switch_convert_ms;  // conversion alone
+    int last_switch_tensors;        // tensors converted
+    int last_switch_upcast;         // of which given a type above the file's (dequantized copies)
+    char last_switch_error[512];
+    float switch_progress;          // 0..1 while a switch is being prepared, else -1
 } session_stats;
 
 typedef struct session session;
@@ -68,6 +78,16 @@ int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbu
 int session_tokenize(session *s, const char *text, bool add_bos, int32_t **out, errbuf *err);
 // Samples the next token from the logits of the last eval.
 int32_t session_sample(session *s);
+
+// Precision plans. set_plan converts and swaps at once (call between turns); request_plan
+// converts on a worker thread and the swap happens between two tokens of a running generation
+// (or at session_poll_switch / session_wait_switch). A plan that fails leaves the running one.
+int session_set_plan(session *s, const precision_plan *p, errbuf *err);
+int session_request_plan(session *s, const precision_plan *p, errbuf *err);
+int session_poll_switch(session *s);    // 1 swapped, 0 nothing ready, -1 the switch failed
+int session_wait_switch(session *s);    // waits for a requested switch; as poll
+float session_switch_progress(const session *s);
+void session_get_plan(const session *s, precision_plan *out);
 
 // Thread-safe: asks a running generation to stop after the current token.
 void session_cancel(session *s);

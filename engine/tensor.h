@@ -15,6 +15,9 @@ typedef struct tensor {
     size_t row_bytes;
     size_t n_bytes;
     void *owned;          // heap copy when the weights were converted (freed with the model)
+    const void *src_data; // the file's weights (what every conversion starts from)
+    uint32_t src_type;
+    size_t src_row_bytes;
     void *bk;             // backend-side handle (device copy); NULL on the CPU
 } tensor;
 
