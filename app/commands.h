@@ -14,6 +14,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);
 int cmd_ppl(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_eval_assistant(int argc, char **argv);
 
 #define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"

@@ -15,6 +15,7 @@ static const command commands[] = {
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },
     { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },
+    { "quantize",   cmd_quantize,   "write a model at another precision (a plan; importance-aware Q4_0)" },
     { "ppl",        cmd_ppl,        "perplexity of a text file" },
     { "eval-assistant", cmd_eval_assistant, "action accuracy and perplexity on the held-out assistant dialogues" },
     { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },

@@ -399,6 +399,7 @@ int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, i
 
 void forward_ctx_free(forward_ctx *fc) {
     if (!fc->b) return;
+    free(fc->observe_buf);
     bk_act *all[] = { fc->x, fc->h, fc->q, fc->k, fc->v, fc->att, fc->gate, fc->up, fc->logits };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) fc->b->act_free(fc->b, all[i]);
@@ -431,11 +432,22 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     rk.n_heads = hp->n_kv_head;
     attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim) };
 
+    if (fc->observe && !fc->observe_buf) {
+        int cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
+        if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
+        fc->observe_buf = xmalloc((size_t)fc->n_batch * (size_t)cols * sizeof(float));
+    }
+#define OBSERVE(act, layer, kind, cols) do { if (fc->observe) {                           \
+        if (b->end_batch(b, err)) goto fail;                                                \
+        b->act_read(b, act, 0, n, fc->observe_buf);                                         \
+        fc->observe(fc->observe_ud, layer, kind, fc->observe_buf, n, (int)(cols));          \
+        b->begin_batch(b); } } while (0)
     b->begin_batch(b);
     b->embed(b, &m->tok_embd, tokens, n, fc->x);
     for (int l = 0; l < hp->n_layer; l++) {
         const layer_weights *L = &m->layers[l];
         b->rmsnorm(b, fc->x, &L->attn_norm, hp->rms_eps, n, fc->h);
+        OBSERVE(fc->h, l, TK_ATTN_Q, hp->dim);
         b->matmul(b, &L->wq, fc->h, 0, n, fc->q);
         b->matmul(b, &L->wk, fc->h, 0, n, fc->k);
         b->matmul(b, &L->wv, fc->h, 0, n, fc->v);
@@ -446,12 +458,15 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         b->rope(b, fc->k, n, pos, &rk);
         b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
         b->attention(b, fc->q, kv, l, n, n_past, &ap, fc->att);
+        OBSERVE(fc->att, l, TK_ATTN_OUTPUT, hp->n_head * hp->head_dim);
         b->matmul(b, &L->wo, fc->att, 0, n, fc->h);
         b->add(b, fc->x, fc->h, n);
         b->rmsnorm(b, fc->x, &L->ffn_norm, hp->rms_eps, n, fc->h);
+        OBSERVE(fc->h, l, TK_FFN_GATE, hp->dim);
         b->matmul(b, &L->w_gate, fc->h, 0, n, fc->gate);
         b->matmul(b, &L->w_up, fc->h, 0, n, fc->up);
         b->swiglu(b, fc->gate, fc->up, n);
+        OBSERVE(fc->gate, l, TK_FFN_DOWN, hp->ffn_dim);
         b->matmul(b, &L->w_down, fc->gate, 0, n, fc->h);
         b->add(b, fc->x, fc->h, n);
     }
@@ -460,10 +475,14 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         b->rmsnorm(b, fc->x, &m->output_norm, hp->rms_eps, n, fc->h);
         b->matmul(b, &m->output, fc->h, n - n_out, n_out, fc->logits);
     }
+#undef OBSERVE
     int rc = b->end_batch(b, err);
     if (pos != pos_stack) free(pos);
     if (rc) return rc;
     kv->n_used += n;
     if (n_out > 0) b->act_read(b, fc->logits, 0, n_out, logits);
     return 0;
+fail:
+    if (pos != pos_stack) free(pos);
+    return -1;
 }

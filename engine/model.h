@@ -101,6 +101,12 @@ typedef struct forward_ctx {
     int n_batch;
     bk_act *x, *h, *q, *k, *v, *att, *gate, *up, *logits;
     int logits_rows;           // rows of the logits buffer
+    // Optional: called with the input rows of every layer matrix (x: (n_rows, cols) on the
+    // host) — kind is the tensor_kind of the matrix the rows feed (q/k/v share attn_q's).
+    // For calibration statistics; slows the forward pass.
+    void (*observe)(void *ud, int layer, int kind, const float *x, int n_rows, int cols);
+    void *observe_ud;
+    float *observe_buf;
 } forward_ctx;
 
 int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, int logits_rows,
