@@ -42,7 +42,40 @@ static int parse_ids(const char *text, int32_t **out) {
     return n;
 }
 
-typedef struct gen_out { bool ids; int count; } gen_out;
+#define MAX_SWITCHES 8
+typedef struct gen_out {
+    bool ids;
+    int count;
+    session *s;
+    int n_switch;
+    int switch_at[MAX_SWITCHES];
+    precision_plan switch_plan[MAX_SWITCHES];
+    const char *switch_spec[MAX_SWITCHES];
+    bool failed;
+} gen_out;
+
+// --switch-at N=PLAN: after the N-th generated token, convert on the worker thread and swap the
+// weights in before the next token is evaluated; the cache and the text so far are kept.
+static void maybe_switch(gen_out *g) {
+    for (int i = 0; i < g->n_switch; i++) {
+        if (g->switch_at[i] != g->count) continue;
+        errbuf err = {{0}};
+        if (session_request_plan(g->s, &g->switch_plan[i], &err) != 0 || session_wait_switch(g->s) != 1) {
+            session_stats st;
+            session_get_stats(g->s, &st);
+            fprintf(stderr, "\ncabin generate: switch to %s failed: %s\n", g->switch_spec[i],
+                    err.msg[0] ? err.msg : st.last_switch_error);
+            g->failed = true;
+            continue;
+        }
+        session_stats st;
+        session_get_stats(g->s, &st);
+        fprintf(stderr, "%s[switched to %s after %d tokens: %d tensors in %.0f ms, weights now %.2f MiB%s]\n",
+                g->ids ? "\n" : "", g->switch_spec[i], g->count, st.last_switch_tensors, st.last_switch_ms,
+                (double)st.weight_bytes / (1 << 20),
+                st.last_switch_upcast ? "; types above the file's are dequantized copies" : "");
+    }
+}
 
 static bool print_token(void *ud, int32_t tok, const char *piece, int len) {
     gen_out *g = ud;
@@ -50,6 +83,7 @@ static bool print_token(void *ud, int32_t tok, const char *piece, int len) {
     else fwrite(piece, 1, (size_t)len, stdout);
     g->count++;
     fflush(stdout);
+    maybe_switch(g);
     return true;
 }
 
@@ -60,6 +94,9 @@ int cmd_generate(int argc, char **argv) {
     const char *prompt = NULL;
     int n_predict = 128;
     bool ids = false, stats = false;
+    gen_out g;
+    memset(&g, 0, sizeof g);
+    const char *switch_args[MAX_SWITCHES];
     while (a.i < argc) {
         if (arg_help(&a)) {
             printf("usage: cabin generate -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--ids]\n\n"
@@ -69,7 +106,10 @@ int cmd_generate(int argc, char **argv) {
                    "  -n, --n-predict N    tokens to generate (default 128)\n"
                    "  --ids                print the generated token ids instead of text\n"
                    "  --ignore-eos         keep generating past end-of-generation tokens\n"
-                   "  --stats              print timing to stderr at the end\n%s", RUN_OPTS_HELP);
+                   "  --stats              print timing to stderr at the end\n"
+                   "  --switch-at N=PLAN   after N generated tokens switch the weights to PLAN (a\n"
+                   "                       precision plan: q4_0, \"q4_0;q8_0:layers=0-3\", plan.json);\n"
+                   "                       the cache and the text so far are kept; repeatable\n%s", RUN_OPTS_HELP);
             return 0;
         }
         if (run_opts_parse(&r, &a)) continue;
@@ -78,6 +118,13 @@ int cmd_generate(int argc, char **argv) {
         if (arg_flag(&a, "--ids", NULL)) { ids = true; continue; }
         if (arg_flag(&a, "--ignore-eos", NULL)) { r.s.ignore_eog = true; continue; }
         if (arg_flag(&a, "--stats", NULL)) { stats = true; continue; }
+        const char *sw = NULL;
+        if (arg_str(&a, "--switch-at", NULL, &sw)) {
+            if (!sw) continue;
+            if (g.n_switch == MAX_SWITCHES) { fprintf(stderr, "cabin generate: at most %d --switch-at\n", MAX_SWITCHES); return 2; }
+            switch_args[g.n_switch++] = sw;
+            continue;
+        }
         arg_unknown(&a);
         return 2;
     }
@@ -85,7 +132,26 @@ int cmd_generate(int argc, char **argv) {
     if (!prompt) { fprintf(stderr, "cabin generate: no prompt (-p TEXT; see cabin generate --help)\n"); return 2; }
     session *s = open_session(&r, "cabin generate");
     if (!s) return 1;
-    gen_out g = { ids, 0 };
+    g.ids = ids;
+    g.s = s;
+    for (int i = 0; i < g.n_switch; i++) {
+        const char *eq = strchr(switch_args[i], '=');
+        char *end = NULL;
+        long at = eq ? strtol(switch_args[i], &end, 10) : -1;
+        errbuf perr = {{0}};
+        if (!eq || end != eq || at < 1) {
+            fprintf(stderr, "cabin generate: --switch-at %s: expected N=PLAN (e.g. 8=q4_0)\n", switch_args[i]);
+            session_close(s);
+            return 2;
+        }
+        if (plan_parse_any(&g.switch_plan[i], eq + 1, session_model(s)->hp.n_layer, &perr)) {
+            fprintf(stderr, "cabin generate: --switch-at %s: %s\n", switch_args[i], perr.msg);
+            session_close(s);
+            return 2;
+        }
+        g.switch_at[i] = (int)at;
+        g.switch_spec[i] = eq + 1;
+    }
     errbuf err = {{0}};
     int rc = session_complete(s, prompt, n_predict, print_token, &g, &err);
     printf("\n");
@@ -98,7 +164,7 @@ int cmd_generate(int argc, char **argv) {
                 st.gen_tokens, st.ttft_ms, st.decode_tps, st.backend);
     }
     session_close(s);
-    return rc ? 1 : 0;
+    return rc || g.failed ? 1 : 0;
 }
 
 typedef struct id_logit { int32_t id; float v; } id_logit;

@@ -61,6 +61,22 @@ grep -q '"decode_tps"' "$T/out" && ok || bad "bench --json"
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
 
+# precision: switching in the middle of a run keeps going; quantize; ppl with KL against a base
+expect_rc 0 "make-model f16" -- "$CABIN" make-model -o "$T/f16.gguf" --type f16 --dim 64 --ffn 128 --vocab 400
+"$CABIN" generate -m "$T/f16.gguf" -p "eta" -n 24 --temp 0 --ids --ignore-eos --switch-at 8=q4_0 --switch-at 16=q8_0 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && [ "$(wc -w <"$T/out")" = 24 ] && [ "$(grep -c '^\[switched to' "$T/err")" = 2 ] && ok || { bad "generate --switch-at"; cat "$T/out" "$T/err"; }
+expect_rc 2 "bad switch plan" -- "$CABIN" generate -m "$T/f16.gguf" -p eta --switch-at "4=q8_0:layers=0-9"
+one_line_error "out of range" "a switch plan with a layer out of range"
+expect_rc 0 "quantize" -- "$CABIN" quantize "$T/f16.gguf" "$T/q4.gguf" q4_0
+expect_rc 0 "info on quantized" -- "$CABIN" info "$T/q4.gguf"
+grep -q "Q4_0" "$T/out" && grep -q "Q8_0" "$T/out" && ok || { bad "quantized file has Q4_0 layers and a Q8_0 embedding"; cat "$T/out"; }
+awk 'BEGIN { for (i = 0; i < 400; i++) printf "eta oin shr dlu cmf %d ", i % 7 }' >"$T/text.txt"
+expect_rc 0 "ppl --save-base" -- "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" --ctx 64 --save-base "$T/base.kl"
+expect_rc 0 "ppl --kl-base" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 64 --kl-base "$T/base.kl"
+grep -q "mean KL" "$T/out" && grep -q "top-1 agreement" "$T/out" && ok || { bad "ppl prints KL"; cat "$T/out"; }
+expect_rc 1 "ppl --kl-base with another ctx" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 32 --kl-base "$T/base.kl"
+one_line_error "base.kl" "a base made with another --ctx"
+
 # bad input: a clear one-line error naming the file, never a crash
 expect_rc 1 "missing model" -- "$CABIN" generate -m "$T/nope.gguf" -p hi
 one_line_error "nope.gguf" "a missing model"
