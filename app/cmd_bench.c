@@ -1,6 +1,7 @@
 // cabin bench: prefill and decode speed, judged against this machine's memory bandwidth.
 #include "app/commands.h"
 #include "engine/cpu/threadpool.h"
+#include "engine/precision.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ int cmd_bench(int argc, char **argv) {
     run_opts_init(&r);
     int n_prompt = 64, n_gen = 32, reps = 3;
     bool json = false, profile = false;
+    const char *switch_spec = NULL;
     while (a.i < argc) {
         if (arg_help(&a)) {
             printf("usage: cabin bench -m MODEL [-p 64] [-n 32] [-r 3] [-t THREADS] [--json]\n\n"
@@ -66,6 +68,8 @@ int cmd_bench(int argc, char **argv) {
                    "  -n N        generated tokens (default 32)\n"
                    "  -r N        repetitions (default 3)\n"
                    "  --profile   time per op kind\n"
+                   "  --switch PLAN  first time a live precision switch to PLAN (e.g. \"q4_0;token_embd=q4_0\"\n"
+                   "              for every weight), then bench at that precision\n"
                    "  --json      one JSON object instead of the table\n%s", RUN_OPTS_HELP);
             return 0;
         }
@@ -74,6 +78,7 @@ int cmd_bench(int argc, char **argv) {
         if (arg_int(&a, "-r", "--reps", &reps)) continue;
         if (arg_flag(&a, "--json", NULL)) { json = true; continue; }
         if (arg_flag(&a, "--profile", NULL)) { profile = true; continue; }
+        if (arg_str(&a, "--switch", NULL, &switch_spec)) continue;
         if (run_opts_parse(&r, &a)) continue;
         arg_unknown(&a);
         return 2;
@@ -90,6 +95,22 @@ int cmd_bench(int argc, char **argv) {
     backend *b = session_backend(s);
     int n_threads = r.s.backend.n_threads > 0 ? r.s.backend.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (profile) b->set_profiling(b, true);
+    if (switch_spec) {
+        precision_plan plan;
+        // touch the file's pages first, so the switch is timed on weights in memory, as in a
+        // running session (the conversion reads every source weight once)
+        if (session_eval(s, (int32_t[]){ 1 }, 1, NULL, &err) == 0) session_reset(s);
+        if (plan_parse_any(&plan, switch_spec, m->hp.n_layer, &err) || session_set_plan(s, &plan, &err)) {
+            fprintf(stderr, "cabin bench: --switch %s: %s\n", switch_spec, err.msg);
+            session_close(s);
+            return 1;
+        }
+        session_stats st;
+        session_get_stats(s, &st);
+        printf("switch to %s: %d tensors converted in %.0f ms (conversion %.0f ms), weights now %.1f MiB\n",
+               switch_spec, st.last_switch_tensors, st.last_switch_ms, st.last_switch_convert_ms,
+               (double)st.weight_bytes / (1 << 20));
+    }
 
     int32_t *prompt = xmalloc((size_t)n_prompt * sizeof(int32_t));
     uint64_t rng = 12345;

@@ -2,6 +2,7 @@
 #include "app/assistant.h"
 #include "app/commands.h"
 #include "engine/chat_template.h"
+#include "engine/quality.h"
 #include "engine/wtype.h"
 
 #include <cjson/cJSON.h>
@@ -10,139 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-// log-softmax of one row at `target`: log p(target)
-static double log_prob(const float *logits, int n, int target) {
-    float mx = logits[0];
-    for (int i = 1; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
-    return (double)logits[target] - mx - log(sum);
-}
-
-typedef struct ppl_result {
-    double ppl, ppl_err, mean_nll;
-    long scored;
-    int windows;
-    // against a base run (--kl-base)
-    double kl_mean, kl_max, top1, base_ppl;
-} ppl_result;
-
-// Base-run logits for KL: per scored token the top KL_TOP_K (id, log-prob) of the base model
-// and the log-prob it gave the actual next token. File: "CBKL", u32 version, u32 n_vocab,
-// u32 k, u32 ctx, u64 n_tokens, u64 token hash, u64 n_scored, then n_scored records.
-#define KL_TOP_K 64
-typedef struct kl_record { int32_t id[KL_TOP_K]; float lp[KL_TOP_K]; float target_lp; } kl_record;
-typedef struct kl_io {
-    FILE *save;              // writing a base
-    kl_record *base;         // reading a base
-    long n_base;
-    uint64_t hash;
-} kl_io;
-
-static uint64_t hash_tokens(const int32_t *ids, int n) {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < n; i++) { h ^= (uint32_t)ids[i]; h *= 1099511628211ull; }
-    return h;
-}
-
-// log-softmax of a row into out (n values)
-static void log_softmax(const float *logits, int n, double *out) {
-    float mx = logits[0];
-    for (int i = 1; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
-    double lse = mx + log(sum);
-    for (int i = 0; i < n; i++) out[i] = (double)logits[i] - lse;
-}
-
-// Perplexity over ids cut into windows of ctx tokens (BOS first when the model has one); each
-// window is scored on its second half. Progress on stderr.
-static int ppl_windows(session *s, const int32_t *ids, int n, int ctx, int max_chunks, kl_io *kl,
-                       ppl_result *out, errbuf *err) {
-    int bos = tokenizer_bos(session_model(s)->tok);
-    int body = bos >= 0 ? ctx - 1 : ctx;   // text tokens per window
-    int n_chunks = n / body;
-    if (max_chunks > 0 && n_chunks > max_chunks) n_chunks = max_chunks;
-    if (n_chunks < 1) return err_set(err, "%d tokens: fewer than one window of %d (use a smaller --ctx)", n, ctx);
-    int nv = session_n_vocab(s);
-    float *logits = xmalloc((size_t)ctx * nv * sizeof(float));
-    int32_t *win = xmalloc((size_t)ctx * sizeof(int32_t));
-    double nll = 0.0, nll2 = 0.0, kl_sum = 0.0, kl_max = 0.0, base_nll = 0.0;
-    long scored = 0, top1 = 0;
-    double *lsm = kl ? xmalloc((size_t)nv * sizeof(double)) : NULL;
-    int rc = 0;
-    for (int c = 0; c < n_chunks && !rc; c++) {
-        int w = 0;
-        if (bos >= 0) win[w++] = bos;
-        memcpy(win + w, ids + (size_t)c * body, (size_t)body * sizeof(int32_t));
-        w += body;
-        session_reset(s);
-        if (session_eval_all(s, win, w, logits, err)) { rc = -1; break; }
-        for (int i = ctx / 2; i < w - 1; i++) {
-            const float *row = logits + (size_t)i * nv;
-            double lp = -log_prob(row, nv, win[i + 1]);
-            nll += lp;
-            nll2 += lp * lp;
-            if (kl && kl->save) {
-                kl_record rec;
-                log_softmax(row, nv, lsm);
-                // top-k by a partial selection (k is small)
-                for (int k = 0; k < KL_TOP_K; k++) { rec.id[k] = -1; rec.lp[k] = -INFINITY; }
-                for (int v = 0; v < nv; v++) {
-                    if (lsm[v] <= rec.lp[KL_TOP_K - 1]) continue;
-                    int k = KL_TOP_K - 1;
-                    while (k > 0 && rec.lp[k - 1] < lsm[v]) { rec.lp[k] = rec.lp[k - 1]; rec.id[k] = rec.id[k - 1]; k--; }
-                    rec.lp[k] = (float)lsm[v];
-                    rec.id[k] = v;
-                }
-                rec.target_lp = (float)-lp;
-                if (fwrite(&rec, sizeof rec, 1, kl->save) != 1) { rc = err_set(err, "writing the base file failed"); break; }
-            } else if (kl && kl->base) {
-                if (scored >= kl->n_base) { rc = err_set(err, "the base file has fewer scored tokens than this run"); break; }
-                const kl_record *rec = &kl->base[scored];
-                log_softmax(row, nv, lsm);
-                double d = 0.0, p_in = 0.0, q_in = 0.0;
-                for (int k = 0; k < KL_TOP_K; k++) {
-                    if (rec->id[k] < 0 || rec->id[k] >= nv) continue;
-                    double p = exp(rec->lp[k]), q = exp(lsm[rec->id[k]]);
-                    d += p * (rec->lp[k] - lsm[rec->id[k]]);
-                    p_in += p;
-                    q_in += q;
-                }
-                // the tail beyond the base's top k, as one outcome
-                double p_tail = 1.0 - p_in, q_tail = 1.0 - q_in;
-                if (p_tail > 1e-12) d += p_tail * (log(p_tail) - log(q_tail > 1e-12 ? q_tail : 1e-12));
-                if (d < 0) d = 0;   // rounding
-                kl_sum += d;
-                if (d > kl_max) kl_max = d;
-                int best = 0;
-                for (int v = 1; v < nv; v++) if (row[v] > row[best]) best = v;
-                top1 += best == rec->id[0];
-                base_nll -= rec->target_lp;
-            }
-            scored++;
-        }
-        fprintf(stderr, "\r[%d/%d] ppl %.4f", c + 1, n_chunks, exp(nll / (double)scored));
-    }
-    fprintf(stderr, "\n");
-    free(logits);
-    free(win);
-    free(lsm);
-    if (rc) return rc;
-    if (kl && kl->base) {
-        out->kl_mean = kl_sum / (double)scored;
-        out->kl_max = kl_max;
-        out->top1 = (double)top1 / (double)scored;
-        out->base_ppl = exp(base_nll / (double)scored);
-    }
-    double mean = nll / (double)scored;
-    double var = nll2 / (double)scored - mean * mean;
-    out->mean_nll = mean;
-    out->ppl = exp(mean);
-    out->ppl_err = out->ppl * sqrt(var > 0 ? var / (double)scored : 0);
-    out->scored = scored;
-    out->windows = n_chunks;
-    return 0;
+static void ppl_progress(void *ud, int done, int total, double ppl) {
+    (void)ud;
+    fprintf(stderr, "\r[%d/%d] ppl %.4f", done, total, ppl);
+    if (done == total) fprintf(stderr, "\n");
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -190,63 +62,35 @@ int cmd_ppl(int argc, char **argv) {
     free(text);
     int rc = 0;
     if (n < 0) { fprintf(stderr, "cabin ppl: %s\n", err.msg); session_close(s); return 1; }
-    ppl_result pr = {0};
-    kl_io kl = {0};
-    kl.hash = hash_tokens(ids, n);
-    uint32_t hdr[4];
-    uint64_t hdr64[3];
-    if (save_base) {
-        kl.save = fopen(save_base, "wb");
-        if (!kl.save) { rc = err_set(&err, "%s: cannot write", save_base); goto out; }
-        memcpy(hdr, "CBKL", 4);
-        hdr[1] = 1; hdr[2] = (uint32_t)session_n_vocab(s); hdr[3] = KL_TOP_K;
-        uint32_t c32 = (uint32_t)ctx;
-        hdr64[0] = (uint64_t)n; hdr64[1] = kl.hash; hdr64[2] = 0;
-        fwrite(hdr, 4, 4, kl.save);
-        fwrite(&c32, 4, 1, kl.save);
-        fwrite(hdr64, 8, 3, kl.save);
-    } else if (kl_base) {
-        size_t len = 0;
-        char *raw = read_file_all(kl_base, &len, &err);
-        if (!raw) { rc = -1; goto out; }
-        size_t head = 16 + 4 + 24;
-        uint32_t c32 = 0;
-        if (len >= head) { memcpy(hdr, raw, 16); memcpy(&c32, raw + 16, 4); memcpy(hdr64, raw + 20, 24); }
-        if (len < head || memcmp(raw, "CBKL", 4) || hdr[1] != 1 || hdr[3] != KL_TOP_K)
-            rc = err_set(&err, "%s: not a cabin base-logits file", kl_base);
-        else if (hdr[2] != (uint32_t)session_n_vocab(s) || hdr64[1] != kl.hash || c32 != (uint32_t)ctx)
-            rc = err_set(&err, "%s: made from another vocabulary, text or --ctx (base: ctx %u, %llu tokens)",
-                         kl_base, c32, (unsigned long long)hdr64[0]);
-        else if ((len - head) % sizeof(kl_record) || (len - head) / sizeof(kl_record) != hdr64[2])
-            rc = err_set(&err, "%s: truncated (%zu bytes)", kl_base, len);
-        if (!rc) {
-            kl.n_base = (long)hdr64[2];
-            kl.base = xmalloc((size_t)kl.n_base * sizeof(kl_record) + 1);
-            memcpy(kl.base, raw + head, (size_t)kl.n_base * sizeof(kl_record));
-        }
-        free(raw);
-        if (rc) goto out;
+    quality_result pr = {0};
+    quality_base base = {0}, cmp = {0};
+    uint64_t hash = quality_hash_tokens(ids, n);
+    int nv = session_n_vocab(s);
+    if (save_base) {   // fail before the run, not after it
+        FILE *f = fopen(save_base, "wb");
+        if (!f) { rc = err_set(&err, "%s: cannot write", save_base); goto out; }
+        fclose(f);
+    } else if (kl_base && quality_base_load(kl_base, &cmp, nv, ctx, hash, &err)) {
+        rc = -1;
+        goto out;
     }
     double t0 = now_sec();
-    rc = ppl_windows(s, ids, n, ctx, max_chunks, (save_base || kl_base) ? &kl : NULL, &pr, &err);
-    if (!rc && kl.save) {   // record how many tokens were scored
-        hdr64[2] = (uint64_t)pr.scored;
-        if (fseek(kl.save, 20 + 16, SEEK_SET) != 0 || fwrite(&hdr64[2], 8, 1, kl.save) != 1 || fclose(kl.save) != 0)
-            rc = err_set(&err, "%s: write failed", save_base);
-        kl.save = NULL;
-    }
+    quality_opts qo = { .ctx = ctx, .max_chunks = max_chunks, .save = save_base ? &base : NULL,
+                        .cmp = kl_base ? &cmp : NULL, .progress = ppl_progress };
+    rc = quality_eval(s, ids, n, &qo, &pr, &err);
+    if (!rc && save_base) rc = quality_base_save(save_base, &base, nv, ctx, n, hash, &err);
     if (!rc) {
         printf("%s: %d tokens, %d windows of %d, %ld scored in %.1f s\n", file, n, pr.windows, ctx, pr.scored, now_sec() - t0);
         printf("PPL = %.4f +/- %.4f (mean NLL %.5f)\n", pr.ppl, pr.ppl_err, pr.mean_nll);
-        if (save_base) printf("base saved to %s (top %d log-probs per scored token)\n", save_base, KL_TOP_K);
+        if (save_base) printf("base saved to %s (top %d log-probs per scored token)\n", save_base, QUALITY_TOP_K);
         if (kl_base)
             printf("vs base %s: mean KL %.6f, max KL %.6f, top-1 agreement %.2f%%, PPL %.4f -> %.4f (%+.4f)\n",
                    kl_base, pr.kl_mean, pr.kl_max, 100.0 * pr.top1, pr.base_ppl, pr.ppl, pr.ppl - pr.base_ppl);
     }
 out:
     if (rc) fprintf(stderr, "cabin ppl: %s\n", err.msg);
-    if (kl.save) fclose(kl.save);
-    free(kl.base);
+    quality_base_free(&base);
+    quality_base_free(&cmp);
     free(ids);
     session_close(s);
     return rc ? 1 : 0;
@@ -383,8 +227,9 @@ int cmd_eval_assistant(int argc, char **argv) {
         printf("(%.1f s)\n", now_sec() - t0);
         int32_t *ids = NULL;
         int n = session_tokenize(s, dialogue_text, false, &ids, &err);
-        ppl_result pr = {0};
-        if (n > 0 && ppl_windows(s, ids, n, ppl_ctx, 0, NULL, &pr, &err) == 0)
+        quality_result pr = {0};
+        quality_opts qo = { .ctx = ppl_ctx, .progress = ppl_progress };
+        if (n > 0 && quality_eval(s, ids, n, &qo, &pr, &err) == 0)
             printf("held-out dialogues: %d tokens, PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, ppl_ctx);
         else
             fprintf(stderr, "cabin eval-assistant: perplexity: %s\n", err.msg);

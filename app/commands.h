@@ -15,7 +15,12 @@ int cmd_bench(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);
 int cmd_ppl(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_scene(int argc, char **argv);
 int cmd_eval_assistant(int argc, char **argv);
+int cmd_power(int argc, char **argv);
+int cmd_heatmap(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 #define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"
 

@@ -15,11 +15,16 @@ static const command commands[] = {
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },
     { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },
+    { "scene",      cmd_scene,      "play a scene file (scripted demo or end-to-end check)" },
     { "quantize",   cmd_quantize,   "write a model at another precision (a plan; importance-aware Q4_0)" },
     { "ppl",        cmd_ppl,        "perplexity of a text file" },
     { "eval-assistant", cmd_eval_assistant, "action accuracy and perplexity on the held-out assistant dialogues" },
+    { "power",      cmd_power,      "power sources (RAPL, hwmon, NVML, battery; else an estimate) and their draw" },
+    { "heatmap",    cmd_heatmap,    "quantization sensitivity per layer and tensor: grid, JSON/CSV, a plan within a budget" },
+    { "sweep",      cmd_sweep,      "speed, energy, size and KL per precision, Pareto frontier marked" },
     { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },
     { "tokenize",   cmd_tokenize,   "text to token ids" },
+    { "devices",    cmd_devices,    "the Vulkan devices (index for --device, memory, features)" },
     { "make-model", cmd_make_model, "write a random-weight model of any shape and type (tests, bench)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -1,5 +1,6 @@
 #include "backend.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const op_names[OP_COUNT] = {
@@ -14,7 +15,21 @@ backend *backend_create(const backend_opts *o, errbuf *err) {
     if (strcmp(name, "auto") == 0 || strcmp(name, "cpu") == 0)
         return backend_cpu_new(threads, o && o->kernels ? o->kernels : "auto", err);
     if (strcmp(name, "cpu-scalar") == 0) return backend_cpu_new(threads, "scalar", err);
-    err_set(err, "unknown backend '%s' (available: auto, cpu, cpu-scalar)", name);
+    if (strcmp(name, "vulkan") == 0) {
+        const char *dev = o ? o->device : NULL;
+        int index = -1;
+        if (dev && *dev && strcmp(dev, "auto") != 0) {
+            char *end;
+            long v = strtol(dev, &end, 10);
+            if (*end || v < 0 || v > 1000) {
+                err_set(err, "vulkan: device '%s' is not an index (see cabin devices)", dev);
+                return NULL;
+            }
+            index = (int)v;
+        }
+        return backend_vulkan_new(index, err);
+    }
+    err_set(err, "unknown backend '%s' (available: auto, cpu, cpu-scalar, vulkan)", name);
     return NULL;
 }
 

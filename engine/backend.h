@@ -89,9 +89,11 @@ struct backend {
 };
 
 typedef struct backend_opts {
-    const char *name;      // "cpu", "cpu-scalar", "auto" (NULL = auto)
+    const char *name;      // "cpu", "cpu-scalar", "vulkan", "auto" (NULL = auto; auto = cpu for now)
     int n_threads;         // 0 = all cores
     const char *kernels;   // CPU kernel table: "auto", "scalar", "avx2", "avx512"
+    const char *device;    // Vulkan device index as `cabin devices` lists it; NULL or "auto":
+                           // discrete GPU, then integrated, then any, then CPU (lavapipe)
 } backend_opts;
 
 // Creates the backend the options ask for. Errors name the backend and what is missing.
@@ -100,5 +102,8 @@ void backend_destroy(backend *b);
 
 // CPU backend (engine/cpu/)
 backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err);
+// Vulkan backend (vulkan/); device_index -1 picks the best device. Fails with one line (no
+// loader, no device, missing feature) and the caller may fall back to the CPU.
+backend *backend_vulkan_new(int device_index, errbuf *err);
 
 #endif

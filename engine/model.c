@@ -1,4 +1,5 @@
 #include "model.h"
+#include "convert.h"
 #include "wtype.h"
 
 #include <inttypes.h>
@@ -208,17 +209,11 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     }
 }
 
-// Converts a tensor's source weights to `type` into a new buffer (row by row through f32).
+// Converts a tensor's source weights to `type` into a new buffer (rows in parallel).
 static void *convert_from_source(const tensor *t, uint32_t type, size_t *row_bytes_out) {
-    const wtype_info *to = wtype_get(type), *from = wtype_get(t->src_type);
     size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
-    uint8_t *dst = xmalloc(row_bytes * (size_t)t->ne1);
-    float *row = xmalloc((size_t)t->ne0 * sizeof(float));
-    for (int64_t r = 0; r < t->ne1; r++) {
-        from->to_f32((const uint8_t *)t->src_data + (size_t)r * t->src_row_bytes, row, t->ne0);
-        to->from_f32(row, dst + (size_t)r * row_bytes, t->ne0);
-    }
-    free(row);
+    uint8_t *dst = xmalloc_large(row_bytes * (size_t)t->ne1);
+    convert_rows(t->src_data, t->src_type, t->src_row_bytes, dst, type, row_bytes, t->ne0, t->ne1, 0);
     *row_bytes_out = row_bytes;
     return dst;
 }

@@ -35,6 +35,8 @@ struct session {
     plan_staging switch_staging;
     volatile float switch_progress;
     double switch_requested_at;
+    power_monitor *power;    // not owned
+    bool profiling;
 };
 
 session_opts session_opts_default(void) {
@@ -222,15 +224,34 @@ int32_t session_sample(session *s) {
     return t;
 }
 
+// Appends one decode time (ms) to the ring and updates the last-32 rate.
+static void record_token_ms(session_stats *st, double ms) {
+    st->tok_ms[st->tok_ms_count % SESSION_TOK_RING] = (float)ms;
+    st->tok_ms_count++;
+    int k = st->tok_ms_count < 32 ? st->tok_ms_count : 32;
+    double sum = 0;
+    for (int i = 0; i < k; i++) sum += st->tok_ms[(st->tok_ms_count - 1 - i) % SESSION_TOK_RING];
+    st->decode_tps_last32 = sum > 0 ? k / (sum * 1e-3) : 0.0;
+}
+
 // Prefills `tokens`, then samples and feeds up to n_predict tokens.
 static int run_generation(session *s, const int32_t *tokens, int n, int n_predict, token_cb cb,
                           void *ud, bool *ended_on_eog, errbuf *err) {
     atomic_store(&s->cancel, false);
     *ended_on_eog = false;
+    power_mark pm0, pm1, pm2;
+    double op0[OP_COUNT], op1[OP_COUNT];
+    uint64_t calls0[OP_COUNT], calls1[OP_COUNT];
+    if (s->profiling) s->b->profile_read(s->b, op0, calls0);
+    if (s->power) power_monitor_mark(s->power, &pm0);
     double t0 = now_sec();
     s->st.prompt_tokens = n;
     s->st.gen_tokens = 0;
     s->st.decode_ms = 0;
+    s->st.decode_tps = 0;
+    s->st.tok_ms_count = 0;
+    s->st.decode_tps_last32 = 0;
+    memset(&s->st.energy, 0, sizeof s->st.energy);
     if (s->kv.n_used + n > s->kv.n_ctx)
         return err_set(err, "context full: %d tokens in the cache + %d new exceed the context "
                        "length %d (use /reset or a larger --ctx)", s->kv.n_used, n, s->kv.n_ctx);
@@ -238,6 +259,9 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     double t1 = now_sec();
     s->st.prefill_ms = (t1 - t0) * 1e3;
     s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
+    if (s->power) power_monitor_mark(s->power, &pm1);
+    int n_decoded = 0;       // decode forward passes
+    double t_prev = 0.0;
     float *scratch = xmalloc((size_t)s->m->hp.n_vocab * sizeof(float));
     double t_first = 0.0;
     int rc = 0;
@@ -247,12 +271,16 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         session_poll_switch(s);
         memcpy(scratch, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
         int32_t tok = sampler_sample(s->smp, scratch);
-        if (i == 0) { t_first = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
+        if (i == 0) { t_first = t_prev = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
+        else { double t = now_sec(); record_token_ms(&s->st, (t - t_prev) * 1e3); t_prev = t; }
         s->st.gen_tokens++;
         if (!s->opts.ignore_eog && tokenizer_is_eog(s->m->tok, tok)) {
             *ended_on_eog = true;
             // Keep the closing token in the cache so the next turn follows a complete reply.
-            if (s->kv.n_used < s->kv.n_ctx && session_eval(s, &tok, 1, NULL, err)) rc = -1;
+            if (s->kv.n_used < s->kv.n_ctx) {
+                if (session_eval(s, &tok, 1, NULL, err)) rc = -1;
+                else n_decoded++;
+            }
             break;
         }
         int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
@@ -263,12 +291,27 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
             break;
         }
         if (session_eval(s, &tok, 1, NULL, err)) { rc = -1; break; }
+        n_decoded++;
         if (!go_on) break;
     }
     double t2 = now_sec();
     if (s->st.gen_tokens > 0) {
         s->st.decode_ms = (t2 - t_first) * 1e3;
-        s->st.decode_tps = s->st.gen_tokens > 1 ? (s->st.gen_tokens - 1) / (t2 - t_first) : 0.0;
+        // every decode forward pass in the window [first sample, end] counts
+        s->st.decode_tps = n_decoded > 0 && t2 > t_first ? n_decoded / (t2 - t_first) : 0.0;
+        if (n_decoded >= s->st.gen_tokens) record_token_ms(&s->st, (t2 - t_prev) * 1e3);  // the last pass
+    }
+    if (s->power) {
+        power_monitor_mark(s->power, &pm2);
+        energy_turn_from_marks(s->power, &pm0, &pm1, &pm2, n, n_decoded, &s->st.energy);
+    }
+    s->st.op_profiled = s->profiling;
+    if (s->profiling) {
+        s->b->profile_read(s->b, op1, calls1);
+        for (int k = 0; k < OP_COUNT; k++) {
+            s->st.op_ms[k] = (op1[k] - op0[k]) * 1e3;
+            s->st.op_calls[k] = calls1[k] - calls0[k];
+        }
     }
     free(scratch);
     return rc;
@@ -329,6 +372,15 @@ void session_set_seed(session *s, uint64_t seed) {
     sampler_reset(s->smp, seed);
 }
 
+int session_set_sampling(session *s, const sampler_params *p, int max_reply_tokens, errbuf *err) {
+    (void)err;
+    sampler_free(s->smp);
+    s->opts.sampling = *p;
+    if (max_reply_tokens > 0) s->opts.max_reply_tokens = max_reply_tokens;
+    s->smp = sampler_new(p, s->m->hp.n_vocab);
+    return 0;
+}
+
 void session_get_stats(const session *s, session_stats *out) {
     *out = s->st;
     out->n_past = s->kv.n_used;
@@ -338,6 +390,14 @@ void session_get_stats(const session *s, session_stats *out) {
     out->switch_progress = session_switch_progress(s);
     out->kv_bytes = kv_cache_bytes(&s->kv);
     out->kv_used_bytes = kv_cache_used_bytes(&s->kv);
+    out->rss_bytes = telemetry_rss_bytes();
+}
+
+void session_set_power(session *s, power_monitor *pm) { s->power = pm; }
+
+void session_set_profiling(session *s, bool on) {
+    s->profiling = on;
+    s->b->set_profiling(s->b, on);
 }
 
 const model *session_model(const session *s) { return s->m; }

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "model.h"
 #include "sampler.h"
+#include "telemetry.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,7 +35,20 @@ typedef struct session_stats {
     double prefill_ms;
     double ttft_ms;              // from the request to the first generated token
     double decode_ms;            // generating tokens after the first
-    double prefill_tps, decode_tps;
+    double prefill_tps, decode_tps;  // decode: decode forward passes / decode_ms
+    // telemetry (engine/telemetry.h): per decoded token, ms from one sampled token to the next
+    // (its forward pass + sampling); a ring, the newest at (tok_ms_count - 1) % SESSION_TOK_RING
+#define SESSION_TOK_RING 128
+    float tok_ms[SESSION_TOK_RING];
+    int tok_ms_count;            // tokens timed this turn (may exceed the ring)
+    double decode_tps_last32;    // over the last (up to) 32 timed tokens
+    bool op_profiled;            // op_ms valid: session_set_profiling(s, true) was on this turn
+    double op_ms[OP_COUNT];      // this turn's time per op kind (prefill + decode)
+    uint64_t op_calls[OP_COUNT];
+    energy_turn energy;          // this turn's joules; energy.total_from "" without a monitor
+    uint64_t rss_bytes;          // process resident set (at get_stats)
+    int n_device_heaps;          // device memory by heap (a device backend fills it; 0 on cpu)
+    device_heap device_heaps[TEL_MAX_HEAPS];
     // totals
     int n_past;                  // tokens in the cache
     int n_ctx;
@@ -98,5 +112,11 @@ const model *session_model(const session *s);
 backend *session_backend(session *s);
 int session_n_vocab(const session *s);
 void session_set_seed(session *s, uint64_t seed);
+// Telemetry: a power monitor (engine/telemetry.h; owned by the caller, NULL to detach) whose
+// marks bracket every turn's prefill and decode; op profiling per turn on the backend.
+void session_set_power(session *s, power_monitor *pm);
+void session_set_profiling(session *s, bool on);
+// New sampling settings (and reply length) for the next turns; the conversation is kept.
+int session_set_sampling(session *s, const sampler_params *p, int max_reply_tokens, errbuf *err);
 
 #endif

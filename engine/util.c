@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 int err_set(errbuf *err, const char *fmt, ...) {
@@ -55,6 +56,16 @@ void *xrealloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
     if (!q) out_of_memory(n);
     return q;
+}
+
+void *xmalloc_large(size_t n) {
+    const size_t huge = (size_t)2 << 20;
+    if (n < 2 * huge) return xmalloc(n);
+    void *p = NULL;
+    size_t rounded = (n + huge - 1) / huge * huge;
+    if (posix_memalign(&p, huge, rounded) != 0 || !p) out_of_memory(n);
+    madvise(p, rounded, MADV_HUGEPAGE);   // advice only: fine if the kernel declines
+    return p;
 }
 
 char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }

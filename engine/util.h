@@ -26,6 +26,9 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+// For large buffers (converted weights): 2 MiB-aligned and marked for transparent huge pages,
+// so first touch costs one fault per 2 MiB instead of per 4 KiB. Free with free().
+void *xmalloc_large(size_t n);
 char *xstrndup(const char *s, size_t n);
 
 // IEEE half <-> float, round-to-nearest-even, as the GGUF F16 type stores it.

@@ -17,7 +17,7 @@ run_one() {
         bad="$bad $name"
         printf '%s\n' "$out" | tail -n 40
     else
-        printf '%s\n' "$out" | grep -E '^(skipped|note):' || true
+        printf '%s\n' "$out" | grep -E '^skipped:' || true
     fi
     printf '%-28s %s (exit %d)\n' "$name" "${last:-no result line}" $rc
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))

@@ -4,7 +4,7 @@
 Output: JSONL, one dialogue per line: {"turns": [{"user": "...", "reply": "..."}, ...]}.
 A reply is `<act>ACTION</act> SENTENCE` (grammar in docs/ASSISTANT.md).
 
-Held-out split: every phrasing list (template list) reserves every fourth entry (index % 4 == 3)
+Held-out split: every phrasing list (sentence frames) reserves every fourth entry (index % 4 == 3)
 for the held-out set, and several slot-value lists (temperatures, volumes, window positions,
 contacts, destinations, street numbers) reserve values that never occur in training. Held-out
 dialogues draw only from held-out phrasings (where a list has any) and often from held-out
@@ -59,6 +59,13 @@ def pick(rng, items, split):
         return rng.choice(items)
     idx = [i for i in range(len(items)) if (i % 4 == 3) == (split == HELDOUT)]
     return items[rng.choice(idx)]
+
+
+def pick_syn(rng, items):
+    """A word from a closed synonym list (zone, seat, window, light, feature, source, level
+    names): the app's fixed vocabulary, known to both splits; only sentence frames and
+    open-class values (numbers, names, places) are held out."""
+    return rng.choice(items)
 
 
 def pick_value(rng, train_vals, held_vals, split, p_held=0.6):
@@ -221,7 +228,7 @@ def gen_climate_set(rng, split, ctx):
         user = pick(rng, CLIMATE_SET_T, split).format(t=temp_phrase(rng, t))
     else:
         zone = rng.choice(["driver", "passenger", "rear", "all"])
-        zs = pick(rng, ZONES[zone], split) if zone != "all" else rng.choice(["everywhere", "all zones", "the whole car", "every zone"])
+        zs = pick_syn(rng, ZONES[zone]) if zone != "all" else rng.choice(["everywhere", "all zones", "the whole car", "every zone"])
         user = pick(rng, CLIMATE_SET_ZONE_T, split).format(z=zs, t=temp_phrase(rng, t))
     s = rng.choice(["Setting the temperature to %s degrees%s.", "Temperature set to %s degrees%s.",
                     "Okay, %s degrees%s."]) % (fmt_num(t), zone_sentence(zone))
@@ -273,7 +280,7 @@ def gen_climate_adjust(rng, split, ctx):
         d = 2
     if r < 0.55 and rng.random() < 0.3:   # an explicit zone overrides the context
         zone = rng.choice(["driver", "passenger", "rear"])
-        user += pick(rng, ZONE_SUFFIX, split).format(z=pick(rng, ZONES[zone], split))
+        user += pick(rng, ZONE_SUFFIX, split).format(z=pick_syn(rng, ZONES[zone]))
     elif r >= 0.55 and rng.random() < 0.2:
         zone = rng.choice(["driver", "passenger", "rear"])
         user = {"driver": "the driver says ", "passenger": "my passenger says ",
@@ -358,7 +365,7 @@ def gen_climate_defrost(rng, split, ctx):
     on = rng.random() < 0.6
     tgt = rng.choice(["front", "rear"])
     user = pick(rng, DEFROST_ON if on else DEFROST_OFF, split).format(
-        w=pick(rng, DEFROST_TARGET[tgt], split))
+        w=pick_syn(rng, DEFROST_TARGET[tgt]))
     s = ("Defrosting the %s." % ("windshield" if tgt == "front" else "rear window")) if on else \
         ("Turning off the %s defroster." % tgt)
     return user, reply("climate.defrost target=%s state=%s" % (tgt, "on" if on else "off"), s), \
@@ -391,7 +398,7 @@ SEAT_COOL_OFF = ["turn off {s} cooling", "{s} cooling off", "stop cooling {s}",
 
 
 def seat_words(rng, seat, split):
-    w = pick(rng, SEATS[seat], split)
+    w = pick_syn(rng, SEATS[seat])
     return "my seat" if w == "my" else w
 
 
@@ -407,7 +414,7 @@ def gen_seat(rng, split, ctx, kind=None):
     elif r < 0.8:
         level = rng.randint(1, 3)
         user = pick(rng, SEAT_HEAT_LEVEL if heat else SEAT_COOL_LEVEL, split).format(
-            s=sw, l=pick(rng, SEAT_LEVEL_WORDS[level], split))
+            s=sw, l=pick_syn(rng, SEAT_LEVEL_WORDS[level]))
     else:
         level = 0
         user = pick(rng, SEAT_HEAT_OFF if heat else SEAT_COOL_OFF, split).format(s=sw)
@@ -436,7 +443,7 @@ PART_WORDS = {50: ["halfway", "half way", "half open", "to half"], 25: ["a quart
 
 def gen_window(rng, split, ctx):
     win = rng.choice(["driver", "passenger", "rear_left", "rear_right", "all", "driver", "all"])
-    ww = pick(rng, WINDOWS[win], split)
+    ww = pick_syn(rng, WINDOWS[win])
     r = rng.random()
     if r < 0.25:
         pos, user = 100, pick(rng, WIN_OPEN, split).format(w=ww)
@@ -446,7 +453,7 @@ def gen_window(rng, split, ctx):
         pos, user = 20, pick(rng, WIN_CRACK, split).format(w=ww)
     elif r < 0.82:
         pos = rng.choice([25, 50, 50, 75, 100])
-        user = pick(rng, WIN_PART, split).format(w=ww, p=pick(rng, PART_WORDS[pos], split))
+        user = pick(rng, WIN_PART, split).format(w=ww, p=pick_syn(rng, PART_WORDS[pos]))
     else:
         pos = pick_value(rng, WIN_TRAIN, WIN_HELD, split)
         pp = spoken_num(rng, pos) + rng.choice([" percent", "%", " percent", ""])
@@ -489,7 +496,7 @@ def gen_sunroof(rng, split, ctx):
     else:
         if rng.random() < 0.5:
             pos = rng.choice([25, 50, 75, 100])
-            p = pick(rng, PART_WORDS[pos], split)
+            p = pick_syn(rng, PART_WORDS[pos])
         else:
             pos = pick_value(rng, WIN_TRAIN, WIN_HELD, split)
             p = spoken_num(rng, pos) + " percent"
@@ -514,7 +521,7 @@ LIGHT_OFF = ["turn off the {l}", "{l} off", "switch off the {l}", "can you turn 
 def gen_lights(rng, split, ctx):
     tgt = rng.choice(list(LIGHT_NAMES))
     on = rng.random() < 0.55
-    user = pick(rng, LIGHT_ON if on else LIGHT_OFF, split).format(l=pick(rng, LIGHT_NAMES[tgt], split))
+    user = pick(rng, LIGHT_ON if on else LIGHT_OFF, split).format(l=pick_syn(rng, LIGHT_NAMES[tgt]))
     nice = {"headlights": "headlights", "fog": "fog lights", "interior": "interior light",
             "ambient": "ambient lighting"}[tgt]
     s = "Turning %s the %s." % ("on" if on else "off", nice)
@@ -637,7 +644,7 @@ def gen_media(rng, split, ctx):
     if r < 0.83:
         return pick(rng, VOL_MUTE, split), reply("media.volume level=0", "Muted."), {"kind": "volume", "level": 0}
     src = rng.choice(list(SOURCES))
-    user = pick(rng, SOURCE_T, split).format(x=pick(rng, SOURCES[src], split))
+    user = pick(rng, SOURCE_T, split).format(x=pick_syn(rng, SOURCES[src]))
     nice = {"radio": "the radio", "bluetooth": "Bluetooth audio", "usb": "USB", "podcast": "podcasts"}[src]
     return user, reply("media.source source=%s" % src, "Switching to %s." % nice), {"kind": "media"}
 
@@ -729,7 +736,7 @@ ASSIST_OFF = ["turn off {f}", "disable {f}", "deactivate {f}", "switch off {f}",
 def gen_assist(rng, split, ctx):
     feat = rng.choice(list(FEATURES))
     on = rng.random() < 0.5
-    user = pick(rng, ASSIST_ON if on else ASSIST_OFF, split).format(f=pick(rng, FEATURES[feat], split))
+    user = pick(rng, ASSIST_ON if on else ASSIST_OFF, split).format(f=pick_syn(rng, FEATURES[feat]))
     nice = {"lane_keep": "lane keeping", "cruise": "cruise control",
             "parking_sensors": "parking sensors", "blind_spot": "blind spot monitoring"}[feat]
     s = "%s %s." % (nice[0].upper() + nice[1:], "on" if on else "off")
@@ -761,6 +768,19 @@ REFUSE_T = [
     "are you smarter than me", "how do you spell necessary", "what's the score in the match",
     "solve x squared equals {a}", "write my essay about {topic}", "who is the richest person",
     "how far is the moon", "what's a good name for a dog", "summarize {topic} for me",
+    "what's the tallest building in the world", "who painted the mona lisa", "tell me a fun fact",
+    "how do i make pasta", "what's the best restaurant in {city}", "find me a date",
+    "what is {a} minus {b}", "can you write code for me", "what's the stock price of apple",
+    "who is the best football player", "how many planets are there", "text my friend",
+    "post this on social media", "what year did {topic} happen", "what's your favorite color",
+    "do you dream", "what should i have for dinner", "teach me {lang}",
+    "how big is {country}", "what's the currency of {country}", "is {country} in europe",
+    "what's the time difference to {city}", "can you order groceries", "remind me to buy milk",
+    "what's the weather like in {city} next week", "give me a riddle", "how do airplanes fly",
+    "what's the formula for water", "who discovered gravity", "explain {topic} to a child",
+    "what does photosynthesis mean", "what rhymes with orange", "can you pay my bills",
+    "how old is the queen", "what's on tv tonight", "calculate {a} percent of {b}",
+    "tell me about yourself", "what's the longest river", "book me a flight to {city}",
 ]
 LANGS = ["french", "german", "spanish", "japanese", "italian"]
 
@@ -805,7 +825,7 @@ def gen_followup(rng, split, ctx):
         if r < 0.65 and "temp" in ctx:
             others = [z for z in ["driver", "passenger", "rear"] if z != zone]
             z2 = rng.choice(others)
-            user = pick(rng, AND_TOO, split).format(x=pick(rng, ZONES[z2], split))
+            user = pick(rng, AND_TOO, split).format(x=pick_syn(rng, ZONES[z2]))
             t = ctx["temp"]
             return user, reply("climate.set zone=%s temp=%s" % (z2, fmt_num(t)),
                                "Setting %s degrees%s." % (fmt_num(t), zone_sentence(z2))), \
@@ -857,7 +877,7 @@ def gen_followup(rng, split, ctx):
         if r < 0.35 and win != "all":
             others = [w for w in WINDOWS if w not in (win, "all")]
             w2 = rng.choice(others)
-            user = pick(rng, AND_TOO, split).format(x=pick(rng, WINDOWS[w2], split))
+            user = pick(rng, AND_TOO, split).format(x=pick_syn(rng, WINDOWS[w2]))
             return user, reply("window.set window=%s position=%d" % (w2, pos), window_sentence(w2, pos)), \
                 {"kind": "window", "window": w2, "pos": pos}
         if pos > 0 and r < 0.7:

@@ -16,7 +16,7 @@ class Config:
     vocab: int = 1024
     dim: int = 256
     n_layer: int = 4
-    n_head: int = 8
+    n_head: int = 4
     n_kv_head: int = 2
     ffn: int = 704
     ctx: int = 1024
@@ -93,12 +93,17 @@ class Block(nn.Module):
         group = cfg.n_head // cfg.n_kv_head
         k = k.repeat_interleave(group, dim=2)
         v = v.repeat_interleave(group, dim=2)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # (B, H, T, hd)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        if mask is not None:
-            att = att + mask
+        S = k.shape[1]
+        q = q.transpose(1, 2).reshape(B * cfg.n_head, T, hd)    # (B*H, T, hd)
+        k = k.transpose(1, 2).reshape(B * cfg.n_head, S, hd)
+        v = v.transpose(1, 2).reshape(B * cfg.n_head, S, hd)
+        scale = 1.0 / math.sqrt(hd)
+        if mask is not None:   # scale, causal mask and q k^T in one call: (B*H, T, S)
+            att = torch.baddbmm(mask, q, k.transpose(1, 2), beta=1.0, alpha=scale)
+        else:
+            att = torch.bmm(q, k.transpose(1, 2)) * scale
         att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
+        y = torch.bmm(att, v).view(B, cfg.n_head, T, hd).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
         x = x + self.wo(y)
         h = self.ffn_norm(x)
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
@@ -136,7 +141,7 @@ class TinyLlama(nn.Module):
         mask = None
         if T > 1:
             mask = torch.full((T, T + past), float("-inf"))
-            mask = torch.triu(mask, diagonal=1 + past)
+            mask = torch.triu(mask, diagonal=1 + past)[None]
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, mask, None if caches is None else caches[i])
         return self.output(self.output_norm(x))

@@ -18,7 +18,7 @@ letters (and inside the literal tags <act> and </act>). So a word tokenizes to t
 wherever it stands: after a space ("▁", "maria") and inside a slot value ("_", "maria"), which
 lets a small model copy names and places it has never seen from the request into the action.
 
-usage: spm_tokenizer.py [--corpus build/corpus/train.jsonl] [--vocab-size 1536]
+usage: spm_tokenizer.py [--corpus build/corpus/train.jsonl] [--vocab-size 1024]
                         [--out build/tokenizer/vocab.json]
 """
 import argparse
@@ -219,22 +219,29 @@ class Tokenizer:
         return out
 
     def encode_session(self, turns):
-        """Token ids of a chat session and, per id, whether it is a training target (reply
-        tokens and the closing <|end|>). Layout (phi-3):
+        """Token ids of a chat session and, per id, its training role: 0 context (no loss),
+        2 a reply's action tokens, 1 the rest of the reply and its closing <|end|>. Layout (phi-3):
         <s><|user|>\\n{user}<|end|>\\n<|assistant|>\\n{reply}<|end|>\\n<|user|>..."""
-        ids, target = [BOS], [False]
+        ids, target = [BOS], [0]
         for t in turns:
             u = [USER] + self.encode_fragment("\n" + t["user"]) + [END] + self.encode_fragment("\n") + [ASSISTANT]
             ids += u
-            target += [False] * len(u)
+            target += [0] * len(u)
             lead = self.encode_fragment("\n")            # the "\n" after <|assistant|>: prompt
             r = self.encode_fragment("\n" + t["reply"])
             assert r[:len(lead)] == lead, "reply does not start with the template's newline"
             ids += r + [END]
-            target += [False] * len(lead) + [True] * (len(r) - len(lead)) + [True]
+            # 2 for the action (up to and including </act>), 1 for the sentence and <|end|>.
+            n_act, text = len(r), ""
+            for j in range(len(lead), len(r)):
+                text += self.tokens[r[j]]
+                if "</act>" in text:
+                    n_act = j + 1
+                    break
+            target += [0] * len(lead) + [2] * (n_act - len(lead)) + [1] * (len(r) - n_act) + [1]
             nl = self.encode_fragment("\n")
             ids += nl
-            target += [False] * len(nl)
+            target += [0] * len(nl)
         return ids, target
 
     def prompt_ids(self, history, user):
@@ -263,7 +270,7 @@ def load(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default="build/corpus/train.jsonl")
-    ap.add_argument("--vocab-size", type=int, default=1536)
+    ap.add_argument("--vocab-size", type=int, default=1024)
     ap.add_argument("--out", default="build/tokenizer/vocab.json")
     a = ap.parse_args()
     chunk_counts = collections.Counter()
@@ -291,7 +298,7 @@ def main():
         for line in f:
             ids, tgt = tok.encode_session(json.loads(line)["turns"])
             n_tokens += len(ids)
-            n_target += sum(tgt)
+            n_target += sum(1 for x in tgt if x)
     print("spm_tokenizer: %d dialogues, %d distinct chunks -> vocab %d (%d learned) -> %s; "
           "corpus %d tokens (%d reply targets)"
           % (n_dialogues, len(chunk_counts), len(vocab["tokens"]), len(vocab["tokens"]) - n_fixed,

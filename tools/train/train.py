@@ -5,16 +5,18 @@ Data: every training dialogue is rendered in the phi-3 chat layout and tokenized
 cabin's C tokenizer would (spm_tokenizer.Tokenizer); dialogues are packed, in corpus order, into
 sessions of at most --ctx tokens (one <s> per session, the dialogues following each other as
 one long conversation, never split). Only reply tokens and each reply's closing <|end|> carry
-loss. Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
+loss, the action's tokens (<act>...</act>) weighted --action-weight times the sentence's (the
+loss is the weighted mean, so the logged figure is that weighted mean). Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
 
 Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
 
 usage: train.py [--steps N] [--batch B] [--lr LR] [--dim D --layers L --heads H --kv-heads K --ffn F]
 """
 import argparse
+import os
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # spinning OpenMP threads lose badly on a busy 2-core machine
 import json
 import math
-import os
 import random
 import sys
 import time
@@ -29,7 +31,8 @@ from model import Config, TinyLlama  # noqa: E402
 
 
 def pack_sessions(tok, corpus_path, ctx):
-    """-> ids (n_seq, ctx) int64, targets (n_seq, ctx) bool. Padding is </s> with no loss."""
+    """-> ids (n_seq, ctx) int64, roles (n_seq, ctx) uint8 (0 no loss, 1 reply, 2 action).
+    Padding is </s> with no loss."""
     seqs, tgts = [], []
     cur_ids, cur_tgt = [], []
     with open(corpus_path) as f:
@@ -40,16 +43,16 @@ def pack_sessions(tok, corpus_path, ctx):
             if len(cur_ids) + len(ids) > ctx:
                 seqs.append(cur_ids)
                 tgts.append(cur_tgt)
-                ids, tgt = [spm_tokenizer.BOS] + ids, [False] + tgt
+                ids, tgt = [spm_tokenizer.BOS] + ids, [0] + tgt
                 cur_ids, cur_tgt = [], []
-            cur_ids += ids
-            cur_tgt += tgt
+            cur_ids += ids[:ctx]        # a dialogue longer than a session is cut
+            cur_tgt += tgt[:ctx]
     if cur_ids:
         seqs.append(cur_ids)
         tgts.append(cur_tgt)
     n = len(seqs)
     ids_arr = np.full((n, ctx), spm_tokenizer.EOS, dtype=np.int64)
-    tgt_arr = np.zeros((n, ctx), dtype=bool)
+    tgt_arr = np.zeros((n, ctx), dtype=np.uint8)
     for i, (s, t) in enumerate(zip(seqs, tgts)):
         ids_arr[i, :len(s)] = s
         tgt_arr[i, :len(t)] = t
@@ -69,17 +72,23 @@ def main():
     ap.add_argument("--vocab", default="build/tokenizer/vocab.json")
     ap.add_argument("--out", default="build/train/model.pt")
     ap.add_argument("--log", default="build/train/train_log.txt")
-    ap.add_argument("--steps", type=int, default=1200)
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=640, help="all optimizer steps")
+    ap.add_argument("--long-steps", type=int, default=80,
+                    help="the last steps, on sessions of --ctx tokens (the others on --short-ctx)")
+    ap.add_argument("--batch", type=int, default=4, help="sessions per step at --ctx")
+    ap.add_argument("--short-ctx", type=int, default=256)
+    ap.add_argument("--short-batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--warmup", type=int, default=60)
+    ap.add_argument("--warmup", type=int, default=40)
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--ffn", type=int, default=704)
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--action-weight", type=float, default=3.0,
+                    help="loss weight of the action tokens relative to the sentence's")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
 
@@ -90,11 +99,26 @@ def main():
 
     tok = spm_tokenizer.load(a.vocab)
     t0 = time.time()
-    ids_arr, tgt_arr = pack_sessions(tok, a.corpus, a.ctx)
-    n_seq = len(ids_arr)
-    print("train: %d sessions of %d tokens (%d tokens, %d targets) packed in %.1f s"
-          % (n_seq, a.ctx, int((ids_arr != spm_tokenizer.EOS).sum()), int(tgt_arr.sum()), time.time() - t0),
-          flush=True)
+    # Two packings of the same corpus: short sessions for most steps (attention is cheap there),
+    # full --ctx sessions for the last --long-steps so every position up to ctx is trained.
+    packs = {}
+    for ctx in sorted({a.short_ctx, a.ctx}):
+        ids_arr, tgt_arr = pack_sessions(tok, a.corpus, ctx)
+        packs[ctx] = (ids_arr, tgt_arr)
+        print("train: %d sessions of %d tokens (%d tokens, %d targets) packed in %.1f s"
+              % (len(ids_arr), ctx, int((ids_arr != spm_tokenizer.EOS).sum()), int((tgt_arr > 0).sum()),
+                 time.time() - t0), flush=True)
+    n_short = a.steps - a.long_steps
+    plan = []   # per step: (ctx, row indices)
+    for ctx, n_steps, bs in ((a.short_ctx, n_short, a.short_batch), (a.ctx, a.long_steps, a.batch)):
+        if n_steps <= 0:
+            continue
+        n_seq = len(packs[ctx][0])
+        order_rng = np.random.RandomState(a.seed + ctx)
+        order = []
+        while len(order) < n_steps * bs:   # a new seeded permutation per pass over the corpus
+            order.extend(order_rng.permutation(n_seq).tolist())
+        plan += [(ctx, order[i * bs:(i + 1) * bs]) for i in range(n_steps)]
 
     cfg = Config(vocab=tok.n_vocab, dim=a.dim, n_layer=a.layers, n_head=a.heads,
                  n_kv_head=a.kv_heads, ffn=a.ffn, ctx=a.ctx)
@@ -111,16 +135,9 @@ def main():
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
 
-    # Fixed order: a seeded permutation of the sessions, repeated (with a new permutation per
-    # pass) when the steps outrun the corpus.
-    order_rng = np.random.RandomState(a.seed)
-    order = []
-    while len(order) < a.steps * a.batch:
-        order.extend(order_rng.permutation(n_seq).tolist())
-
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     log = open(a.log, "w")
-    log.write("# step loss lr elapsed_s\n")
+    log.write("# step ctx loss lr elapsed_s\n")
     t_start = time.time()
     ema = None
     model.train()
@@ -128,13 +145,15 @@ def main():
         lr = lr_at(step, a.steps, a.lr, a.warmup)
         for g in opt.param_groups:
             g["lr"] = lr
-        idx = order[step * a.batch:(step + 1) * a.batch]
-        x = torch.from_numpy(ids_arr[idx])
-        t = torch.from_numpy(tgt_arr[idx])
+        ctx, idx = plan[step]
+        x = torch.from_numpy(packs[ctx][0][idx])
+        t = torch.from_numpy(packs[ctx][1][idx])
         logits = model(x[:, :-1])
-        y = x[:, 1:].clone()
-        y[~t[:, 1:]] = -100
-        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), y.reshape(-1), ignore_index=-100)
+        y = x[:, 1:]
+        role = t[:, 1:].long()
+        w = torch.where(role == 2, a.action_weight, 1.0) * (role > 0)
+        ce = F.cross_entropy(logits.reshape(-1, cfg.vocab), y.reshape(-1), reduction="none")
+        loss = (ce * w.reshape(-1)).sum() / w.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -142,11 +161,11 @@ def main():
         lv = loss.item()
         ema = lv if ema is None else 0.95 * ema + 0.05 * lv
         el = time.time() - t_start
-        log.write("%d %.5f %.6f %.1f\n" % (step, lv, lr, el))
+        log.write("%d %d %.5f %.6f %.1f\n" % (step, ctx, lv, lr, el))
         if step % 20 == 0 or step == a.steps - 1:
             log.flush()
-            print("step %5d/%d  loss %.4f (ema %.4f)  lr %.2e  %.0f s  (%.2f s/step)"
-                  % (step, a.steps, lv, ema, lr, el, el / (step + 1)), flush=True)
+            print("step %5d/%d  ctx %4d  loss %.4f (ema %.4f)  lr %.2e  %.0f s  (%.2f s/step)"
+                  % (step, a.steps, ctx, lv, ema, lr, el, el / (step + 1)), flush=True)
         if step % 200 == 199 or step == a.steps - 1:
             torch.save({"config": cfg.to_dict(), "state": model.state_dict(), "step": step + 1,
                         "loss_ema": ema, "train_s": el}, a.out)

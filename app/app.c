@@ -1,0 +1,345 @@
+// The application layer behind the command language: a session, the simulated vehicle, a
+// transcript, expectations. Front ends (headless scenes, the workbench) share it.
+#include "app/cmdlang.h"
+#include "app/cmdlang_run.h"
+#include "engine/precision.h"
+#include "engine/wtype.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int app_open(app_ctx *c, const session_opts *o, errbuf *err) {
+    c->opts = *o;
+    c->model_path = xstrdup(o->model_path);
+    c->opts.model_path = c->model_path;
+    c->s = session_open(&c->opts, err);
+    if (!c->s) return -1;
+    c->car = vehicle_new();
+    if (c->t0 == 0) c->t0 = now_sec();
+    return 0;
+}
+
+void app_close(app_ctx *c) {
+    session_close(c->s);
+    vehicle_free(c->car);
+    free(c->model_path);
+    free(c->last_reply);
+    free(c->transcript);
+    c->s = NULL;
+    c->car = NULL;
+    c->model_path = c->last_reply = c->transcript = NULL;
+}
+
+static void transcript_add(app_ctx *c, const char *s, size_t n) {
+    if (c->transcript_len + n + 1 > c->transcript_cap) {
+        c->transcript_cap = (c->transcript_len + n + 1) * 2;
+        c->transcript = xrealloc(c->transcript, c->transcript_cap);
+    }
+    memcpy(c->transcript + c->transcript_len, s, n);
+    c->transcript_len += n;
+    c->transcript[c->transcript_len] = 0;
+}
+
+void app_print(app_ctx *c, const char *fmt, ...) {
+    char line[4096];
+    int o = 0;
+    if (c->timestamps) o = snprintf(line, sizeof line, "[%8.3f] ", now_sec() - c->t0);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + o, sizeof line - (size_t)o, fmt, ap);
+    va_end(ap);
+    transcript_add(c, line, strlen(line));
+    transcript_add(c, "\n", 1);
+    if (c->out) { fprintf(c->out, "%s\n", line); fflush(c->out); }
+}
+
+typedef struct say_state { app_ctx *c; char *text; size_t len, cap; } say_state;
+
+static bool say_token(void *ud, int32_t tok, const char *piece, int len) {
+    (void)tok;
+    say_state *st = ud;
+    if (st->len + (size_t)len + 1 > st->cap) {
+        st->cap = (st->len + (size_t)len + 1) * 2;
+        st->text = xrealloc(st->text, st->cap);
+    }
+    memcpy(st->text + st->len, piece, (size_t)len);
+    st->len += (size_t)len;
+    st->text[st->len] = 0;
+    if (st->c->on_token) st->c->on_token(st->c, piece, len);
+    return true;
+}
+
+static void sleep_ms(double ms) {
+    if (ms <= 0) return;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(fmod(ms, 1000.0) * 1e6) };
+    nanosleep(&ts, NULL);
+}
+
+int app_say(app_ctx *c, const char *text, errbuf *err) {
+    if (c->speed > 0 && c->out) {   // demo pacing: type the turn at a human pace (~12 chars/s)
+        if (c->timestamps) fprintf(c->out, "[%8.3f] ", now_sec() - c->t0);
+        fprintf(c->out, "you: ");
+        for (const char *p = text; *p; p++) { fputc(*p, c->out); fflush(c->out); sleep_ms(80.0 / c->speed); }
+        fputc('\n', c->out);
+        FILE *keep = c->out;
+        c->out = NULL;
+        app_print(c, "you: %s", text);
+        c->out = keep;
+    } else {
+        app_print(c, "you: %s", text);
+    }
+    say_state st = { c, xcalloc(1, 1), 0, 1 };
+    int rc = session_chat(c->s, text, say_token, &st, err);
+    free(c->last_reply);
+    c->last_reply = st.text;
+    if (rc) return rc;
+    action a;
+    char sentence[1024], perr[128], change[512], reason[256];
+    if (action_parse(c->last_reply, &a, sentence, sizeof sentence, perr, sizeof perr) == 0) {
+        char desc[256];
+        action_format(&a, desc, sizeof desc);
+        app_print(c, "action: %s", desc);
+        if (vehicle_apply(c->car, &a, change, sizeof change, reason, sizeof reason) == 0) {
+            if (change[0]) app_print(c, "vehicle: %s", change);
+        } else {
+            app_print(c, "refused: %s", reason);
+        }
+        app_print(c, "cabin: %s", sentence);
+    } else {
+        app_print(c, "cabin: %s", c->last_reply);
+    }
+    return 0;
+}
+
+static const char *const metric_names[] = {
+    "decode_tps", "prefill_tps", "ttft_ms", "kv_bytes", "weight_bytes", "prompt_tokens", "gen_tokens",
+    "n_past", "turns", "switch_ms", NULL,
+};
+
+const char *app_metric_names(void) {
+    return "decode_tps, prefill_tps, ttft_ms, kv_bytes, weight_bytes, prompt_tokens, gen_tokens, n_past, turns, switch_ms";
+}
+
+int app_metric(app_ctx *c, const char *name, double *out) {
+    int idx = -1;
+    for (int i = 0; metric_names[i]; i++)
+        if (strcmp(metric_names[i], name) == 0) idx = i;
+    if (idx < 0) return -1;
+    if (!c) return 0;   // name check only
+    session_stats st;
+    session_get_stats(c->s, &st);
+    double v[] = { st.decode_tps, st.prefill_tps, st.ttft_ms, (double)st.kv_bytes, (double)st.weight_bytes,
+                   st.prompt_tokens, st.gen_tokens, st.n_past, st.turns, st.last_switch_ms };
+    *out = v[idx];
+    return 0;
+}
+
+// ---- the commands ----
+
+static int reopen(app_ctx *c, errbuf *err) {
+    session *s = session_open(&c->opts, err);
+    if (!s) return -1;   // the running session is kept
+    session_close(c->s);
+    c->s = s;
+    vehicle_reset(c->car);
+    return 0;
+}
+
+int run_model(app_ctx *c, cmd_line *l, errbuf *err) {
+    char *old = c->model_path;
+    c->model_path = xstrdup(l->argv[0]);
+    c->opts.model_path = c->model_path;
+    if (reopen(c, err)) {
+        free(c->model_path);
+        c->model_path = old;
+        c->opts.model_path = old;
+        return -1;
+    }
+    free(old);
+    app_print(c, "model: %s", session_model(c->s)->name);
+    return 0;
+}
+
+int run_backend(app_ctx *c, cmd_line *l, errbuf *err) {
+    const char *old = c->opts.backend.name;
+    static char name[32];
+    snprintf(name, sizeof name, "%s", l->argv[0]);
+    c->opts.backend.name = name;
+    if (reopen(c, err)) { c->opts.backend.name = old; return -1; }
+    session_stats st;
+    session_get_stats(c->s, &st);
+    app_print(c, "backend: %s", st.backend);
+    return 0;
+}
+
+int run_precision(app_ctx *c, cmd_line *l, errbuf *err) {
+    precision_plan p;
+    if (plan_parse_any(&p, l->rest, session_model(c->s)->hp.n_layer, err)) return -1;
+    if (session_set_plan(c->s, &p, err)) return -1;
+    session_stats st;
+    session_get_stats(c->s, &st);
+    app_print(c, "precision: %s (%d tensors converted, weights %.2f MiB)%s", l->rest, st.last_switch_tensors,
+              (double)st.weight_bytes / (1 << 20), st.last_switch_upcast ? " — types above the file's are dequantized copies" : "");
+    return 0;
+}
+
+int run_plan(app_ctx *c, cmd_line *l, errbuf *err) {
+    precision_plan p;
+    if (strcmp(l->argv[0], "save") == 0) {
+        session_get_plan(c->s, &p);
+        if (plan_save(&p, l->argv[1], err)) return -1;
+        app_print(c, "plan saved to %s", l->argv[1]);
+        return 0;
+    }
+    if (plan_load(&p, l->argv[1], session_model(c->s)->hp.n_layer, err) || session_set_plan(c->s, &p, err)) return -1;
+    app_print(c, "plan %s loaded", l->argv[1]);
+    return 0;
+}
+
+int run_kv(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)err;
+    app_print(c, "kv: %s", l->rest);
+    return 0;
+}
+
+int run_say(app_ctx *c, cmd_line *l, errbuf *err) { return app_say(c, l->rest, err); }
+
+int run_expect(app_ctx *c, cmd_line *l, errbuf *err) {
+    bool ok;
+    char got[512];
+    const char *kind = l->argv[0];
+    if (strcmp(kind, "reply") == 0) {
+        const char *r = c->last_reply ? c->last_reply : "";
+        ok = regexec(&l->re, r, 0, NULL, 0) == 0;
+        snprintf(got, sizeof got, "reply \"%.400s\"", r);
+    } else if (strcmp(kind, "state") == 0) {
+        const char *eq = strchr(l->argv[1], '=');
+        char field[96], val[96];
+        snprintf(field, sizeof field, "%.*s", (int)(eq - l->argv[1]), l->argv[1]);
+        vehicle_get(c->car, field, val, sizeof val);
+        ok = strcmp(val, eq + 1) == 0;
+        snprintf(got, sizeof got, "%s=%s", field, val);
+    } else {
+        double v = 0;
+        app_metric(c, l->argv[1], &v);
+        ok = l->op == '<' ? v < l->number : l->op == '>' ? v > l->number : fabs(v - l->number) <= 1e-9 * fabs(l->number) + 1e-12;
+        snprintf(got, sizeof got, "%s = %g", l->argv[1], v);
+    }
+    if (ok) {
+        c->passed++;
+        app_print(c, "ok: expect %s", l->rest);
+        return 0;
+    }
+    c->failed++;
+    app_print(c, "FAILED: %s:%d: expected %s, got %s", l->file, l->line, l->rest, got);
+    if (c->check) return err_set(err, "%s:%d: expected %s, got %s", l->file, l->line, l->rest, got);
+    return 0;
+}
+
+int run_wait(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)err;
+    if (c->speed > 0) sleep_ms(l->number / c->speed);
+    return 0;
+}
+
+int run_note(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)err;
+    app_print(c, "note: %s", l->rest);
+    return 0;
+}
+
+int run_bench(app_ctx *c, cmd_line *l, errbuf *err) {
+    int n = l->argc ? atoi(l->argv[0]) : 32;
+    if (n < 1) n = 32;
+    session_stats st;
+    session_get_stats(c->s, &st);
+    if (st.n_past + n + 1 > st.n_ctx) { session_reset(c->s); vehicle_reset(c->car); }
+    int32_t tok = 1;
+    double t0 = now_sec();
+    for (int i = 0; i < n; i++)
+        if (session_eval(c->s, &tok, 1, NULL, err)) return -1;
+    double dt = now_sec() - t0;
+    app_print(c, "bench: %d tokens decoded at %.1f tok/s", n, n / dt);
+    session_reset(c->s);
+    return 0;
+}
+
+int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
+    if (c->snapshot) return c->snapshot(c, l->argv[0], err);
+    FILE *f = fopen(l->argv[0], "w");
+    if (!f) return err_set(err, "%s:%d: snapshot: %s: %s", l->file, l->line, l->argv[0], strerror(errno));
+    fputs(c->transcript ? c->transcript : "", f);
+    if (fclose(f) != 0) return err_set(err, "%s:%d: snapshot: %s: write failed", l->file, l->line, l->argv[0]);
+    return 0;
+}
+
+int run_reset(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    session_reset(c->s);
+    vehicle_reset(c->car);
+    free(c->last_reply);
+    c->last_reply = NULL;
+    app_print(c, "reset");
+    return 0;
+}
+
+int run_seed(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)err;
+    session_set_seed(c->s, (uint64_t)l->number);
+    c->opts.sampling.seed = (uint64_t)l->number;
+    return 0;
+}
+
+int run_set(app_ctx *c, cmd_line *l, errbuf *err) {
+    const char *k = l->argv[0];
+    const char *v = l->argc > 1 ? l->argv[1] : "";
+    char *end;
+    double x = strtod(v, &end);
+    bool numeric = *v && !*end;
+    if (strcmp(k, "system") == 0) {
+        const char *sys = l->rest + strlen(k);
+        while (*sys == ' ') sys++;
+        static char system_buf[1024];
+        snprintf(system_buf, sizeof system_buf, "%s", sys);
+        c->opts.system_prompt = system_buf;
+        return reopen(c, err);
+    }
+    if (!numeric) return err_set(err, "%s:%d: set %s: '%s' is not a number", l->file, l->line, k, v);
+    if (strcmp(k, "speed") == 0) { c->speed = x; return 0; }
+    if (strcmp(k, "temp") == 0) c->opts.sampling.temp = (float)x;
+    else if (strcmp(k, "top_k") == 0) c->opts.sampling.top_k = (int)x;
+    else if (strcmp(k, "top_p") == 0) c->opts.sampling.top_p = (float)x;
+    else if (strcmp(k, "min_p") == 0) c->opts.sampling.min_p = (float)x;
+    else if (strcmp(k, "max_tokens") == 0) c->opts.max_reply_tokens = (int)x;
+    return session_set_sampling(c->s, &c->opts.sampling, c->opts.max_reply_tokens, err);
+}
+
+int run_stats(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    session_stats st;
+    session_get_stats(c->s, &st);
+    app_print(c, "stats: prompt %d tok, prefill %.0f tok/s, TTFT %.0f ms, %d tok at %.1f tok/s, cache %d/%d, "
+              "weights %.2f MiB, KV %.2f MiB, %s", st.prompt_tokens, st.prefill_tps, st.ttft_ms, st.gen_tokens,
+              st.decode_tps, st.n_past, st.n_ctx, (double)st.weight_bytes / (1 << 20),
+              (double)st.kv_bytes / (1 << 20), st.backend);
+    return 0;
+}
+
+int run_quit(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    c->quit = true;
+    return 0;
+}
+
+int run_help(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    int n;
+    const cmd_def *t = cmdlang_table(&n);
+    for (int i = 0; i < n; i++) app_print(c, "  %-50s %s", t[i].usage, t[i].help);
+    return 0;
+}

@@ -1,0 +1,286 @@
+// cabin heatmap: per (layer, tensor kind) quantization sensitivity as a coloured grid, JSON, CSV,
+// and a precision plan derived from it (engine/sensitivity.h). Results are cached.
+#include "app/commands.h"
+#include "engine/sensitivity.h"
+#include "engine/wtype.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// Colour depth for the grid: 0 none, 8 or 256.
+static int color_depth(const char *mode) {
+    if (mode && strcmp(mode, "never") == 0) return 0;
+    const char *term = getenv("TERM"), *ct = getenv("COLORTERM");
+    bool want = mode && strcmp(mode, "always") == 0;
+    if (!want) {
+        const char *nc = getenv("NO_COLOR");
+        if ((nc && *nc) || !isatty(STDOUT_FILENO) || !term || strcmp(term, "dumb") == 0) return 0;
+    }
+    if ((term && strstr(term, "256")) || (ct && *ct)) return 256;
+    return 8;
+}
+
+// 0..1 (cool to hot) -> an escape sequence setting the background.
+static const char *heat_color(double x, int depth, char *buf, size_t cap) {
+    static const int ramp256[] = { 22, 28, 34, 70, 106, 142, 178, 214, 208, 202, 196, 160 };
+    static const int ramp8[] = { 42, 43, 41 };   // green, yellow, red backgrounds
+    if (x < 0) x = 0;
+    if (x > 1) x = 1;
+    if (depth == 256) {
+        int i = (int)lround(x * 11);
+        snprintf(buf, cap, "\033[48;5;%dm\033[38;5;16m", ramp256[i]);
+    } else {
+        int i = x < 0.34 ? 0 : x < 0.67 ? 1 : 2;
+        snprintf(buf, cap, "\033[%dm\033[30m", ramp8[i]);
+    }
+    return buf;
+}
+
+// Position of a KL value on a log scale between lo and hi.
+static double heat_pos(double v, double lo, double hi) {
+    if (!(hi > lo)) return 0.5;
+    v = v < lo ? lo : v;
+    return (log(v) - log(lo)) / (log(hi) - log(lo));
+}
+
+static void print_grid(const sensitivity_map *m, int depth) {
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < m->n_layer * TK_LAYER_KINDS; i++) {
+        double v = m->cells[i].kl_mean;
+        if (v > hi) hi = v;
+        if (v > 0 && v < lo) lo = v;
+    }
+    if (!isfinite(lo)) lo = hi > 0 ? hi : 1e-9;
+    printf("mean KL per token (nats) with only that tensor at %s; base mean NLL %.4f over %ld tokens\n",
+           wtype_name(m->type), m->base_nll, m->scored);
+    printf("layer ");
+    for (int k = 0; k < TK_LAYER_KINDS; k++) printf(" %-11s", tensor_kind_name(k));
+    printf("\n");
+    char esc[48];
+    for (int l = 0; l < m->n_layer; l++) {
+        printf("%5d ", l);
+        for (int k = 0; k < TK_LAYER_KINDS; k++) {
+            const sens_cell *c = sens_at(m, l, k);
+            double x = heat_pos(c->kl_mean, lo, hi);
+            if (depth) printf(" %s%11.2e\033[0m", heat_color(x, depth, esc, sizeof esc), c->kl_mean);
+            else printf(" %10.2e%c", c->kl_mean, x > 0.67 ? '#' : x > 0.34 ? '+' : ' ');
+        }
+        printf("\n");
+    }
+    printf("legend: %.2e ", lo);
+    for (int i = 0; i <= 10; i++) {
+        if (depth) printf("%s  \033[0m", heat_color(i / 10.0, depth, esc, sizeof esc));
+        else printf("%c", i > 6 ? '#' : i > 3 ? '+' : '.');
+    }
+    printf(" %.2e (log scale; hotter = more sensitive%s)\n", hi, depth ? "" : ", # top third, + middle");
+}
+
+static int write_csv(const sensitivity_map *m, const char *path, errbuf *err) {
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    fprintf(f, "layer,kind,type,kl_mean,kl_max,dnll,top1,n_weights\n");
+    for (int l = 0; l < m->n_layer; l++)
+        for (int k = 0; k < TK_LAYER_KINDS; k++) {
+            const sens_cell *c = sens_at(m, l, k);
+            fprintf(f, "%d,%s,%s,%.9g,%.9g,%.9g,%.6f,%llu\n", l, tensor_kind_name(k), wtype_name(m->type),
+                    c->kl_mean, c->kl_max, c->dnll, c->top1, (unsigned long long)c->n_weights);
+        }
+    return fclose(f) == 0 ? 0 : err_set(err, "%s: write failed", path);
+}
+
+static int write_text(const char *path, const char *text, errbuf *err) {
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    fputs(text, f);
+    fputc('\n', f);
+    return fclose(f) == 0 ? 0 : err_set(err, "%s: write failed", path);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+// Cache file for (model file: path, size, mtime; text; type; tokens; ctx), or "" when no cache
+// folder can be made. The folder: $XDG_CACHE_HOME/cabin/heatmap, else ~/.cache/cabin/heatmap.
+static void cache_path(const char *model_path, const char *text, const char *type, int tokens, int ctx,
+                       char *out, size_t cap) {
+    out[0] = 0;
+    char dir[600];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/cabin/heatmap", xdg);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/cabin/heatmap", home);
+    else return;
+    for (char *p = dir + 1; *p; p++)   // mkdir -p
+        if (*p == '/') { *p = 0; mkdir(dir, 0755); *p = '/'; }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+    struct stat st;
+    char *abs = realpath(model_path, NULL);
+    uint64_t h = 1469598103934665603ull;
+    h = fnv(h, abs ? abs : model_path, strlen(abs ? abs : model_path));
+    free(abs);
+    if (stat(model_path, &st) == 0) {
+        int64_t v[3] = { (int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec };
+        h = fnv(h, v, sizeof v);
+    }
+    h = fnv(h, text, strlen(text));
+    h = fnv(h, type, strlen(type));
+    int v2[2] = { tokens, ctx };
+    h = fnv(h, v2, sizeof v2);
+    snprintf(out, cap, "%s/%016llx.json", dir, (unsigned long long)h);
+}
+
+typedef struct progress_state { double t0; bool quiet; } progress_state;
+
+static bool show_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *c) {
+    progress_state *p = ud;
+    if (p->quiet) return true;
+    double el = now_sec() - p->t0;
+    if (layer < 0) {
+        fprintf(stderr, "\rbase run done (%.1f s); %d tensors to try", el, total);
+    } else {
+        double eta = done > 0 ? el / done * (total - done) : 0;
+        int w = 24, fill = total ? done * w / total : w;
+        fprintf(stderr, "\r[");
+        for (int i = 0; i < w; i++) fputc(i < fill ? '#' : '.', stderr);
+        fprintf(stderr, "] %3d/%d layer %d %-10s KL %.2e  %.0f s left ", done, total, layer,
+                tensor_kind_name(kind), c->kl_mean, eta);
+    }
+    if (done == total && layer >= 0) fprintf(stderr, "\n");
+    return true;
+}
+
+int cmd_heatmap(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin heatmap", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *file = NULL, *type_name = "q4_0", *json_out = NULL, *csv_out = NULL, *plan_out = NULL;
+    const char *high_name = "q8_0", *color = "auto";
+    int tokens = 512, ctx = 128;
+    float budget = 0;
+    bool no_cache = false, quiet = false;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin heatmap -m MODEL -f TEXT [--type q4_0] [--tokens N] [--ctx N]\n"
+                   "                     [--json FILE] [--csv FILE] [--plan-out PLAN.json --budget BPW]\n\n"
+                   "Quantization sensitivity per (layer, tensor kind): the text runs once at the file's\n"
+                   "precision (the base: top-64 log-probs per token), then once per layer matrix with\n"
+                   "ONLY that tensor at --type; each cell is the mean KL divergence from the base (and\n"
+                   "the change in mean NLL in the JSON/CSV). Results are cached in\n"
+                   "$XDG_CACHE_HOME/cabin/heatmap (key: model path, size, mtime; text; type; tokens; ctx).\n"
+                   "  -f, --file TEXT     the text\n"
+                   "  --type T            target type (default q4_0)\n"
+                   "  --tokens N          tokens of the text to use (default 512)\n"
+                   "  --ctx N             window (default 128; scored on each window's second half)\n"
+                   "  --json FILE, --csv FILE   write the map\n"
+                   "  --plan-out FILE     a precision plan: everything at --type except the most\n"
+                   "                      sensitive tensors at --high, greedy by KL removed per extra\n"
+                   "                      bit, within --budget bits per weight over the layer matrices\n"
+                   "  --budget BPW        e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)\n"
+                   "  --high T            the higher type for the plan: q8_0 (default) or f16\n"
+                   "  --color WHEN        auto (default; NO_COLOR and non-terminals turn it off) | always | never\n"
+                   "  --no-cache          recompute\n"
+                   "  -q, --quiet         no progress\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (arg_str(&a, "-f", "--file", &file)) continue;
+        if (arg_str(&a, "--type", NULL, &type_name)) continue;
+        if (arg_int(&a, "--tokens", NULL, &tokens)) continue;
+        if (arg_int(&a, "--ctx", NULL, &ctx)) continue;
+        if (arg_str(&a, "--json", NULL, &json_out)) continue;
+        if (arg_str(&a, "--csv", NULL, &csv_out)) continue;
+        if (arg_str(&a, "--plan-out", NULL, &plan_out)) continue;
+        if (arg_float(&a, "--budget", NULL, &budget)) continue;
+        if (arg_str(&a, "--high", NULL, &high_name)) continue;
+        if (arg_str(&a, "--color", NULL, &color)) continue;
+        if (arg_flag(&a, "--no-cache", NULL)) { no_cache = true; continue; }
+        if (arg_flag(&a, "-q", "--quiet")) { quiet = true; continue; }
+        if (run_opts_parse(&r, &a)) continue;
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!file) { fprintf(stderr, "cabin heatmap: no text file (-f TEXT)\n"); return 2; }
+    int type = wtype_from_name(type_name), high = wtype_from_name(high_name);
+    if (type < 0) { fprintf(stderr, "cabin heatmap: --type %s: unknown type\n", type_name); return 2; }
+    if (high != WT_Q8_0 && high != WT_F16) { fprintf(stderr, "cabin heatmap: --high %s: use q8_0 or f16\n", high_name); return 2; }
+    if (ctx < 8 || tokens < ctx) { fprintf(stderr, "cabin heatmap: need --ctx >= 8 and --tokens >= --ctx\n"); return 2; }
+    if (plan_out && !(budget > 0)) { fprintf(stderr, "cabin heatmap: --plan-out needs --budget BPW\n"); return 2; }
+    errbuf err = {{0}};
+    char *text = read_file_all(file, NULL, &err);
+    if (!text) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); return 1; }
+    r.s.n_ctx = ctx;
+    if (r.s.n_batch > ctx) r.s.n_batch = ctx;
+    r.s.model_path = run_opts_model(&r);
+    session *s = session_open(&r.s, &err);
+    if (!s) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); free(text); return 1; }
+    int rc = 0;
+    int32_t *ids = NULL;
+    int n = session_tokenize(s, text, false, &ids, &err);
+    sensitivity_map m;
+    sensitivity_map_init(&m, session_model(s)->hp.n_layer, (uint32_t)type);
+    char cpath[800];
+    cache_path(r.s.model_path, text, wtype_name((uint32_t)type), tokens, ctx, cpath, sizeof cpath);
+    free(text);
+    if (n < 0) { rc = -1; goto out; }
+    if (n > tokens) n = tokens;
+    bool cached = false;
+    if (!no_cache && cpath[0] && access(cpath, R_OK) == 0) {
+        char *js = read_file_all(cpath, NULL, &err);
+        if (js && sensitivity_from_json(&m, js, &err) == 0) cached = true;
+        free(js);
+        if (!cached) fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err.msg);
+    }
+    if (!cached) {
+        sensitivity_map_free(&m);
+        sensitivity_map_init(&m, session_model(s)->hp.n_layer, (uint32_t)type);
+        progress_state ps = { now_sec(), quiet };
+        int body = ctx - (tokenizer_bos(session_model(s)->tok) >= 0 ? 1 : 0);
+        if (sensitivity_run(s, ids, n, ctx, n / body, show_progress, &ps, &m, &err)) { rc = -1; goto out; }
+        if (!quiet) fprintf(stderr, "%d tensors in %.1f s\n", m.n_layer * TK_LAYER_KINDS, now_sec() - ps.t0);
+        if (cpath[0]) {
+            char *js = sensitivity_to_json(&m);
+            errbuf e2;
+            if (write_text(cpath, js, &e2)) fprintf(stderr, "cabin heatmap: cache not written: %s\n", e2.msg);
+            free(js);
+        }
+    } else if (!quiet) {
+        fprintf(stderr, "cached: %s\n", cpath);
+    }
+    print_grid(&m, color_depth(color));
+    if (json_out) {
+        char *js = sensitivity_to_json(&m);
+        rc = write_text(json_out, js, &err);
+        free(js);
+        if (rc) goto out;
+    }
+    if (csv_out && (rc = write_csv(&m, csv_out, &err))) goto out;
+    if (plan_out) {
+        precision_plan p;
+        double bpw = 0;
+        int kept = 0;
+        if ((rc = sensitivity_plan(&m, (uint32_t)high, budget, &p, &bpw, &kept, &err))) goto out;
+        if ((rc = plan_save(&p, plan_out, &err))) goto out;
+        double kl_left = 0, kl_all = 0;
+        for (int l = 0; l < m.n_layer; l++)
+            for (int k = 0; k < TK_LAYER_KINDS; k++) {
+                kl_all += sens_at(&m, l, k)->kl_mean;
+                if (plan_type_for(&p, l, k) == (uint32_t)type) kl_left += sens_at(&m, l, k)->kl_mean;
+            }
+        printf("plan %s: %d of %d tensors at %s, the rest %s: %.3f bits/weight (budget %.3f); "
+               "summed single-tensor KL %.3g -> %.3g\n", plan_out, kept, m.n_layer * TK_LAYER_KINDS,
+               wtype_name((uint32_t)high), wtype_name((uint32_t)type), bpw, budget, kl_all, kl_left);
+    }
+out:
+    if (rc) fprintf(stderr, "cabin heatmap: %s\n", err.msg);
+    sensitivity_map_free(&m);
+    free(ids);
+    session_close(s);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+// cabin scene: play a scene file headless (tests, demos in a plain terminal).
+#include "app/commands.h"
+#include "app/scene.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cmd_scene(int argc, char **argv) {
+    args a = { argc, argv, 1, "cabin scene", false };
+    run_opts r;
+    run_opts_init(&r);
+    const char *file = NULL;
+    bool check = false, tui = false, no_time = false;
+    float speed = 1.0f;
+    while (a.i < argc) {
+        if (arg_help(&a)) {
+            printf("usage: cabin scene FILE [--headless] [--speed X] [--check] [model options]\n\n"
+                   "Plays a scene: a text file of the same commands a person types after ':' in the\n"
+                   "workbench (cabin scene --commands lists them), one per line, # for comments.\n"
+                   "Every line is parsed and checked (files exist, regexes compile, ...) before\n"
+                   "anything runs. Headless, it prints a transcript with timestamps and a closing\n"
+                   "line \"N passed, N failed\" for the scene's expectations.\n"
+                   "  --headless     no workbench (the default until the workbench lands)\n"
+                   "  --speed X      pacing: 1 types turns at a human pace, 0 runs at full speed\n"
+                   "  --check        exit non-zero at the first failed expect (FILE:LINE: expected ... got ...)\n"
+                   "  --no-timestamps  plain transcript (for comparing runs)\n"
+                   "  -n N           most tokens per reply (default 512)\n"
+                   "  --commands     list the commands\n%s", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (arg_flag(&a, "--commands", NULL)) {
+            int n;
+            const cmd_def *t = cmdlang_table(&n);
+            for (int i = 0; i < n; i++) printf("  %-52s %s\n", t[i].usage, t[i].help);
+            return 0;
+        }
+        if (arg_flag(&a, "--check", NULL)) { check = true; continue; }
+        if (arg_flag(&a, "--headless", NULL)) { continue; }
+        if (arg_flag(&a, "--tui", NULL)) { tui = true; continue; }
+        if (arg_flag(&a, "--no-timestamps", NULL)) { no_time = true; continue; }
+        if (arg_float(&a, "--speed", NULL, &speed)) continue;
+        if (arg_int(&a, "-n", "--n-predict", &r.s.max_reply_tokens)) continue;
+        if (run_opts_parse(&r, &a)) continue;
+        if (argv[a.i][0] != '-' && !file) { file = argv[a.i++]; continue; }
+        arg_unknown(&a);
+        return 2;
+    }
+    if (a.failed) return 2;
+    if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
+    if (tui) { fprintf(stderr, "cabin scene: --tui: the workbench is not part of this build yet; use --headless\n"); return 2; }
+    errbuf err = {{0}};
+    scene sc;
+    if (scene_load(&sc, file, &err)) { fprintf(stderr, "cabin scene: %s\n", err.msg); return 2; }
+    // A scene that starts with `model PATH` opens that model directly.
+    int first = 0;
+    r.s.model_path = run_opts_model(&r);
+    if (sc.n > 0 && strcmp(sc.lines[0].def->name, "model") == 0) { r.s.model_path = sc.lines[0].argv[0]; first = 1; }
+    app_ctx c;
+    memset(&c, 0, sizeof c);
+    c.out = stdout;
+    c.timestamps = !no_time;
+    c.speed = speed;
+    c.check = check;
+    if (app_open(&c, &r.s, &err)) {
+        fprintf(stderr, "cabin scene: %s\n", err.msg);
+        scene_free(&sc);
+        return 1;
+    }
+    app_print(&c, "scene %s: %d commands, model %s", file, sc.n, session_model(c.s)->name);
+    scene rest = sc;
+    rest.lines += first;
+    rest.n -= first;
+    int rc = scene_run(&rest, &c, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    printf("%d passed, %d failed\n", c.passed, c.failed);
+    int status = rc ? 1 : c.failed ? 1 : 0;
+    app_close(&c);
+    scene_free(&sc);
+    return status;
+}

@@ -1,0 +1,25 @@
+// What each command of the command language does (app/app.c); the table is in cmdlang.c.
+#ifndef CABIN_CMDLANG_RUN_H
+#define CABIN_CMDLANG_RUN_H
+
+#include "app/cmdlang.h"
+
+int run_model(app_ctx *c, cmd_line *l, errbuf *err);
+int run_backend(app_ctx *c, cmd_line *l, errbuf *err);
+int run_precision(app_ctx *c, cmd_line *l, errbuf *err);
+int run_plan(app_ctx *c, cmd_line *l, errbuf *err);
+int run_kv(app_ctx *c, cmd_line *l, errbuf *err);
+int run_say(app_ctx *c, cmd_line *l, errbuf *err);
+int run_expect(app_ctx *c, cmd_line *l, errbuf *err);
+int run_wait(app_ctx *c, cmd_line *l, errbuf *err);
+int run_note(app_ctx *c, cmd_line *l, errbuf *err);
+int run_bench(app_ctx *c, cmd_line *l, errbuf *err);
+int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err);
+int run_reset(app_ctx *c, cmd_line *l, errbuf *err);
+int run_seed(app_ctx *c, cmd_line *l, errbuf *err);
+int run_set(app_ctx *c, cmd_line *l, errbuf *err);
+int run_stats(app_ctx *c, cmd_line *l, errbuf *err);
+int run_quit(app_ctx *c, cmd_line *l, errbuf *err);
+int run_help(app_ctx *c, cmd_line *l, errbuf *err);
+
+#endif

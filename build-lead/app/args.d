@@ -1,0 +1,2 @@
+build-lead/app/args.o: app/args.c app/args.h
+app/args.h:

@@ -1,0 +1,21 @@
+build-lead/app/cmd_devices.o: app/cmd_devices.c app/commands.h app/args.h \
+ engine/session.h engine/backend.h engine/kv_cache.h engine/util.h \
+ engine/tensor.h engine/model.h engine/gguf.h engine/precision.h \
+ engine/wtype.h engine/tokenizer.h engine/sampler.h engine/telemetry.h \
+ vulkan/vulkan_backend.h engine/backend.h
+app/commands.h:
+app/args.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:
+vulkan/vulkan_backend.h:
+engine/backend.h:

@@ -1,0 +1,3 @@
+build-lead/app/vehicle.o: app/vehicle.c app/assistant.h engine/util.h
+app/assistant.h:
+engine/util.h:

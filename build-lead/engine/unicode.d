@@ -1,0 +1,2 @@
+build-lead/engine/unicode.o: engine/unicode.c engine/unicode.h
+engine/unicode.h:

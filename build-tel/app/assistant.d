@@ -1,0 +1,2 @@
+build-tel/app/assistant.o: app/assistant.c app/assistant.h
+app/assistant.h:

@@ -1,0 +1,21 @@
+build-tel/app/cmd_bench.o: app/cmd_bench.c app/commands.h app/args.h \
+ engine/session.h engine/backend.h engine/kv_cache.h engine/util.h \
+ engine/tensor.h engine/model.h engine/gguf.h engine/precision.h \
+ engine/wtype.h engine/tokenizer.h engine/sampler.h engine/telemetry.h \
+ engine/cpu/threadpool.h engine/precision.h
+app/commands.h:
+app/args.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:
+engine/cpu/threadpool.h:
+engine/precision.h:

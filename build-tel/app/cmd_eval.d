@@ -1,0 +1,25 @@
+build-tel/app/cmd_eval.o: app/cmd_eval.c app/assistant.h app/commands.h \
+ app/args.h engine/session.h engine/backend.h engine/kv_cache.h \
+ engine/util.h engine/tensor.h engine/model.h engine/gguf.h \
+ engine/precision.h engine/wtype.h engine/tokenizer.h engine/sampler.h \
+ engine/telemetry.h engine/chat_template.h engine/quality.h \
+ engine/session.h engine/wtype.h
+app/assistant.h:
+app/commands.h:
+app/args.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:
+engine/chat_template.h:
+engine/quality.h:
+engine/session.h:
+engine/wtype.h:

@@ -1,0 +1,23 @@
+build-tel/app/cmd_heatmap.o: app/cmd_heatmap.c app/commands.h app/args.h \
+ engine/session.h engine/backend.h engine/kv_cache.h engine/util.h \
+ engine/tensor.h engine/model.h engine/gguf.h engine/precision.h \
+ engine/wtype.h engine/tokenizer.h engine/sampler.h engine/telemetry.h \
+ engine/sensitivity.h engine/quality.h engine/session.h engine/wtype.h
+app/commands.h:
+app/args.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:
+engine/sensitivity.h:
+engine/quality.h:
+engine/session.h:
+engine/wtype.h:

@@ -1,0 +1,22 @@
+build-tel/app/cmd_scene.o: app/cmd_scene.c app/commands.h app/args.h \
+ engine/session.h engine/backend.h engine/kv_cache.h engine/util.h \
+ engine/tensor.h engine/model.h engine/gguf.h engine/precision.h \
+ engine/wtype.h engine/tokenizer.h engine/sampler.h engine/telemetry.h \
+ app/scene.h app/cmdlang.h app/assistant.h
+app/commands.h:
+app/args.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:
+app/scene.h:
+app/cmdlang.h:
+app/assistant.h:

@@ -1,0 +1,5 @@
+build-tel/engine/cpu/kernels.o: engine/cpu/kernels.c engine/cpu/kernels.h \
+ engine/wtype.h engine/util.h
+engine/cpu/kernels.h:
+engine/wtype.h:
+engine/util.h:

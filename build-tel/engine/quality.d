@@ -1,0 +1,17 @@
+build-tel/engine/quality.o: engine/quality.c engine/quality.h \
+ engine/session.h engine/backend.h engine/kv_cache.h engine/util.h \
+ engine/tensor.h engine/model.h engine/gguf.h engine/precision.h \
+ engine/wtype.h engine/tokenizer.h engine/sampler.h engine/telemetry.h
+engine/quality.h:
+engine/session.h:
+engine/backend.h:
+engine/kv_cache.h:
+engine/util.h:
+engine/tensor.h:
+engine/model.h:
+engine/gguf.h:
+engine/precision.h:
+engine/wtype.h:
+engine/tokenizer.h:
+engine/sampler.h:
+engine/telemetry.h:

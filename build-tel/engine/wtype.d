@@ -1,0 +1,3 @@
+build-tel/engine/wtype.o: engine/wtype.c engine/wtype.h engine/util.h
+engine/wtype.h:
+engine/util.h:

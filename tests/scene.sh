@@ -1,0 +1,76 @@
+#!/bin/sh
+# Scenes: malformed scenes are refused before anything runs, with FILE:LINE; a scene is
+# deterministic (same scene and seed, same transcript); expectations count and --check stops.
+BUILD=${1:-build}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d /tmp/cabin-scene-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+"$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
+
+# refused: each case is a scene whose first line would write a file if anything ran
+check_refused() {   # NAME EXPECTED-TEXT-IN-ERROR LINE-NO
+    name=$1; want=$2; line=$3
+    rm -f "$T/ran.txt"
+    "$CABIN" scene "$T/$name.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err"; rc=$?
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "$name.scene:$line: " "$T/err" && grep -q -- "$want" "$T/err" \
+       && [ "$(wc -l <"$T/err")" = 1 ] && [ ! -e "$T/ran.txt" ]; then ok
+    else bad "$name: wanted one line with '$name.scene:$line:' and '$want', nothing run (rc $rc):"; cat "$T/err"; fi
+}
+printf 'snapshot %s/ran.txt\nsay hello\nfrobnicate now\n' "$T" >"$T/unknown.scene"
+check_refused unknown "unknown command 'frobnicate'" 3
+printf 'snapshot %s/ran.txt\nexpect reply /a(b/\n' "$T" >"$T/badre.scene"
+check_refused badre "bad regex" 2
+printf 'snapshot %s/ran.txt\nsay "unterminated\n' "$T" >"$T/quote.scene"
+check_refused quote "unterminated quote" 2
+printf 'snapshot %s/ran.txt\ninclude loop2.scene\n' "$T" >"$T/loop.scene"
+printf '# the other half of the loop\ninclude loop.scene\n' >"$T/loop2.scene"
+check_refused loop "include loop" 2
+printf 'snapshot %s/ran.txt\n\n# a comment\nmodel %s/nope.gguf\n' "$T" "$T" >"$T/missing.scene"
+check_refused missing "file not found" 4
+printf 'snapshot %s/ran.txt\nexpect metric speed_of_light > 1\n' "$T" >"$T/metric.scene"
+check_refused metric "unknown metric" 2
+printf 'snapshot %s/ran.txt\nexpect state climate.colour=red\n' "$T" >"$T/state.scene"
+check_refused state "unknown vehicle field" 2
+printf 'snapshot %s/ran.txt\nprecision q4_0:layers=0-3,ffn_middle\n' "$T" >"$T/prec.scene"
+check_refused prec "ffn_middle" 2
+"$CABIN" scene "$T/nonexistent.scene" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 2 ] && grep -q "nonexistent.scene" "$T/err" && ok || bad "missing scene file"
+
+# a scene that runs: expectations pass and fail as they should, and it is deterministic
+cat >"$T/good.scene" <<EOS
+# comments and blank lines are fine
+
+seed 7
+set temp 0.8
+note a caption
+say "eta oin shr"   # the reply is random text from random weights
+expect metric gen_tokens > 0
+expect metric n_past > 3
+expect state climate.driver_temp=21
+precision q4_0
+expect metric weight_bytes < 1e9
+say eta
+stats
+snapshot $T/snap.txt
+EOS
+"$CABIN" scene "$T/good.scene" -m "$T/m.gguf" --speed 0 --no-timestamps -n 12 >"$T/run1" 2>&1; rc=$?
+[ $rc = 0 ] && tail -1 "$T/run1" | grep -q "^4 passed, 0 failed" && ok || { bad "good scene"; cat "$T/run1"; }
+[ -s "$T/snap.txt" ] && grep -q "note: a caption" "$T/snap.txt" && ok || bad "snapshot written"
+"$CABIN" scene "$T/good.scene" -m "$T/m.gguf" --speed 0 --no-timestamps -n 12 >"$T/run2" 2>&1
+grep -av "stats:" "$T/run1" >"$T/r1"; grep -av "stats:" "$T/run2" >"$T/r2"
+cmp -s "$T/r1" "$T/r2" && ok || { bad "the same scene and seed give the same transcript"; diff "$T/r1" "$T/r2" | head; }
+# timestamps on: identical apart from the timing fields
+"$CABIN" scene "$T/good.scene" -m "$T/m.gguf" --speed 0 -n 12 | grep -av "stats:" | sed 's/^\[ *[0-9.]*\] //' >"$T/r3"
+cmp -s "$T/r1" "$T/r3" && ok || { bad "timestamps aside, the same transcript"; diff "$T/r1" "$T/r3" | head; }
+printf 'say eta\nexpect metric gen_tokens < 0\nnote after the failure\n' >"$T/fails.scene"
+"$CABIN" scene "$T/fails.scene" -m "$T/m.gguf" --speed 0 -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "after the failure" "$T/out" && tail -1 "$T/out" | grep -q "0 passed, 1 failed" && ok || { bad "failed expect counted"; cat "$T/out" "$T/err"; }
+"$CABIN" scene "$T/fails.scene" -m "$T/m.gguf" --speed 0 -n 4 --check >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && ! grep -q "after the failure" "$T/out" && grep -q "fails.scene:2: expected metric gen_tokens < 0, got gen_tokens = " "$T/err" && ok || { bad "--check stops at the first failure"; cat "$T/out" "$T/err"; }
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

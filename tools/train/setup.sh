@@ -1,0 +1,18 @@
+#!/bin/sh
+# Packages the tiny-model pipeline (tools/corpus, tools/train) needs on Debian 12: PyTorch and
+# NumPy for the system interpreter /usr/bin/python3, and the threaded OpenBLAS (without it torch
+# falls back to the slow reference BLAS). Installs only what is missing.
+set -e
+PKGS="python3-torch python3-numpy libopenblas0-pthread"
+missing=""
+for p in $PKGS; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    echo "setup.sh: $PKGS already installed"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "setup.sh: installing$missing"
+$SUDO apt-get install -y $missing

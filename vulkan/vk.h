@@ -1,0 +1,218 @@
+// Vulkan compute backend internals, shared by vulkan/*.c (not by the engine: the engine sees only
+// engine/backend.h and vulkan/vulkan_backend.h).
+//   vk_device.c   instance, physical device choice and listing, device, buffers and memory
+//   vk_pipes.c    embedded SPIR-V -> pipelines (lazily), pipeline cache file, descriptor-set cache
+//   backend_vulkan.c  the backend: weights, activations, KV cache, batch recording, profiling
+//   vk_ops.c      the ops: one or two dispatches each
+#ifndef CABIN_VK_H
+#define CABIN_VK_H
+
+#include "engine/backend.h"
+#include "engine/util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <vulkan/vulkan.h>
+
+// ---- device (vk_device.c) ----
+
+// A buffer with its own memory allocation. map is non-NULL when the memory is host-visible and
+// coherent (then the host reads and writes it directly).
+typedef struct vk_buf {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize size;
+    void *map;
+    int heap;
+} vk_buf;
+
+// Where a buffer should live: DEVICE prefers device-local memory (host-visible too if the device
+// has such memory, as integrated GPUs and lavapipe do); HOST needs host-visible coherent memory
+// (staging, uploads of small host arrays, read-back).
+enum vk_mem_kind { VKM_DEVICE, VKM_HOST };
+
+typedef struct vk_dev {
+    VkInstance inst;
+    VkDebugUtilsMessengerEXT messenger;   // CABIN_VK_VALIDATE=1 only
+    int validation_errors;                // messages of error severity seen
+    VkPhysicalDevice phys;
+    int index;                            // as `cabin devices` numbers it
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem;
+    uint32_t queue_family;
+    VkDevice dev;
+    VkQueue queue;
+    VkCommandPool cmd_pool;
+    bool subgroup_arith;                  // subgroupAdd/Max in compute shaders
+    uint32_t subgroup_size;
+    bool timestamps;                      // the queue can write timestamps
+    float ts_period;                      // ns per timestamp tick
+    uint64_t heap_used[VK_MAX_MEMORY_HEAPS];  // bytes allocated per heap by this backend
+} vk_dev;
+
+// Opens device `want` (-1: discrete, then integrated, then any other, then CPU), with validation
+// when CABIN_VK_VALIDATE=1.
+int vk_dev_open(vk_dev *d, int want, errbuf *err);
+void vk_dev_close(vk_dev *d);
+// Prints every device (index, name, type, driver, heaps, subgroup size, features) to f.
+int vk_dev_list(FILE *f, errbuf *err);
+
+int vk_buf_create(vk_dev *d, vk_buf *b, VkDeviceSize size, enum vk_mem_kind kind, errbuf *err);
+void vk_buf_destroy(vk_dev *d, vk_buf *b);
+// Records into a one-off command buffer with fn, submits it and waits.
+int vk_run_once(vk_dev *d, void (*fn)(VkCommandBuffer cb, void *ud), void *ud, errbuf *err);
+const char *vk_result_str(VkResult r);
+
+// ---- pipelines and descriptors (vk_pipes.c) ----
+
+#define VK_MAX_BINDINGS 6
+#define VK_PUSH_BYTES 128
+
+typedef struct vk_pipe {
+    const char *name;          // SPIR-V blob name (vulkan/shaders/NAME.comp + variant)
+    int n_bind;
+    VkPipeline pipe;           // created on first use
+} vk_pipe;
+
+typedef struct vk_desc_key {
+    VkBuffer buf[VK_MAX_BINDINGS];
+    VkDeviceSize off[VK_MAX_BINDINGS], range[VK_MAX_BINDINGS];
+    int n;
+} vk_desc_key;
+
+typedef struct vk_pipes {
+    vk_dev *d;
+    VkPipelineCache cache;
+    char cache_path[1024];
+    VkDescriptorSetLayout dsl[VK_MAX_BINDINGS + 1];   // by binding count
+    VkPipelineLayout layout[VK_MAX_BINDINGS + 1];
+    // descriptor-set cache: key -> set, open addressing; sets come from a list of pools
+    struct vk_desc_ent { vk_desc_key key; VkDescriptorSet set; bool used; } *ents;
+    size_t n_ents, cap_ents;
+    VkDescriptorPool *pools;
+    int n_pools;
+    uint32_t pool_left;        // sets left in the last pool
+} vk_pipes;
+
+int vk_pipes_init(vk_pipes *p, vk_dev *d, errbuf *err);
+void vk_pipes_free(vk_pipes *p);     // saves the pipeline cache
+int vk_pipe_get(vk_pipes *p, vk_pipe *pipe, errbuf *err);
+// A descriptor set binding key's buffers in order (cached: the same buffers give the same set).
+int vk_desc_get(vk_pipes *p, const vk_desc_key *key, VkDescriptorSet *out, errbuf *err);
+// Forgets every cached set (call when a buffer is destroyed, outside a batch).
+void vk_desc_clear(vk_pipes *p);
+// True if the build has the shaders (glslc was found at build time).
+bool vk_have_shaders(void);
+
+// ---- the backend (backend_vulkan.c, vk_ops.c) ----
+
+// Weight type slots of the per-type pipelines.
+enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_COUNT };
+int vk_type_slot(uint32_t wtype);   // -1: not supported
+
+struct bk_act {
+    vk_buf buf;          // (rows, cols) float32, rows are tokens
+    int64_t rows, cols;
+};
+
+// A weight tensor on the device, repacked into 32-bit words (layouts: shaders/common.glsl).
+// Tensors larger than one storage-buffer binding allows are split into parts of whole rows.
+typedef struct vk_part {
+    vk_buf buf;
+    int64_t row0, rows;
+    uint32_t scale_off;   // Q types: word index of the part's scales
+} vk_part;
+
+typedef struct vk_weight {
+    const tensor *owner;  // the tensor whose bk points here (checked: bk may be stale)
+    const void *src;      // its host data when uploaded (a precision switch changes it)
+    uint32_t type;
+    int64_t ne0, ne1;
+    uint32_t row_words;
+    vk_part *parts;
+    int n_parts;
+    struct vk_weight *next;
+} vk_weight;
+
+// The device copy of a KV cache: per layer K and V buffers of n_ctx rows.
+typedef struct vk_kv {
+    const kv_cache *owner;
+    int n_layer;
+    vk_buf *k, *v;
+    struct vk_kv *next;
+} vk_kv;
+
+typedef struct vk_bind {
+    VkBuffer buf;
+    VkDeviceSize off, range;
+    bool write;
+} vk_bind;
+
+typedef struct vk_chunk {    // host-visible buffer for small host arrays (ids, positions, rope)
+    vk_buf buf;
+    VkDeviceSize used;
+} vk_chunk;
+
+typedef struct vk_backend {
+    vk_dev d;
+    vk_pipes p;
+    vk_pipe matmul[VT_COUNT][2], matmul_rows[VT_COUNT][2], embed[VT_COUNT], rmsnorm, attention[2][2], attn_combine,
+            kv_store[2], rope, swiglu, add, bias;   // [..][0]: n = 1, [..][1]: tiles of 8 tokens
+    VkCommandBuffer cb;
+    VkFence fence;
+    bool recording;
+    bool failed;             // an op could not be recorded: end_batch reports err
+    errbuf err;
+    // hazards since the last barrier
+    VkBuffer written[32], reads[32];
+    int n_written, n_reads;
+    // uploads of host arrays this batch
+    vk_chunk *chunks;
+    int n_chunks, cur_chunk;
+    struct { int chunk; VkDeviceSize off, bytes; } recent[16];
+    int n_recent;
+    // rope table of this batch: cos/sin for (positions, params)
+    int32_t *rope_pos;
+    int rope_n, rope_half, rope_dim;
+    float rope_base;
+    vk_bind rope_bind;
+    bool rope_valid;
+    vk_buf attn_scratch;     // split attention partials
+    vk_buf *grave;           // buffers replaced during a batch, destroyed at end_batch
+    int n_grave;
+    bool desc_stale;         // a buffer was destroyed while recording: clear the cache after
+    int attn_split_force;    // CABIN_VK_ATTN_SPLIT: split count for every attention (tests)
+    bool rows_matmul;        // matmul_rows.comp (CPU devices) instead of matmul.comp; CABIN_VK_MATMUL
+                             // = rows | wg overrides
+    vk_weight *weights;
+    vk_kv *kvs;
+    // profiling
+    bool profiling;
+    VkQueryPool qpool;
+    uint32_t q_cap, q_used;
+    uint8_t *q_kind;         // op kind of each begin/end pair
+    double op_secs[OP_COUNT];
+    uint64_t op_calls[OP_COUNT];
+} vk_backend;
+
+#define VKB(b) ((vk_backend *)(b)->impl)
+
+void vk_fail(vk_backend *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Records one dispatch of pipe with bindings b (barrier first if a binding was written, or is
+// about to be written after a read, since the last barrier) and push constants pc.
+void vk_dispatch(vk_backend *v, vk_pipe *pipe, const vk_bind *b, int nb, const void *pc, size_t pc_bytes,
+                 uint32_t gx, uint32_t gy, uint32_t gz);
+// Copies a host array into this batch's upload buffer; identical recent uploads are shared.
+bool vk_upload(vk_backend *v, const void *data, size_t bytes, vk_bind *out);
+void vk_prof_begin(vk_backend *v);
+void vk_prof_end(vk_backend *v, enum op_kind k);
+// A buffer for this batch that stays valid until end_batch (attention partials).
+bool vk_scratch(vk_backend *v, vk_buf *slot, VkDeviceSize bytes);
+vk_weight *vk_weight_of(vk_backend *v, const tensor *t);
+vk_kv *vk_kv_of(vk_backend *v, kv_cache *kv);
+
+// vk_ops.c
+void vk_ops_install(backend *b);
+
+#endif

@@ -1,0 +1,262 @@
+// The ops of engine/backend.h as dispatches of vulkan/shaders/*.comp. Each checks what the
+// shader cannot (sizes against buffers, uploaded weights), records its dispatches, and leaves
+// any error for end_batch to report. Push-constant structs mirror the shaders' `PC` blocks.
+#include "vulkan/vk.h"
+#include "engine/wtype.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUPS(n, per) ((uint32_t)(((n) + (per) - 1) / (per)))
+
+static vk_bind whole(const vk_buf *b, bool write) { return (vk_bind){ b->buf, 0, VK_WHOLE_SIZE, write }; }
+
+static bool act_ok(vk_backend *v, const bk_act *a, int n, const char *op) {
+    if (!a || n > a->rows) {
+        vk_fail(v, "vulkan: %s: %d rows do not fit the activation (%lld rows)", op, n, a ? (long long)a->rows : 0LL);
+        return false;
+    }
+    return true;
+}
+
+// The device copy of t, checked against the tensor as it is now.
+static vk_weight *weight(vk_backend *v, const tensor *t, const char *op) {
+    vk_weight *w = vk_weight_of(v, t);
+    if (!w || w->src != t->data || w->type != t->type || w->ne0 != t->ne0 || w->ne1 != t->ne1) {
+        vk_fail(v, "vulkan: %s: tensor %s is not uploaded (or changed since): call model_prepare_backend", op,
+                t->name ? t->name : "?");
+        return NULL;
+    }
+    return w;
+}
+
+static void op_embed(backend *b, const tensor *emb, const int32_t *ids, int n, bk_act *out) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, out, n, "embed")) return;
+    vk_weight *w = weight(v, emb, "embed");
+    if (!w) return;
+    for (int t = 0; t < n; t++)
+        if (ids[t] < 0 || ids[t] >= w->ne1) { vk_fail(v, "vulkan: embed: id %d out of range", ids[t]); return; }
+    vk_bind ib;
+    if (!vk_upload(v, ids, (size_t)n * sizeof *ids, &ib)) return;
+    vk_prof_begin(v);
+    for (int i = 0; i < w->n_parts; i++) {
+        const vk_part *p = &w->parts[i];
+        struct { uint32_t K, row_words, scale_off, out_stride; int32_t lo, hi; } pc = {
+            (uint32_t)w->ne0, w->row_words, p->scale_off, (uint32_t)out->cols, (int32_t)p->row0,
+            (int32_t)(p->row0 + p->rows) };
+        vk_bind bind[3] = { whole(&p->buf, false), ib, whole(&out->buf, true) };
+        vk_dispatch(v, &v->embed[vk_type_slot(w->type)], bind, 3, &pc, sizeof pc, GROUPS(w->ne0, 64), (uint32_t)n, 1);
+    }
+    vk_prof_end(v, OP_EMBED);
+}
+
+static void op_rmsnorm(backend *b, const bk_act *x, const tensor *g, float eps, int n, bk_act *out) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, x, n, "rmsnorm") || !act_ok(v, out, n, "rmsnorm")) return;
+    vk_weight *w = weight(v, g, "rmsnorm");
+    if (!w) return;
+    if (w->type != WT_F32 || w->ne0 * w->ne1 < x->cols || out->cols < x->cols) {
+        vk_fail(v, "vulkan: rmsnorm: weight %s does not fit rows of %lld", g->name, (long long)x->cols);
+        return;
+    }
+    struct { uint32_t d, x_stride, out_stride; float eps; } pc = {
+        (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)out->cols, eps };
+    vk_bind bind[3] = { whole(&x->buf, false), whole(&w->parts[0].buf, false), whole(&out->buf, true) };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->rmsnorm, bind, 3, &pc, sizeof pc, (uint32_t)n, 1, 1);
+    vk_prof_end(v, OP_RMSNORM);
+}
+
+static void op_matmul(backend *b, const tensor *t, const bk_act *x, int64_t x_row0, int n, bk_act *out) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, out, n, "matmul")) return;
+    vk_weight *w = weight(v, t, "matmul");
+    if (!w) return;
+    if (x_row0 < 0 || x_row0 + n > x->rows || x->cols < w->ne0 || out->cols < w->ne1) {
+        vk_fail(v, "vulkan: matmul %s: shapes do not fit (x %lldx%lld from row %lld, out %lldx%lld)", t->name,
+                (long long)x->rows, (long long)x->cols, (long long)x_row0, (long long)out->rows, (long long)out->cols);
+        return;
+    }
+    int slot = vk_type_slot(w->type);
+    vk_pipe *pipe = v->rows_matmul ? &v->matmul_rows[slot][n > 1] : &v->matmul[slot][n > 1];
+    int64_t per_group = v->rows_matmul ? 64 : 2;   // rows per workgroup
+    uint32_t max_x = v->d.props.limits.maxComputeWorkGroupCount[0];
+    vk_prof_begin(v);
+    for (int i = 0; i < w->n_parts; i++) {
+        const vk_part *p = &w->parts[i];
+        uint32_t groups = GROUPS(p->rows, per_group), gx = groups < max_x ? groups : max_x;
+        struct { uint32_t K, M, n, x_off, x_stride, y_stride, row_words, scale_off, gx, y_row_off; } pc = {
+            (uint32_t)w->ne0, (uint32_t)p->rows, (uint32_t)n, (uint32_t)(x_row0 * x->cols), (uint32_t)x->cols,
+            (uint32_t)out->cols, w->row_words, p->scale_off, gx, (uint32_t)p->row0 };
+        vk_bind bind[3] = { whole(&p->buf, false), whole(&x->buf, false), whole(&out->buf, true) };
+        vk_dispatch(v, pipe, bind, 3, &pc, sizeof pc, gx, GROUPS(groups, gx), n > 1 ? GROUPS(n, 8) : 1);
+    }
+    vk_prof_end(v, OP_MATMUL);
+}
+
+static void op_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, x, n, "bias")) return;
+    vk_weight *w = weight(v, bias, "bias");
+    if (!w) return;
+    if (w->type != WT_F32 || w->ne0 > x->cols) { vk_fail(v, "vulkan: bias %s does not fit", bias->name); return; }
+    struct { uint32_t cols, x_stride; } pc = { (uint32_t)w->ne0, (uint32_t)x->cols };
+    vk_bind bind[2] = { whole(&x->buf, true), whole(&w->parts[0].buf, false) };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->bias, bind, 2, &pc, sizeof pc, GROUPS(w->ne0, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_BIAS);
+}
+
+// cos/sin of pos[t] * base^(-2i/rope_dim) for every token and pair, computed as the CPU does
+// (double, then float); shared by the q and k rotations of every layer of a batch.
+static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_params *p, vk_bind *out) {
+    int half = p->rope_dim / 2;
+    if (v->rope_valid && v->rope_n == n && v->rope_half == half && v->rope_dim == p->rope_dim &&
+        v->rope_base == p->base && memcmp(v->rope_pos, pos, (size_t)n * sizeof *pos) == 0) {
+        *out = v->rope_bind;
+        return true;
+    }
+    float *cs = xmalloc((size_t)n * (size_t)half * 2 * sizeof(float));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < half; i++) {
+            double theta = (double)pos[t] * pow((double)p->base, -2.0 * i / p->rope_dim);
+            cs[((size_t)t * half + i) * 2] = (float)cos(theta);
+            cs[((size_t)t * half + i) * 2 + 1] = (float)sin(theta);
+        }
+    bool ok = vk_upload(v, cs, (size_t)n * (size_t)half * 2 * sizeof(float), out);
+    free(cs);
+    if (!ok) return false;
+    v->rope_pos = xrealloc(v->rope_pos, (size_t)n * sizeof *pos);
+    memcpy(v->rope_pos, pos, (size_t)n * sizeof *pos);
+    v->rope_n = n;
+    v->rope_half = half;
+    v->rope_dim = p->rope_dim;
+    v->rope_base = p->base;
+    v->rope_bind = *out;
+    v->rope_valid = true;
+    return true;
+}
+
+static void op_rope(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, x, n, "rope")) return;
+    if (p->rope_dim < 2 || p->rope_dim > p->head_dim || (int64_t)p->n_heads * p->head_dim > x->cols) {
+        vk_fail(v, "vulkan: rope: %d heads of %d (rope %d) do not fit rows of %lld", p->n_heads, p->head_dim,
+                p->rope_dim, (long long)x->cols);
+        return;
+    }
+    vk_bind tb;
+    if (!rope_table(v, positions, n, p, &tb)) return;
+    int half = p->rope_dim / 2;
+    struct { uint32_t n_heads, head_dim, half, neox, stride; } pc = {
+        (uint32_t)p->n_heads, (uint32_t)p->head_dim, (uint32_t)half, p->neox ? 1u : 0u, (uint32_t)x->cols };
+    vk_bind bind[2] = { whole(&x->buf, true), tb };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->rope, bind, 2, &pc, sizeof pc, GROUPS((int64_t)p->n_heads * half, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_ROPE);
+}
+
+static void op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *val, int n,
+                        const int32_t *slots) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, k, n, "kv_store") || !act_ok(v, val, n, "kv_store")) return;
+    vk_kv *kd = vk_kv_of(v, kv);
+    if (!kd) return;
+    if (layer < 0 || layer >= kd->n_layer || k->cols < kv->kv_dim || val->cols < kv->kv_dim || kv->kv_dim % 2) {
+        vk_fail(v, "vulkan: kv_store: layer %d or width %d does not fit the cache", layer, kv->kv_dim);
+        return;
+    }
+    for (int t = 0; t < n; t++)
+        if (slots[t] < 0 || slots[t] >= kv->n_ctx) { vk_fail(v, "vulkan: kv_store: slot %d out of range", slots[t]); return; }
+    vk_bind sb;
+    if (!vk_upload(v, slots, (size_t)n * sizeof *slots, &sb)) return;
+    struct { uint32_t kv_dim, k_stride, v_stride; } pc = { (uint32_t)kv->kv_dim, (uint32_t)k->cols, (uint32_t)val->cols };
+    vk_bind bind[5] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->k[layer], true),
+                        whole(&kd->v[layer], true), sb };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->kv_store[kv->format == KV_F16], bind, 5, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
+                (uint32_t)n, 1);
+    vk_prof_end(v, OP_KV_STORE);
+}
+
+static void op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
+                         const attn_params *p, bk_act *out) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, q, n, "attention") || !act_ok(v, out, n, "attention")) return;
+    vk_kv *kd = vk_kv_of(v, kv);
+    if (!kd) return;
+    int64_t q_dim = (int64_t)p->n_head * p->head_dim;
+    if (layer < 0 || layer >= kd->n_layer || p->head_dim > 256 || p->head_dim % 2 || p->n_kv_head < 1 ||
+        p->n_head % p->n_kv_head || (int64_t)p->n_kv_head * p->head_dim != kv->kv_dim || q->cols < q_dim ||
+        out->cols < q_dim || n_past < 0 || n_past + n > kv->n_ctx) {
+        vk_fail(v, "vulkan: attention: layer %d, %d/%d heads of %d, %d past + %d do not fit (head size <= 256)",
+                layer, p->n_head, p->n_kv_head, p->head_dim, n_past, n);
+        return;
+    }
+    int n_ctx = n_past + n;
+    // Split the context across workgroups when there are few (token, head) pairs to spread
+    // over the device and many slots (decoding a long context).
+    int nz = 1;
+    if (v->attn_split_force > 0) nz = v->attn_split_force;
+    else if ((int64_t)n * p->n_head < 32 && n_ctx >= 512) nz = (n_ctx + 255) / 256;
+    if (nz > 64) nz = 64;
+    if (nz > n_ctx) nz = n_ctx;
+    uint32_t span = (uint32_t)((n_ctx + nz - 1) / nz);
+    struct { uint32_t n_past, head_dim, n_head, group, kv_dim, q_stride, out_stride; float scale; uint32_t span; } pc = {
+        (uint32_t)n_past, (uint32_t)p->head_dim, (uint32_t)p->n_head, (uint32_t)(p->n_head / p->n_kv_head),
+        (uint32_t)kv->kv_dim, (uint32_t)q->cols, (uint32_t)out->cols, p->scale, span };
+    int f16 = kv->format == KV_F16;
+    vk_prof_begin(v);
+    if (nz == 1) {
+        vk_bind bind[4] = { whole(&q->buf, false), whole(&kd->k[layer], false), whole(&kd->v[layer], false),
+                            whole(&out->buf, true) };
+        vk_dispatch(v, &v->attention[f16][0], bind, 4, &pc, sizeof pc, (uint32_t)p->n_head, (uint32_t)n, 1);
+    } else {
+        VkDeviceSize bytes = (VkDeviceSize)n * p->n_head * nz * (p->head_dim + 2) * sizeof(float);
+        if (!vk_scratch(v, &v->attn_scratch, bytes)) return;
+        vk_bind bind[4] = { whole(&q->buf, false), whole(&kd->k[layer], false), whole(&kd->v[layer], false),
+                            whole(&v->attn_scratch, true) };
+        vk_dispatch(v, &v->attention[f16][1], bind, 4, &pc, sizeof pc, (uint32_t)p->n_head, (uint32_t)n, (uint32_t)nz);
+        struct { uint32_t head_dim, n_head, nz, out_stride; } cp = {
+            (uint32_t)p->head_dim, (uint32_t)p->n_head, (uint32_t)nz, (uint32_t)out->cols };
+        vk_bind cb[2] = { whole(&v->attn_scratch, false), whole(&out->buf, true) };
+        vk_dispatch(v, &v->attn_combine, cb, 2, &cp, sizeof cp, (uint32_t)p->n_head, (uint32_t)n, 1);
+    }
+    vk_prof_end(v, OP_ATTENTION);
+}
+
+static void op_swiglu(backend *b, bk_act *gate, const bk_act *up, int n) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, gate, n, "swiglu") || !act_ok(v, up, n, "swiglu")) return;
+    if (up->cols < gate->cols) { vk_fail(v, "vulkan: swiglu: up is narrower than gate"); return; }
+    struct { uint32_t cols, g_stride, u_stride; } pc = { (uint32_t)gate->cols, (uint32_t)gate->cols, (uint32_t)up->cols };
+    vk_bind bind[2] = { whole(&gate->buf, true), whole(&up->buf, false) };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->swiglu, bind, 2, &pc, sizeof pc, GROUPS(gate->cols, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_SWIGLU);
+}
+
+static void op_add(backend *b, bk_act *x, const bk_act *y, int n) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, x, n, "add") || !act_ok(v, y, n, "add")) return;
+    if (y->cols < x->cols) { vk_fail(v, "vulkan: add: y is narrower than x"); return; }
+    struct { uint32_t cols, x_stride, y_stride; } pc = { (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)y->cols };
+    vk_bind bind[2] = { whole(&x->buf, true), whole(&y->buf, false) };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->add, bind, 2, &pc, sizeof pc, GROUPS(x->cols, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_ADD);
+}
+
+void vk_ops_install(backend *b) {
+    b->embed = op_embed;
+    b->rmsnorm = op_rmsnorm;
+    b->matmul = op_matmul;
+    b->add_bias = op_add_bias;
+    b->rope = op_rope;
+    b->kv_store = op_kv_store;
+    b->attention = op_attention;
+    b->swiglu = op_swiglu;
+    b->add = op_add;
+}
