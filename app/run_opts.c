@@ -5,7 +5,8 @@
 const char *const RUN_OPTS_HELP =
     "  -m, --model FILE     GGUF model (default: $CABIN_MODEL or " CABIN_DEFAULT_MODEL ")\n"
     "  -t, --threads N      CPU threads (default: all cores)\n"
-    "  --backend NAME       auto | cpu | cpu-scalar (the scalar reference path)\n"
+    "  --backend NAME       auto | cpu | cpu-scalar (the scalar reference path) | vulkan\n"
+    "  --device N           Vulkan device index (cabin devices lists them; default: the best)\n"
     "  --kernels NAME       CPU kernel set: auto | avx512 | avx2 | scalar\n"
     "  -c, --ctx N          context length in tokens (default: the model's, at most 4096)\n"
     "  -b, --batch N        prompt tokens per forward pass (default 256)\n"
@@ -32,6 +33,7 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_int(a, "-t", "--threads", &r->s.backend.n_threads)) return true;
     if (arg_str(a, "--backend", NULL, &r->s.backend.name)) return true;
     if (arg_str(a, "--kernels", NULL, &r->s.backend.kernels)) return true;
+    if (arg_str(a, "--device", NULL, &r->s.backend.device)) return true;
     if (arg_int(a, "-c", "--ctx", &r->s.n_ctx)) return true;
     if (arg_int(a, "-b", "--batch", &r->s.n_batch)) return true;
     if (arg_float(a, "--temp", NULL, &r->s.sampling.temp)) return true;
