@@ -3,6 +3,7 @@
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"
+#include "engine/sensitivity.h"
 #include "engine/wtype.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@ void app_close(app_ctx *c) {
     free(c->model_path);
     free(c->last_reply);
     free(c->transcript);
+    if (c->heatmap) { sensitivity_map_free(c->heatmap); free(c->heatmap); c->heatmap = NULL; }
     c->s = NULL;
     c->car = NULL;
     c->model_path = c->last_reply = c->transcript = NULL;
@@ -266,6 +268,69 @@ int run_bench(app_ctx *c, cmd_line *l, errbuf *err) {
     double dt = now_sec() - t0;
     app_print(c, "bench: %d tokens decoded at %.1f tok/s", n, n / dt);
     session_reset(c->s);
+    return 0;
+}
+
+// The text a heat map is measured on when none is given: the held-out assistant dialogues when
+// they are there (the embedded model's own domain), else a built-in paragraph.
+static char *heatmap_text(const char *path, errbuf *err) {
+    if (path) return read_file_all(path, NULL, err);
+    char *t = read_file_all("assets/eval/heldout.jsonl", NULL, NULL);
+    if (t) {
+        if (strlen(t) > 6000) t[6000] = 0;
+        return t;
+    }
+    return xstrdup("The driver asked the car to set the temperature to twenty two degrees, open the "
+                   "passenger window a little, play the radio, and navigate home before it gets dark. "
+                   "Then she asked how much range was left and whether the doors were locked.");
+}
+
+static bool heatmap_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *cell) {
+    (void)layer; (void)kind; (void)cell;
+    app_ctx *c = ud;
+    if (c->out && (done == total || done % 8 == 0)) { fprintf(c->out, "\rheatmap: %d/%d", done, total); fflush(c->out); }
+    return !c->quit;
+}
+
+int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
+    uint32_t type = WT_Q4_0;
+    const char *text_path = NULL;
+    for (int i = 0; i < l->argc; i++) {
+        int t = wtype_from_name(l->argv[i]);
+        if (t >= 0 && access(l->argv[i], R_OK) != 0) type = (uint32_t)t;
+        else text_path = l->argv[i];
+    }
+    char *text = heatmap_text(text_path, err);
+    if (!text) return -1;
+    int32_t *ids = NULL;
+    int n = session_tokenize(c->s, text, false, &ids, err);
+    free(text);
+    if (n < 0) return -1;
+    int ctx = n < 256 ? n : 256;
+    if (c->heatmap) { sensitivity_map_free(c->heatmap); free(c->heatmap); c->heatmap = NULL; }
+    sensitivity_map *m = xcalloc(1, sizeof *m);
+    sensitivity_map_init(m, session_model(c->s)->hp.n_layer, type);
+    double t0 = now_sec();
+    int rc = sensitivity_run(c->s, ids, n, ctx, 4, heatmap_progress, c, m, err);
+    free(ids);
+    if (c->out) fprintf(c->out, "\n");
+    if (rc) { sensitivity_map_free(m); free(m); return -1; }
+    c->heatmap = m;
+    // the three most sensitive tensors
+    int best[3] = { -1, -1, -1 };
+    int cells = m->n_layer * TK_LAYER_KINDS;
+    for (int i = 0; i < cells; i++)
+        for (int k = 0; k < 3; k++)
+            if (best[k] < 0 || m->cells[i].kl_mean > m->cells[best[k]].kl_mean) {
+                for (int j = 2; j > k; j--) best[j] = best[j - 1];
+                best[k] = i;
+                break;
+            }
+    app_print(c, "heatmap (%s, %ld tokens, %.1f s): most sensitive %s", wtype_name(type), m->scored, now_sec() - t0,
+              cells ? "" : "-");
+    for (int k = 0; k < 3 && best[k] >= 0; k++)
+        app_print(c, "  layer %d %s: KL %.5f", best[k] / TK_LAYER_KINDS, tensor_kind_name(best[k] % TK_LAYER_KINDS),
+                  m->cells[best[k]].kl_mean);
     return 0;
 }
 

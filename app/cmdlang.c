@@ -2,6 +2,7 @@
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"
+#include "engine/wtype.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -118,6 +119,16 @@ static int v_expect(cmd_line *l, errbuf *err) {
     return err_set(err, "%s:%d: expect: unknown kind '%s' (reply, state, metric)", WHERE(l), kind);
 }
 
+static int v_heatmap(cmd_line *l, errbuf *err) {
+    for (int i = 0; i < l->argc; i++) {
+        if (access(l->argv[i], R_OK) == 0) continue;
+        int t = wtype_from_name(l->argv[i]);
+        if (t < 0 || !wtype_get((uint32_t)t)->from_f32)
+            return err_set(err, "%s:%d: heatmap: '%s' is neither a weight type nor a readable text file", WHERE(l), l->argv[i]);
+    }
+    return 0;
+}
+
 static int v_set(cmd_line *l, errbuf *err) {
     static const char *const keys[] = { "temp", "top_k", "top_p", "min_p", "max_tokens", "system", "speed", NULL };
     for (int i = 0; keys[i]; i++)
@@ -138,6 +149,7 @@ static const cmd_def table[] = {
     { "wait", "wait MS", "pause", 1, 1, v_number, run_wait },
     { "note", "note TEXT", "a caption for demos", 1, -1, v_text, run_note },
     { "bench", "bench [N]", "decode N tokens (default 32) and report speed", 0, 1, NULL, run_bench },
+    { "heatmap", "heatmap [TYPE] [TEXT.txt]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text", 0, 2, v_heatmap, run_heatmap },
     { "snapshot", "snapshot FILE", "write the screen (headless: the transcript) as text", 1, 1, NULL, run_snapshot },
     { "reset", "reset", "forget the conversation and reset the vehicle", 0, 0, NULL, run_reset },
     { "seed", "seed N", "sampling seed", 1, 1, v_number, run_seed },

@@ -45,6 +45,7 @@ typedef struct app_ctx {
     bool quit;
     FILE *out;               // where the transcript is printed (NULL: nowhere)
     bool timestamps;         // prefix lines with [seconds]
+    struct sensitivity_map *heatmap;   // the last `heatmap` run (NULL: none)
     // front-end hooks
     void (*on_token)(struct app_ctx *c, const char *piece, int len);   // streamed reply text
     int (*snapshot)(struct app_ctx *c, const char *path, errbuf *err); // screen as text
