@@ -1,5 +1,0 @@
-build-lead/engine/gguf.o: engine/gguf.c engine/gguf.h engine/util.h \
- engine/wtype.h
-engine/gguf.h:
-engine/util.h:
-engine/wtype.h:

@@ -1,4 +1,0 @@
-build-lead/engine/kv_cache.o: engine/kv_cache.c engine/kv_cache.h \
- engine/util.h
-engine/kv_cache.h:
-engine/util.h:

@@ -1,4 +1,0 @@
-build-lead/engine/sampler.o: engine/sampler.c engine/sampler.h \
- engine/util.h
-engine/sampler.h:
-engine/util.h:

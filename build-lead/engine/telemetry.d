@@ -1,4 +1,0 @@
-build-lead/engine/telemetry.o: engine/telemetry.c engine/telemetry.h \
- engine/util.h
-engine/telemetry.h:
-engine/util.h:

@@ -1,2 +1,0 @@
-build-lead/engine/unicode.o: engine/unicode.c engine/unicode.h
-engine/unicode.h:

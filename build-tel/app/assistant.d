@@ -1,2 +1,0 @@
-build-tel/app/assistant.o: app/assistant.c app/assistant.h
-app/assistant.h:

@@ -1,5 +1,0 @@
-build-tel/engine/precision.o: engine/precision.c engine/precision.h \
- engine/util.h engine/wtype.h
-engine/precision.h:
-engine/util.h:
-engine/wtype.h:

@@ -1,2 +1,0 @@
-build-tel/engine/unicode_data.o: engine/unicode_data.c engine/unicode.h
-engine/unicode.h:

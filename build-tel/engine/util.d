@@ -1,2 +1,0 @@
-build-tel/engine/util.o: engine/util.c engine/util.h
-engine/util.h:

@@ -1,3 +1,0 @@
-build-tel/engine/wtype.o: engine/wtype.c engine/wtype.h engine/util.h
-engine/wtype.h:
-engine/util.h:
