@@ -3,6 +3,7 @@
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
 
+.DEFAULT_GOAL := all
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
@@ -11,7 +12,9 @@ OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $(OPT) -pthread -I. -MMD -MP
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_BASE) $(SAN) $(CFLAGS)
-LDLIBS  = -lm -lpthread -lreadline -lcjson -lvulkan
+LDLIBS  = -lm -lpthread -lreadline -lcjson -lvulkan -lncursesw -lpocketsphinx -lsphinxbase -lportaudio -lasound -lespeak-ng
+# audio/*.c: PortAudio, pocketsphinx, espeak-ng headers (system headers: their warnings are not ours)
+AUDIO_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pocketsphinx sphinxbase portaudio-2.0 espeak-ng 2>/dev/null))
 AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 
@@ -54,7 +57,7 @@ $(BUILD)/gen/vk_spv_data.o: $(BUILD)/gen/vk_spv_data.c
 VK_EXTRA_OBJ := $(BUILD)/gen/vk_spv_data.o
 # ---- end Vulkan ----
 
-LIB_SRC  := $(wildcard engine/*.c engine/cpu/*.c vulkan/*.c) $(filter-out app/main.c,$(wildcard app/*.c))
+LIB_SRC  := $(wildcard engine/*.c engine/cpu/*.c vulkan/*.c audio/*.c tui/*.c) $(filter-out app/main.c,$(wildcard app/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VK_EXTRA_OBJ)
 MAIN_OBJ := $(BUILD)/app/main.o
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -70,6 +73,9 @@ $(BUILD)/%_avx2.o: %_avx2.c
 $(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(AVX512_FLAGS) -c $< -o $@
+$(BUILD)/audio/%.o: audio/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(AUDIO_CFLAGS) -c $< -o $@
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -89,7 +95,7 @@ deps:
 	@sh tools/install-deps.sh
 
 run: deps $(BUILD)/cabin
-	@if [ -f "$(MODEL)" ]; then ./$(BUILD)/cabin chat -m "$(MODEL)"; \
+	@if [ -f "$(MODEL)" ]; then ./$(BUILD)/cabin -m "$(MODEL)"; \
 	else echo "cabin: the embedded default model $(MODEL) is not built yet (see issue: embedded model);"; \
 	     echo "       run a GGUF of your own with: ./$(BUILD)/cabin chat -m MODEL.gguf"; fi
 

@@ -204,12 +204,22 @@ int run_plan(app_ctx *c, cmd_line *l, errbuf *err) {
 }
 
 int run_kv(app_ctx *c, cmd_line *l, errbuf *err) {
-    (void)err;
-    app_print(c, "kv: %s", l->rest);
+    const char *policy = l->argc > 1 ? l->argv[1] + 7 : NULL;   // "policy=P" (checked by v_kv)
+    if (session_set_kv(c->s, l->argv[0], policy, err)) return err_prefix(err, "%s:%d: kv", l->file, l->line);
+    session_stats st;
+    session_get_stats(c->s, &st);
+    app_print(c, "kv: %s, policy %s, %.0f bytes/token/layer, %.2fx smaller than f16", st.kv_format, st.kv_policy,
+              st.kv_token_bytes, st.kv_savings);
     return 0;
 }
 
 int run_say(app_ctx *c, cmd_line *l, errbuf *err) { return app_say(c, l->rest, err); }
+
+int run_voice(app_ctx *c, cmd_line *l, errbuf *err) {
+    app_print(c, "voice: %s", l->argv[0]);
+    if (app_voice_file(c, l->argv[0], err)) return err_prefix(err, "%s:%d: voice", l->file, l->line);
+    return 0;
+}
 
 int run_expect(app_ctx *c, cmd_line *l, errbuf *err) {
     bool ok;

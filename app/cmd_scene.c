@@ -1,9 +1,11 @@
 // cabin scene: play a scene file headless (tests, demos in a plain terminal).
 #include "app/commands.h"
 #include "app/scene.h"
+#include "tui/tui.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int cmd_scene(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin scene", false };
@@ -20,7 +22,8 @@ int cmd_scene(int argc, char **argv) {
                    "Every line is parsed and checked (files exist, regexes compile, ...) before\n"
                    "anything runs. Headless, it prints a transcript with timestamps and a closing\n"
                    "line \"N passed, N failed\" for the scene's expectations.\n"
-                   "  --headless     no workbench (the default until the workbench lands)\n"
+                   "  --headless     no workbench: a transcript on stdout (the default)\n"
+                   "  --tui          play it in the workbench (a terminal), leave at the end\n"
                    "  --speed X      pacing: 1 types turns at a human pace, 0 runs at full speed\n"
                    "  --check        exit non-zero at the first failed expect (FILE:LINE: expected ... got ...)\n"
                    "  --no-timestamps  plain transcript (for comparing runs)\n"
@@ -47,7 +50,12 @@ int cmd_scene(int argc, char **argv) {
     }
     if (a.failed) return 2;
     if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
-    if (tui) { fprintf(stderr, "cabin scene: --tui: the workbench is not part of this build yet; use --headless\n"); return 2; }
+    if (tui) {   // the scene plays in the workbench, which leaves when it is done
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }
+        tui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true };
+        t.s.model_path = run_opts_model(&r);
+        return tui_workbench_run(&t);
+    }
     errbuf err = {{0}};
     scene sc;
     if (scene_load(&sc, file, &err)) { fprintf(stderr, "cabin scene: %s\n", err.msg); return 2; }

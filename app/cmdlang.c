@@ -1,6 +1,7 @@
 // Command-language parsing, validation and the command table (see cmdlang.h).
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
+#include "engine/kv_cache.h"
 #include "engine/precision.h"
 #include "engine/wtype.h"
 
@@ -43,11 +44,12 @@ static int v_plan(cmd_line *l, errbuf *err) {
 }
 
 static int v_kv(cmd_line *l, errbuf *err) {
-    if (strcmp(l->argv[0], "f16") != 0)
-        return err_set(err, "%s:%d: kv: format '%s' is not available yet (f16)", WHERE(l), l->argv[0]);
+    enum kv_format f;
+    kv_policy p;
+    if (kv_format_parse(l->argv[0], &f, err)) return err_prefix(err, "%s:%d: kv", WHERE(l));
     for (int i = 1; i < l->argc; i++)
-        if (strncmp(l->argv[i], "policy=", 7) != 0 || strcmp(l->argv[i] + 7, "none") != 0)
-            return err_set(err, "%s:%d: kv: '%s' is not available yet (policy=none)", WHERE(l), l->argv[i]);
+        if (strncmp(l->argv[i], "policy=", 7) != 0 || kv_policy_parse(l->argv[i] + 7, &p, err))
+            return err_set(err, "%s:%d: kv: '%s' is not policy=none|window:N|h2o:N|entropy:N", WHERE(l), l->argv[i]);
     return 0;
 }
 
@@ -58,7 +60,10 @@ static int v_text(cmd_line *l, errbuf *err) {
 
 static int v_voice(cmd_line *l, errbuf *err) {
     if (v_file_exists(l, err)) return -1;
-    return err_set(err, "%s:%d: voice: the voice pipeline is not part of this build yet", WHERE(l));
+    size_t n = strlen(l->argv[0]);
+    if (n < 5 || strcasecmp(l->argv[0] + n - 4, ".wav") != 0)
+        return err_set(err, "%s:%d: voice: %s: expected a .wav file", WHERE(l), l->argv[0]);
+    return 0;
 }
 
 static int v_number(cmd_line *l, errbuf *err) {
@@ -144,7 +149,7 @@ static const cmd_def table[] = {
     { "plan", "plan load|save FILE", "load a precision plan (and switch to it) or save the current one", 2, 2, v_plan, run_plan },
     { "kv", "kv FORMAT [policy=P]", "KV cache format and eviction policy", 1, 2, v_kv, run_kv },
     { "say", "say TEXT", "a user turn (typed at a human pace in demo mode)", 1, -1, v_text, run_say },
-    { "voice", "voice FILE.wav", "a spoken turn through the voice pipeline", 1, 1, v_voice, NULL },
+    { "voice", "voice FILE.wav", "a spoken turn through the voice pipeline", 1, 1, v_voice, run_voice },
     { "expect", "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", 2, -1, v_expect, run_expect },
     { "wait", "wait MS", "pause", 1, 1, v_number, run_wait },
     { "note", "note TEXT", "a caption for demos", 1, -1, v_text, run_note },

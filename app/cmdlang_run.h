@@ -22,5 +22,8 @@ int run_set(app_ctx *c, cmd_line *l, errbuf *err);
 int run_stats(app_ctx *c, cmd_line *l, errbuf *err);
 int run_quit(app_ctx *c, cmd_line *l, errbuf *err);
 int run_help(app_ctx *c, cmd_line *l, errbuf *err);
+int run_voice(app_ctx *c, cmd_line *l, errbuf *err);
+// A spoken turn from a WAV file through the voice pipeline (app/cmd_voice.c).
+int app_voice_file(app_ctx *c, const char *path, errbuf *err);
 
 #endif

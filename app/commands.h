@@ -21,6 +21,9 @@ int cmd_power(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_voice(int argc, char **argv);
+int cmd_audio(int argc, char **argv);
+int cmd_workbench(int argc, char **argv);
 
 #define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"
 

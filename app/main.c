@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct command {
     const char *name;
@@ -11,6 +12,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    { "workbench",  cmd_workbench,  "the ncurses workbench: chat with live panels (the default on a terminal)" },
     { "chat",       cmd_chat,       "chat with a model in the terminal (readline, streamed replies)" },
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },
@@ -25,6 +27,8 @@ static const command commands[] = {
     { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },
     { "tokenize",   cmd_tokenize,   "text to token ids" },
     { "devices",    cmd_devices,    "the Vulkan devices (index for --device, memory, features)" },
+    { "voice",      cmd_voice,      "spoken turns: push-to-talk or hands-free, replies spoken as they stream" },
+    { "audio",      cmd_audio,      "audio devices (cabin audio devices) for voice --audio-in/--audio-out" },
     { "make-model", cmd_make_model, "write a random-weight model of any shape and type (tests, bench)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -32,16 +36,18 @@ static const command commands[] = {
 static void usage(FILE *f) {
     fprintf(f, "cabin — terminal workbench and on-device assistant\n\n"
                "usage: cabin [COMMAND] [OPTIONS]\n\n"
-               "With no command, cabin opens a chat on the embedded default model.\n\n"
+               "With no command, cabin opens the workbench on the embedded default model (a plain\n"
+               "chat when stdin or stdout is not a terminal).\n\n"
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-15s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "  %-15s %s\n", "help", "this text; `cabin COMMAND --help` for a command's options");
 }
 
 int main(int argc, char **argv) {
+    bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
     if (argc < 2) {
-        char *chat_argv[] = { "chat", NULL };
-        return cmd_chat(1, chat_argv);
+        char *chat_argv[] = { tty ? "workbench" : "chat", NULL };
+        return tty ? cmd_workbench(1, chat_argv) : cmd_chat(1, chat_argv);
     }
     const char *name = argv[1];
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
@@ -57,9 +63,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    if (name[0] == '-') {   // options without a command: chat with them
-        argv[0] = "chat";
-        return cmd_chat(argc, argv);
+    if (name[0] == '-') {   // options without a command: the workbench (or chat) with them
+        argv[0] = tty ? "workbench" : "chat";
+        return tty ? cmd_workbench(argc, argv) : cmd_chat(argc, argv);
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strcmp(commands[i].name, name) == 0) return commands[i].fn(argc - 1, argv + 1);

@@ -19,7 +19,11 @@ const char *const RUN_OPTS_HELP =
     "  --seed S             sampling seed (default 42): the same seed gives the same text\n"
     "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n"
     "  --precision TYPE     convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
-    "                       (token embedding and output stay as in the file)\n";
+    "                       (token embedding and output stay as in the file)\n"
+    "  --kv FORMAT          KV cache: f16 (default) | q8 | q4 | f32 (docs/KV.md)\n"
+    "  --kv-policy P        when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
+    "                       (keep N slots and go on; cpu backend)\n"
+    "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
@@ -45,6 +49,9 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_u64(a, "--seed", NULL, &seed64)) { r->s.sampling.seed = seed64; r->seed_set = 1; return true; }
     if (arg_str(a, "--template", NULL, &r->s.template_name)) return true;
     if (arg_str(a, "--precision", NULL, &r->s.precision)) return true;
+    if (arg_str(a, "--kv", NULL, &r->s.kv_format)) return true;
+    if (arg_str(a, "--kv-policy", NULL, &r->s.kv_policy)) return true;
+    if (arg_int(a, "--kv-recent", NULL, &r->s.kv_recent)) return true;
     return false;
 }
 

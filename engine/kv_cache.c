@@ -1,61 +1,513 @@
+// KV cache storage: F32/F16 rows, and KIVI-style Q8/Q4 (keys per channel over groups of
+// KV_GROUP slots, values per slot over groups of gv channels, newest slots kept F16).
+// Quantization is asymmetric: x ~ min + code * scale, code in [0, qmax]; scale and min are f16,
+// min rounded down and scale rounded up so every x of the group maps into [0, qmax] and the
+// error stays within scale/2 (docs/KV.md).
 #include "kv_cache.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+static bool is_q(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
+static int qmax_of(enum kv_format f) { return f == KV_Q4 ? 15 : 255; }
 static size_t elem_bytes(enum kv_format f) { return f == KV_F32 ? 4 : 2; }
+// bytes of n codes
+static size_t code_bytes(enum kv_format f, size_t n) { return f == KV_Q4 ? (n + 1) / 2 : n; }
 
-const char *kv_format_name(enum kv_format f) { return f == KV_F32 ? "f32" : "f16"; }
+const char *kv_format_name(enum kv_format f) {
+    static const char *const names[KV_FORMAT_COUNT] = { "f16", "f32", "q8", "q4" };
+    return (unsigned)f < KV_FORMAT_COUNT ? names[f] : "?";
+}
 
-int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
-                  errbuf *err) {
+int kv_format_parse(const char *s, enum kv_format *out, errbuf *err) {
+    for (int f = 0; f < KV_FORMAT_COUNT; f++)
+        if (s && strcmp(s, kv_format_name((enum kv_format)f)) == 0) { *out = (enum kv_format)f; return 0; }
+    return err_set(err, "kv format '%s' is not one of f16, q8, q4, f32", s ? s : "");
+}
+
+static int value_group(int kv_dim) {
+    for (int g = 64; g >= 2; g /= 2)
+        if (kv_dim % g == 0) return g;
+    return kv_dim;
+}
+
+// ---- f16 helpers for scale/min rounding ----
+static uint16_t f16_next_up(uint16_t h) {           // smallest f16 > value(h)
+    if (h == 0x8000) return 0x0001;
+    return (h & 0x8000) ? (uint16_t)(h - 1) : (uint16_t)(h + 1);
+}
+static uint16_t f16_next_down(uint16_t h) {         // largest f16 < value(h)
+    if (h == 0x0000) return 0x8001;
+    return (h & 0x8000) ? (uint16_t)(h + 1) : (uint16_t)(h - 1);
+}
+
+// (scale, min) for values in [lo, hi]: min <= lo, min + qmax*scale >= hi.
+static void group_params(float lo, float hi, int qmax, uint16_t *scale_h, uint16_t *min_h) {
+    uint16_t m = f32_to_fp16(lo);
+    if (fp16_to_f32(m) > lo) m = f16_next_down(m);
+    float mf = fp16_to_f32(m);
+    float sc = (hi - mf) / (float)qmax;
+    uint16_t s = f32_to_fp16(sc);
+    for (int i = 0; i < 4 && mf + fp16_to_f32(s) * (float)qmax < hi; i++) s = f16_next_up(s);
+    *scale_h = s;
+    *min_h = m;
+}
+
+static int quant_code(float x, float sc, float mn, int qmax) {
+    if (!(sc > 0.0f)) return 0;
+    float c = roundf((x - mn) / sc);
+    if (!(c >= 0.0f)) c = 0.0f;
+    if (c > (float)qmax) c = (float)qmax;
+    return (int)c;
+}
+
+static void put_code(enum kv_format f, uint8_t *base, size_t i, int code) {
+    if (f == KV_Q8) { base[i] = (uint8_t)code; return; }
+    uint8_t *b = base + i / 2;
+    *b = (i & 1) ? (uint8_t)((*b & 0x0f) | (code << 4)) : (uint8_t)((*b & 0xf0) | code);
+}
+static int get_code(enum kv_format f, const uint8_t *base, size_t i) {
+    if (f == KV_Q8) return base[i];
+    return (base[i / 2] >> ((i & 1) * 4)) & 15;
+}
+
+// ---- init / free ----
+
+int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim, errbuf *err) {
+    return kv_cache_init_ex(kv, format, 0, n_layer, n_ctx, kv_dim, err);
+}
+
+int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx, int kv_dim,
+                     errbuf *err) {
     memset(kv, 0, sizeof *kv);
-    if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0)
+    if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0 || kv_dim % 2)
         return err_set(err, "kv cache: invalid shape (%d layers, %d positions, %d wide)", n_layer,
                        n_ctx, kv_dim);
+    if ((unsigned)format >= KV_FORMAT_COUNT) return err_set(err, "kv cache: unknown format %d", (int)format);
+    if (recent <= 0) recent = KV_RECENT_DEFAULT;
+    if (recent > n_ctx) recent = n_ctx;
+    int rows = n_ctx, groups = 0;
+    if (is_q(format)) {
+        groups = n_ctx > recent ? (n_ctx - recent) / KV_GROUP : 0;
+        rows = recent + KV_GROUP < n_ctx ? recent + KV_GROUP : n_ctx;
+    }
     uint64_t bytes;
-    if (!mul_u64((uint64_t)n_ctx, (uint64_t)kv_dim * elem_bytes(format), &bytes) || bytes > SIZE_MAX / 4)
+    if (!mul_u64((uint64_t)rows, (uint64_t)kv_dim * elem_bytes(format), &bytes) || bytes > SIZE_MAX / 4)
         return err_set(err, "kv cache: %d positions x %d is too large", n_ctx, kv_dim);
     kv->format = format;
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
     kv->kv_dim = kv_dim;
+    kv->recent = recent;
+    kv->gv = value_group(kv_dim);
+    kv->q_groups = groups;
+    kv->res_cap = rows;
     kv->row_bytes = (size_t)kv_dim * elem_bytes(format);
     kv->k = xcalloc((size_t)n_layer, sizeof(void *));
     kv->v = xcalloc((size_t)n_layer, sizeof(void *));
+    kv->nq = xcalloc((size_t)n_layer, sizeof(int));
     for (int l = 0; l < n_layer; l++) {
         kv->k[l] = xcalloc(1, (size_t)bytes);
         kv->v[l] = xcalloc(1, (size_t)bytes);
     }
+    if (is_q(format)) {
+        size_t cap = (size_t)groups * KV_GROUP;
+        kv->kq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
+        kv->kp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
+        kv->vq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
+        kv->vp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
+        for (int l = 0; l < n_layer; l++) {
+            kv->kq[l] = xcalloc(1, code_bytes(format, cap * (size_t)kv_dim) + 1);
+            kv->kp[l] = xcalloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t));
+            kv->vq[l] = xcalloc(1, cap * code_bytes(format, (size_t)kv_dim) + 1);
+            kv->vp[l] = xcalloc(cap * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t));
+        }
+    }
     return 0;
+}
+
+static void free_stats(kv_cache *kv) {
+    free(kv->mass); free(kv->last); free(kv->mask);
+    kv->mass = kv->last = NULL;
+    kv->mask = NULL;
+}
+
+static void free_storage(kv_cache *kv) {
+    for (int l = 0; l < kv->n_layer; l++) {
+        free(kv->k[l]); free(kv->v[l]);
+        if (kv->kq) { free(kv->kq[l]); free(kv->kp[l]); free(kv->vq[l]); free(kv->vp[l]); }
+    }
+    free(kv->k); free(kv->v); free(kv->nq);
+    free(kv->kq); free(kv->kp); free(kv->vq); free(kv->vp);
 }
 
 void kv_cache_free(kv_cache *kv) {
     if (!kv->k) return;
-    for (int l = 0; l < kv->n_layer; l++) { free(kv->k[l]); free(kv->v[l]); }
-    free(kv->k);
-    free(kv->v);
+    free_storage(kv);
+    free(kv->rope_cs);
+    free_stats(kv);
     memset(kv, 0, sizeof *kv);
 }
 
-void kv_cache_clear(kv_cache *kv) { kv->n_used = 0; }
+void kv_cache_clear(kv_cache *kv) {
+    kv->n_used = 0;
+    kv->last_n = 0;
+    if (kv->nq) memset(kv->nq, 0, (size_t)kv->n_layer * sizeof(int));
+    size_t per = (size_t)kv->n_layer * (size_t)kv->shape.n_head * (size_t)kv->n_ctx;
+    if (kv->mass) memset(kv->mass, 0, per * sizeof(float));
+    if (kv->mask) memset(kv->mask, 0, (size_t)kv->n_layer * (size_t)kv->shape.n_kv_head * (size_t)kv->n_ctx);
+}
 
-int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
-    if (dst->format != src->format || dst->n_layer != src->n_layer || dst->kv_dim != src->kv_dim ||
-        dst->n_ctx < src->n_used)
-        return err_set(err, "kv cache: copy between caches of different shapes");
-    for (int l = 0; l < src->n_layer; l++) {
-        memcpy(dst->k[l], src->k[l], (size_t)src->n_used * src->row_bytes);
-        memcpy(dst->v[l], src->v[l], (size_t)src->n_used * src->row_bytes);
+// ---- shape, rope table, statistics ----
+
+static void alloc_stats(kv_cache *kv) {
+    if (!kv->track || kv->shape.n_head <= 0 || kv->mass) return;
+    size_t per = (size_t)kv->n_layer * (size_t)kv->shape.n_head * (size_t)kv->n_ctx;
+    kv->mass = xcalloc(per, sizeof(float));
+    kv->last = xcalloc(per, sizeof(float));
+    kv->last_n = 0;
+}
+
+int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
+    if (sh->n_kv_head <= 0 || sh->head_dim <= 0 || sh->n_kv_head * sh->head_dim != kv->kv_dim ||
+        sh->n_head % sh->n_kv_head || sh->rope_dim < 0 || sh->rope_dim > sh->head_dim || sh->rope_dim % 2)
+        return err_set(err, "kv cache: shape %d/%d heads of %d (rope %d) does not fit rows of %d", sh->n_head,
+                       sh->n_kv_head, sh->head_dim, sh->rope_dim, kv->kv_dim);
+    bool same_rope = kv->rope_cs && kv->shape.rope_dim == sh->rope_dim && kv->shape.rope_base == sh->rope_base;
+    if (kv->shape.n_head != sh->n_head || kv->shape.n_kv_head != sh->n_kv_head) {
+        free_stats(kv);
     }
-    dst->n_used = src->n_used;
+    kv->shape = *sh;
+    if (!same_rope) {
+        free(kv->rope_cs);
+        kv->rope_cs = NULL;
+        int half = sh->rope_dim / 2;
+        if (half > 0) {
+            kv->rope_cs = xmalloc((size_t)kv->n_ctx * (size_t)half * 2 * sizeof(float));
+            for (int s = 0; s < kv->n_ctx; s++)
+                for (int i = 0; i < half; i++) {   // as the rope op computes it: double, then float
+                    double th = (double)s * pow((double)sh->rope_base, -2.0 * i / sh->rope_dim);
+                    kv->rope_cs[((size_t)s * half + i) * 2] = (float)cos(th);
+                    kv->rope_cs[((size_t)s * half + i) * 2 + 1] = (float)sin(th);
+                }
+        }
+    }
+    alloc_stats(kv);
     return 0;
 }
 
+void kv_cache_set_tracking(kv_cache *kv, bool on) {
+    kv->track = on;
+    if (on) alloc_stats(kv);
+}
+
+void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld) {
+    int half = kv->shape.rope_dim / 2;
+    if (half <= 0 || !kv->rope_cs) return;
+    bool neox = kv->shape.rope_neox;
+    for (int r = 0; r < n; r++) {
+        const float *cs = kv->rope_cs + (size_t)(s0 + r) * half * 2;
+        float *x = rows + (size_t)r * ld;
+        for (int i = 0; i < half; i++) {
+            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            float a = x[i0], b = x[i1], c = cs[2 * i], s = cs[2 * i + 1];
+            x[i0] = a * c - b * s;
+            x[i1] = a * s + b * c;
+        }
+    }
+}
+
+// ---- quantized store ----
+
+// Quantizes group g of layer l's keys from rows (KV_GROUP, kv_dim) floats.
+static void quant_key_group(kv_cache *kv, int l, int g, const float *rows) {
+    int qmax = qmax_of(kv->format);
+    size_t D = (size_t)kv->kv_dim;
+    for (size_t c = 0; c < D; c++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < KV_GROUP; i++) {
+            float x = rows[(size_t)i * D + c];
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+        uint16_t *p = kv->kp[l] + ((size_t)g * D + c) * 2;
+        group_params(lo, hi, qmax, &p[0], &p[1]);
+        float sc = fp16_to_f32(p[0]), mn = fp16_to_f32(p[1]);
+        uint8_t *codes = kv->kq[l] + code_bytes(kv->format, ((size_t)g * D + c) * KV_GROUP);
+        for (int i = 0; i < KV_GROUP; i++) put_code(kv->format, codes, (size_t)i, quant_code(rows[(size_t)i * D + c], sc, mn, qmax));
+    }
+}
+
+// Quantizes one value row (kv_dim floats) into quantized slot s of layer l.
+static void quant_value_row(kv_cache *kv, int l, int s, const float *row) {
+    int qmax = qmax_of(kv->format), gv = kv->gv, ng = kv->kv_dim / gv;
+    uint8_t *codes = kv->vq[l] + (size_t)s * code_bytes(kv->format, (size_t)kv->kv_dim);
+    for (int g = 0; g < ng; g++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int c = g * gv; c < (g + 1) * gv; c++) { lo = row[c] < lo ? row[c] : lo; hi = row[c] > hi ? row[c] : hi; }
+        uint16_t *p = kv->vp[l] + ((size_t)s * ng + g) * 2;
+        group_params(lo, hi, qmax, &p[0], &p[1]);
+        float sc = fp16_to_f32(p[0]), mn = fp16_to_f32(p[1]);
+        for (int c = g * gv; c < (g + 1) * gv; c++) put_code(kv->format, codes, (size_t)c, quant_code(row[c], sc, mn, qmax));
+    }
+}
+
+static void f16_row_to_f32(const uint16_t *h, float *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = fp16_to_f32(h[i]);
+}
+
+// Moves the oldest KV_GROUP recent rows of layer l into the quantized store.
+static void fold_group(kv_cache *kv, int l) {
+    size_t D = (size_t)kv->kv_dim;
+    float *tmp = xmalloc((size_t)KV_GROUP * D * sizeof(float));
+    int g = kv->nq[l] / KV_GROUP;
+    for (int i = 0; i < KV_GROUP; i++) f16_row_to_f32((uint16_t *)kv->k[l] + (size_t)i * D, tmp + (size_t)i * D, (int)D);
+    quant_key_group(kv, l, g, tmp);
+    for (int i = 0; i < KV_GROUP; i++) {
+        f16_row_to_f32((uint16_t *)kv->v[l] + (size_t)i * D, tmp, (int)D);
+        quant_value_row(kv, l, kv->nq[l] + i, tmp);
+    }
+    free(tmp);
+    size_t keep = (size_t)(kv->res_cap - KV_GROUP) * kv->row_bytes;
+    memmove(kv->k[l], (uint8_t *)kv->k[l] + KV_GROUP * kv->row_bytes, keep);
+    memmove(kv->v[l], (uint8_t *)kv->v[l] + KV_GROUP * kv->row_bytes, keep);
+    kv->nq[l] += KV_GROUP;
+}
+
+static void store_row(enum kv_format f, void *dst, const float *src, int n) {
+    if (f == KV_F32) { memcpy(dst, src, (size_t)n * 4); return; }
+    uint16_t *d = dst;
+    for (int i = 0; i < n; i++) d[i] = f32_to_fp16(src[i]);
+}
+
+void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v) {
+    if (l < 0 || l >= kv->n_layer || slot < 0 || slot >= kv->n_ctx) return;
+    if (!is_q(kv->format)) {
+        store_row(kv->format, (uint8_t *)kv->k[l] + (size_t)slot * kv->row_bytes, k, kv->kv_dim);
+        store_row(kv->format, (uint8_t *)kv->v[l] + (size_t)slot * kv->row_bytes, v, kv->kv_dim);
+        return;
+    }
+    size_t D = (size_t)kv->kv_dim;
+    if (slot < kv->nq[l]) {   // rewrite inside the quantized store: requantize the key group
+        int g = slot / KV_GROUP;
+        float *tmp = xmalloc((size_t)KV_GROUP * D * sizeof(float));
+        kv_cache_read(kv, l, 0, g * KV_GROUP, (g + 1) * KV_GROUP, 0, (int)D, tmp, (int)D, NULL);
+        memcpy(tmp + (size_t)(slot - g * KV_GROUP) * D, k, D * sizeof(float));
+        quant_key_group(kv, l, g, tmp);
+        free(tmp);
+        quant_value_row(kv, l, slot, v);
+        return;
+    }
+    int r = slot - kv->nq[l];
+    while (r >= kv->res_cap && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) {
+        fold_group(kv, l);
+        r -= KV_GROUP;
+    }
+    if (r >= kv->res_cap) return;   // cannot happen for slot < n_ctx (see kv_cache_init_ex)
+    store_row(KV_F16, (uint8_t *)kv->k[l] + (size_t)r * kv->row_bytes, k, kv->kv_dim);
+    store_row(KV_F16, (uint8_t *)kv->v[l] + (size_t)r * kv->row_bytes, v, kv->kv_dim);
+    // Fold as soon as the window holds recent + KV_GROUP rows, so at least `recent` stay F16.
+    if (r + 1 >= kv->recent + KV_GROUP && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) fold_group(kv, l);
+}
+
+static void f16_span(const uint16_t *src, float *dst, int n, kv_f16_axpy_fn f16_axpy) {
+    if (f16_axpy) { memset(dst, 0, (size_t)n * sizeof(float)); f16_axpy(1.0f, src, dst, n); }
+    else f16_row_to_f32(src, dst, n);
+}
+
+void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0, int nc, float *out, int ld,
+                   kv_f16_axpy_fn f16_axpy) {
+    void *rows = which ? kv->v[l] : kv->k[l];
+    size_t D = (size_t)kv->kv_dim;
+    if (!is_q(kv->format)) {
+        for (int s = s0; s < s1; s++) {
+            const uint8_t *r = (const uint8_t *)rows + (size_t)s * kv->row_bytes;
+            float *o = out + (size_t)(s - s0) * ld;
+            if (kv->format == KV_F32) memcpy(o, (const float *)r + c0, (size_t)nc * sizeof(float));
+            else f16_span((const uint16_t *)r + c0, o, nc, f16_axpy);
+        }
+        return;
+    }
+    int nq = kv->nq[l], s = s0;
+    if (which == 0) {
+        // keys: per channel, contiguous codes along slots of a group
+        while (s < s1 && s < nq) {
+            int g = s / KV_GROUP, i0 = s - g * KV_GROUP, i1 = KV_GROUP;
+            if (g * KV_GROUP + i1 > s1) i1 = s1 - g * KV_GROUP;
+            if (g * KV_GROUP + i1 > nq) i1 = nq - g * KV_GROUP;
+            for (int c = 0; c < nc; c++) {
+                size_t ch = (size_t)g * D + (size_t)(c0 + c);
+                const uint16_t *p = kv->kp[l] + ch * 2;
+                float sc = fp16_to_f32(p[0]), mn = fp16_to_f32(p[1]);
+                const uint8_t *codes = kv->kq[l] + code_bytes(kv->format, ch * KV_GROUP);
+                float *o = out + (size_t)(g * KV_GROUP - s0) * ld + c;
+                if (kv->format == KV_Q8)
+                    for (int i = i0; i < i1; i++) o[(size_t)i * ld] = mn + sc * (float)codes[i];
+                else
+                    for (int i = i0; i < i1; i++) o[(size_t)i * ld] = mn + sc * (float)((codes[i / 2] >> ((i & 1) * 4)) & 15);
+            }
+            s = g * KV_GROUP + i1;
+        }
+    } else {
+        int gv = kv->gv, ng = kv->kv_dim / gv;
+        size_t rb = code_bytes(kv->format, D);
+        for (; s < s1 && s < nq; s++) {
+            const uint8_t *codes = kv->vq[l] + (size_t)s * rb;
+            const uint16_t *p = kv->vp[l] + (size_t)s * ng * 2;
+            float *o = out + (size_t)(s - s0) * ld;
+            for (int c = 0; c < nc; c++) {
+                int ch = c0 + c, g = ch / gv;
+                o[c] = fp16_to_f32(p[2 * g + 1]) + fp16_to_f32(p[2 * g]) * (float)get_code(kv->format, codes, (size_t)ch);
+            }
+        }
+    }
+    for (; s < s1; s++) {   // the recent window
+        const uint16_t *r = (const uint16_t *)rows + (size_t)(s - nq) * D;
+        f16_span(r + c0, out + (size_t)(s - s0) * ld, nc, f16_axpy);
+    }
+}
+
+// ---- whole-cache operations ----
+
+// Rewrites layer l with rows[keep[i]] (floats (n_src, kv_dim) for K and V) for i < n.
+static void restore_layer(kv_cache *kv, int l, const float *kf, const float *vf, const int32_t *keep, int n) {
+    if (kv->nq) kv->nq[l] = 0;
+    size_t D = (size_t)kv->kv_dim;
+    for (int i = 0; i < n; i++) {
+        int src = keep ? keep[i] : i;
+        kv_cache_put(kv, l, i, kf + (size_t)src * D, vf + (size_t)src * D);
+    }
+}
+
+static void compact_stats(kv_cache *kv, int l, const int32_t *keep, int n) {
+    if (kv->mass) {
+        for (int h = 0; h < kv->shape.n_head; h++) {
+            size_t base = ((size_t)l * kv->shape.n_head + h) * kv->n_ctx;
+            for (int i = 0; i < n; i++) {
+                kv->mass[base + i] = kv->mass[base + keep[i]];
+                kv->last[base + i] = kv->last[base + keep[i]];
+            }
+            memset(kv->mass + base + n, 0, (size_t)(kv->n_ctx - n) * sizeof(float));
+            memset(kv->last + base + n, 0, (size_t)(kv->n_ctx - n) * sizeof(float));
+        }
+    }
+    if (kv->mask) {
+        for (int h = 0; h < kv->shape.n_kv_head; h++) {
+            uint8_t *m = kv->mask + ((size_t)l * kv->shape.n_kv_head + h) * kv->n_ctx;
+            for (int i = 0; i < n; i++) m[i] = m[keep[i]];
+            memset(m + n, 0, (size_t)(kv->n_ctx - n));
+        }
+    }
+}
+
+void kv_cache_compact_layer(kv_cache *kv, int l, const int32_t *keep, int n_keep) {
+    int n_src = kv->n_used;
+    if (n_keep <= 0 || n_src <= 0) { if (kv->nq) kv->nq[l] = 0; return; }
+    if (!is_q(kv->format)) {
+        for (int i = 0; i < n_keep; i++) {
+            if (keep[i] == i) continue;
+            memcpy((uint8_t *)kv->k[l] + (size_t)i * kv->row_bytes, (uint8_t *)kv->k[l] + (size_t)keep[i] * kv->row_bytes, kv->row_bytes);
+            memcpy((uint8_t *)kv->v[l] + (size_t)i * kv->row_bytes, (uint8_t *)kv->v[l] + (size_t)keep[i] * kv->row_bytes, kv->row_bytes);
+        }
+    } else {
+        size_t D = (size_t)kv->kv_dim;
+        float *kf = xmalloc((size_t)n_src * D * sizeof(float)), *vf = xmalloc((size_t)n_src * D * sizeof(float));
+        kv_cache_read(kv, l, 0, 0, n_src, 0, (int)D, kf, (int)D, NULL);
+        kv_cache_read(kv, l, 1, 0, n_src, 0, (int)D, vf, (int)D, NULL);
+        restore_layer(kv, l, kf, vf, keep, n_keep);
+        free(kf);
+        free(vf);
+    }
+    compact_stats(kv, l, keep, n_keep);
+}
+
+int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *err) {
+    if (recent <= 0) recent = kv->recent;
+    kv_cache nk;
+    if (kv_cache_init_ex(&nk, format, recent, kv->n_layer, kv->n_ctx, kv->kv_dim, err)) return -1;
+    size_t D = (size_t)kv->kv_dim;
+    int n = kv->n_used;
+    float *kf = xmalloc(((size_t)n + 1) * D * sizeof(float)), *vf = xmalloc(((size_t)n + 1) * D * sizeof(float));
+    for (int l = 0; l < kv->n_layer; l++) {
+        kv_cache_read(kv, l, 0, 0, n, 0, (int)D, kf, (int)D, NULL);
+        kv_cache_read(kv, l, 1, 0, n, 0, (int)D, vf, (int)D, NULL);
+        restore_layer(&nk, l, kf, vf, NULL, n);
+    }
+    free(kf);
+    free(vf);
+    // swap the storage; shape, rope table, policy and statistics stay
+    free_storage(kv);
+    kv->format = nk.format;
+    kv->k = nk.k; kv->v = nk.v; kv->nq = nk.nq;
+    kv->kq = nk.kq; kv->kp = nk.kp; kv->vq = nk.vq; kv->vp = nk.vp;
+    kv->row_bytes = nk.row_bytes;
+    kv->recent = nk.recent;
+    kv->gv = nk.gv;
+    kv->q_groups = nk.q_groups;
+    kv->res_cap = nk.res_cap;
+    return 0;
+}
+
+int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
+    if (dst->format != src->format || dst->n_layer != src->n_layer || dst->kv_dim != src->kv_dim ||
+        dst->n_ctx < src->n_used || dst->recent != src->recent || dst->q_groups < src->q_groups)
+        return err_set(err, "kv cache: copy between caches of different shapes");
+    size_t D = (size_t)src->kv_dim;
+    int n = src->n_used;
+    if (!is_q(src->format)) {
+        for (int l = 0; l < src->n_layer; l++) {
+            memcpy(dst->k[l], src->k[l], (size_t)n * src->row_bytes);
+            memcpy(dst->v[l], src->v[l], (size_t)n * src->row_bytes);
+        }
+    } else {
+        for (int l = 0; l < src->n_layer; l++) {
+            int nq = src->nq[l], g = nq / KV_GROUP;
+            memcpy(dst->kq[l], src->kq[l], code_bytes(src->format, (size_t)g * D * KV_GROUP));
+            memcpy(dst->kp[l], src->kp[l], (size_t)g * D * 2 * sizeof(uint16_t));
+            memcpy(dst->vq[l], src->vq[l], (size_t)nq * code_bytes(src->format, D));
+            memcpy(dst->vp[l], src->vp[l], (size_t)nq * (size_t)(src->kv_dim / src->gv) * 2 * sizeof(uint16_t));
+            size_t rb = (size_t)(n - nq > 0 ? n - nq : 0) * src->row_bytes;
+            memcpy(dst->k[l], src->k[l], rb);
+            memcpy(dst->v[l], src->v[l], rb);
+            dst->nq[l] = nq;
+        }
+    }
+    dst->n_used = n;
+    return 0;
+}
+
+// ---- accounting ----
+
+double kv_format_token_bytes(enum kv_format f, int kv_dim) {
+    if (!is_q(f)) return 2.0 * (double)kv_dim * (double)elem_bytes(f);
+    double codes = f == KV_Q4 ? 0.5 : 1.0;
+    double k = (double)kv_dim * (codes + 4.0 / KV_GROUP);           // + (scale, min) per channel per group
+    double v = (double)kv_dim * codes + 4.0 * (kv_dim / value_group(kv_dim));
+    return k + v;
+}
+
+uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim) {
+    if (!is_q(f)) return (uint64_t)n_layer * (uint64_t)n_ctx * (uint64_t)(2.0 * kv_dim * elem_bytes(f));
+    if (recent <= 0) recent = KV_RECENT_DEFAULT;
+    if (recent > n_ctx) recent = n_ctx;
+    uint64_t groups = n_ctx > recent ? (uint64_t)(n_ctx - recent) / KV_GROUP : 0;
+    uint64_t rows = recent + KV_GROUP < n_ctx ? (uint64_t)(recent + KV_GROUP) : (uint64_t)n_ctx;
+    double per = kv_format_token_bytes(f, kv_dim);
+    return (uint64_t)n_layer * ((uint64_t)(per * (double)(groups * KV_GROUP)) + rows * 4ull * (uint64_t)kv_dim);
+}
+
 uint64_t kv_cache_bytes(const kv_cache *kv) {
-    return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_ctx * kv->row_bytes;
+    return kv_format_cache_bytes(kv->format, kv->recent, kv->n_layer, kv->n_ctx, kv->kv_dim);
 }
 
 uint64_t kv_cache_used_bytes(const kv_cache *kv) {
-    return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
+    if (!is_q(kv->format)) return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
+    double per = kv_format_token_bytes(kv->format, kv->kv_dim);
+    uint64_t total = 0;
+    for (int l = 0; l < kv->n_layer; l++) {
+        int nq = kv->nq[l] < kv->n_used ? kv->nq[l] : kv->n_used;
+        total += (uint64_t)(per * nq) + (uint64_t)(kv->n_used - nq) * 2ull * kv->row_bytes;
+    }
+    return total;
 }

@@ -1,37 +1,132 @@
-// The KV cache: for every layer, keys and values of each cached position.
-// Storage (F16 for now): k[layer]: (n_ctx, n_kv_head*head_dim) rows are positions; v likewise.
-// Keys are stored after RoPE. The compression issue extends this module with quantized formats
-// and eviction; backends read it through kv_cache_* accessors or their own device copy (bk).
+// The KV cache: for every layer, keys and values of each cached slot, in one of four formats,
+// with an eviction policy that keeps long conversations in bounded memory (docs/KV.md).
+//
+// Formats (per cache; every layer alike):
+//   F32, F16  k[l], v[l]: (n_ctx, kv_dim) rows of 4- or 2-byte elements; rows are slots.
+//   Q8, Q4    KIVI-style: keys quantized per channel in groups of KV_GROUP slots (each channel
+//             of a group shares one f16 (scale, min)); values per slot in groups of `gv`
+//             channels. The newest slots (the "recent window": at least `recent`, fewer than
+//             recent + KV_GROUP) stay F16 in k[l], v[l] and are folded into the quantized store
+//             one group of KV_GROUP slots at a time as the window moves.
+// Keys are stored UN-rotated: attention rotates a key by its slot index (and the query by its
+// own slot), so slots can be compacted after eviction and positions stay within the cache.
 #ifndef CABIN_KV_CACHE_H
 #define CABIN_KV_CACHE_H
 
 #include "util.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
-enum kv_format { KV_F16 = 0, KV_F32 = 1 };
+enum kv_format { KV_F16 = 0, KV_F32 = 1, KV_Q8 = 2, KV_Q4 = 3 };
+#define KV_FORMAT_COUNT 4
+#define KV_GROUP 64          // quantized keys: slots per group (per channel)
+#define KV_RECENT_DEFAULT 32 // slots kept F16 at least, before folding into the quantized store
+#define KV_SINKS_DEFAULT 4   // attention-sink slots the window policy always keeps
+
+enum kv_policy_kind { KVP_NONE = 0, KVP_WINDOW, KVP_H2O, KVP_ENTROPY };
+
+// What to do when the cache fills: none stops at n_ctx; the others keep at most `budget` slots
+// per layer (window: sinks + the newest; h2o: heavy hitters by accumulated attention + the
+// newest; entropy: per-head budgets from attention entropy, union of at most `budget` slots).
+typedef struct kv_policy {
+    enum kv_policy_kind kind;
+    int budget;              // slots (ignored for none)
+    int sinks;               // slots at the start always kept (window, h2o, entropy)
+} kv_policy;
+
+// The model shape attention needs (set by model_forward before every pass).
+typedef struct kv_shape {
+    int n_head, n_kv_head, head_dim;
+    int rope_dim;            // 0: keys are used as stored (no rotation)
+    float rope_base;
+    bool rope_neox;
+} kv_shape;
 
 typedef struct kv_cache {
     enum kv_format format;
     int n_layer;
-    int n_ctx;           // capacity in positions
+    int n_ctx;           // capacity in slots
     int kv_dim;          // n_kv_head * head_dim
-    int n_used;          // positions filled (0..n_ctx)
-    void **k, **v;       // per layer: n_ctx rows of kv_dim elements of `format`
-    size_t row_bytes;    // bytes of one position's keys (or values) in one layer
+    int n_used;          // slots filled (0..n_ctx)
+    void **k, **v;       // per layer: F32/F16: n_ctx rows; Q8/Q4: res_cap F16 rows (recent window)
+    size_t row_bytes;    // bytes of one row of k[l] (or v[l])
+    // quantized store (Q8/Q4), per layer
+    uint8_t **kq;        // (q_groups, kv_dim, KV_GROUP codes) — codes of a channel are contiguous
+    uint16_t **kp;       // (q_groups, kv_dim, 2) f16 (scale, min)
+    uint8_t **vq;        // (q_groups*KV_GROUP, kv_dim codes)
+    uint16_t **vp;       // (q_groups*KV_GROUP, kv_dim/gv, 2) f16 (scale, min)
+    int *nq;             // per layer: slots in the quantized store (a multiple of KV_GROUP)
+    int recent;          // R
+    int gv;              // value group (channels); divides kv_dim
+    int q_groups;        // key groups of capacity
+    int res_cap;         // rows of the recent window
+    // attention position encoding and statistics
+    kv_shape shape;
+    float *rope_cs;      // (n_ctx, rope_dim/2, 2): cos, sin of slot * base^(-2i/rope_dim)
+    kv_policy policy;
+    bool track;          // keep attention statistics (mass, last); on for h2o/entropy
+    float *mass;         // (n_layer, n_head, n_ctx): attention weight accumulated per slot
+    float *last;         // (n_layer, n_head, n_ctx): weights of the last query of the last pass
+    int last_n;          // slots valid in `last`
+    uint8_t *mask;       // entropy: (n_layer, n_kv_head, n_ctx) 1 = hidden from that kv head
+    int evictions;       // eviction passes so far
+    uint64_t evicted;    // slots evicted so far (per layer)
     void *bk;            // backend-side storage, if any
 } kv_cache;
 
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
                   errbuf *err);
+// As kv_cache_init with the recent-window length R for the quantized formats (<= 0: default).
+int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx,
+                     int kv_dim, errbuf *err);
 void kv_cache_free(kv_cache *kv);
 void kv_cache_clear(kv_cache *kv);
-// Copies the filled positions of src into dst (same shape and format); -1 otherwise.
+// Copies the filled slots of src into dst (same shape and format); -1 otherwise.
 int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err);
+// Sets the attention shape (allocates the rope table and, when tracking, the statistics).
+int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err);
+void kv_cache_set_tracking(kv_cache *kv, bool on);
+
+// Stores one slot's keys and values (kv_dim floats each) into layer `layer`. Slots are written
+// in order (slot <= rows written so far); rewriting a quantized slot requantizes its group.
+void kv_cache_put(kv_cache *kv, int layer, int slot, const float *k, const float *v);
+// Dequantizes channels [c0, c0+nc) of slots [s0, s1) of keys (which 0) or values (which 1) into
+// out: (s1-s0, ld) floats. f16_axpy (y += a*x over fp16 x) speeds F16 rows up; NULL: scalar.
+typedef void (*kv_f16_axpy_fn)(float a, const uint16_t *x, float *y, int64_t n);
+void kv_cache_read(const kv_cache *kv, int layer, int which, int s0, int s1, int c0, int nc,
+                   float *out, int ld, kv_f16_axpy_fn f16_axpy);
+// Rotates rows of one head (head_dim floats at stride ld) by their slots s0, s0+1, ...
+void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld);
+
+// Converts the cache to another format / recent window in place; the contents are kept
+// (dequantized and re-stored). On error the cache is unchanged.
+int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *err);
+// Keeps only slots keep[0..n_keep) (ascending) of layer `layer`, compacted to [0, n_keep);
+// statistics and masks follow their slots. Call for every layer, then set n_used = n_keep.
+void kv_cache_compact_layer(kv_cache *kv, int layer, const int32_t *keep, int n_keep);
+
 // Bytes of all layers' K and V storage for the current capacity.
 uint64_t kv_cache_bytes(const kv_cache *kv);
-// Bytes used by the positions filled so far.
+// Bytes used by the slots filled so far (quantized groups + the recent window).
 uint64_t kv_cache_used_bytes(const kv_cache *kv);
+// Bytes per slot per layer (K and V) of a format at a shape, the quantized store's rate for Q
+// formats (the recent window is extra: recent..recent+KV_GROUP F16 slots).
+double kv_format_token_bytes(enum kv_format f, int kv_dim);
+// Bytes a cache of this format and shape would allocate (all layers).
+uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim);
 const char *kv_format_name(enum kv_format f);
+int kv_format_parse(const char *s, enum kv_format *out, errbuf *err);
+
+// ---- policies (engine/kv_policy.c) ----
+// "none", "window:N", "h2o:N", "entropy:N" (N >= 16 slots).
+int kv_policy_parse(const char *s, kv_policy *out, errbuf *err);
+void kv_policy_format(const kv_policy *p, char *buf, size_t n);
+// Makes room for n_new slots: with none, fails when they do not fit n_ctx; otherwise evicts
+// (every layer) down to the budget minus n_new minus some slack so eviction runs every few
+// tokens, not every token. Fails when n_new alone exceeds what the budget allows.
+int kv_cache_make_room(kv_cache *kv, int n_new, errbuf *err);
+// The largest batch make_room accepts under the current policy (n_ctx for none).
+int kv_policy_max_batch(const kv_cache *kv);
 
 #endif

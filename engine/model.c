@@ -407,9 +407,6 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     const model_hparams *hp = &m->hp;
     backend *b = fc->b;
     if (n < 1 || n > fc->n_batch) return err_set(err, "forward: batch of %d tokens (1..%d allowed)", n, fc->n_batch);
-    if (kv->n_used + n > kv->n_ctx)
-        return err_set(err, "context full: %d + %d tokens exceed the context length %d", kv->n_used,
-                       n, kv->n_ctx);
     for (int t = 0; t < n; t++)
         if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
             return err_set(err, "forward: token id %d out of range (vocabulary %d)", tokens[t], hp->n_vocab);
@@ -417,14 +414,19 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     if (n_out > fc->logits_rows)
         return err_set(err, "forward: %d logit rows requested, buffer holds %d", n_out, fc->logits_rows);
 
+    // Keys are cached un-rotated and rotated by their slot inside attention (docs/KV.md), so the
+    // cache knows the rope parameters; q is rotated here by its slot n_past + t.
+    kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->rope_dim, hp->rope_base, hp->rope_neox };
+    if (kv_cache_set_shape(kv, &ks, err)) return -1;
+    // With an eviction policy this compacts the cache; with none it fails when n does not fit.
+    if (kv_cache_make_room(kv, n, err)) return -1;
+
     int32_t pos_stack[256];
     int32_t *pos = n <= 256 ? pos_stack : xmalloc((size_t)n * sizeof(int32_t));
     int n_past = kv->n_used;
     for (int t = 0; t < n; t++) pos[t] = n_past + t;
 
     rope_params rq = { hp->n_head, hp->head_dim, hp->rope_dim, hp->rope_base, hp->rope_neox };
-    rope_params rk = rq;
-    rk.n_heads = hp->n_kv_head;
     attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim) };
 
     if (fc->observe && !fc->observe_buf) {
@@ -449,8 +451,7 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         if (L->bq.data) b->add_bias(b, fc->q, &L->bq, n);
         if (L->bk.data) b->add_bias(b, fc->k, &L->bk, n);
         if (L->bv.data) b->add_bias(b, fc->v, &L->bv, n);
-        b->rope(b, fc->q, n, pos, &rq);
-        b->rope(b, fc->k, n, pos, &rk);
+        b->rope(b, fc->q, n, pos, &rq);   // k stays un-rotated: attention rotates it by slot
         b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
         b->attention(b, fc->q, kv, l, n, n_past, &ap, fc->att);
         OBSERVE(fc->att, l, TK_ATTN_OUTPUT, hp->n_head * hp->head_dim);

@@ -67,7 +67,14 @@ session *session_open(const session_opts *o, errbuf *err) {
     if (model_prepare_backend(s->m, s->b, err)) goto fail;
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : (s->m->hp.n_ctx_train < 4096 ? s->m->hp.n_ctx_train : 4096);
     const model_hparams *hp = &s->m->hp;
-    if (kv_cache_init(&s->kv, KV_F16, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, err)) goto fail;
+    enum kv_format kvf = KV_F16;
+    kv_policy kvp;
+    if (o->kv_format && kv_format_parse(o->kv_format, &kvf, err)) goto fail;
+    if (kv_policy_parse(o->kv_policy, &kvp, err)) goto fail;
+    if (kv_cache_init_ex(&s->kv, kvf, o->kv_recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, err)) goto fail;
+    s->kv.policy = kvp;
+    kv_cache_set_tracking(&s->kv, true);   // attention weights for policies and the heat map
+    s->opts.kv_format = s->opts.kv_policy = NULL;
     if (s->b->kv_prepare(s->b, &s->kv, err)) goto fail;
     if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) goto fail;
     if (o->template_name) {
@@ -183,9 +190,16 @@ float session_switch_progress(const session *s) { return s->switch_running ? s->
 
 void session_get_plan(const session *s, precision_plan *out) { *out = s->plan; }
 
+// Prompt tokens per forward pass: n_batch, or less when an eviction policy's budget is small.
+static int batch_of(const session *s) {
+    int mb = kv_policy_max_batch(&s->kv);
+    return mb < s->opts.n_batch ? mb : s->opts.n_batch;
+}
+
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
-    for (int i = 0; i < n; i += s->opts.n_batch) {
-        int chunk = n - i < s->opts.n_batch ? n - i : s->opts.n_batch;
+    int nb = batch_of(s);
+    for (int i = 0; i < n; i += nb) {
+        int chunk = n - i < nb ? n - i : nb;
         bool last = i + chunk == n;
         if (model_forward(&s->fc, &s->kv, tokens + i, chunk, false, last ? s->logits : NULL, err))
             return -1;
@@ -200,8 +214,9 @@ int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbu
     if (!s->fc_all.b && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err))
         return -1;
     size_t nv = (size_t)s->m->hp.n_vocab;
-    for (int i = 0; i < n; i += s->opts.n_batch) {
-        int chunk = n - i < s->opts.n_batch ? n - i : s->opts.n_batch;
+    int nb = batch_of(s);
+    for (int i = 0; i < n; i += nb) {
+        int chunk = n - i < nb ? n - i : nb;
         if (model_forward(&s->fc_all, &s->kv, tokens + i, chunk, true, out + (size_t)i * nv, err)) return -1;
         for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
     }
@@ -252,7 +267,8 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     s->st.tok_ms_count = 0;
     s->st.decode_tps_last32 = 0;
     memset(&s->st.energy, 0, sizeof s->st.energy);
-    if (s->kv.n_used + n > s->kv.n_ctx)
+    bool evicting = s->kv.policy.kind != KVP_NONE;   // a policy makes room instead of stopping
+    if (!evicting && s->kv.n_used + n > s->kv.n_ctx)
         return err_set(err, "context full: %d tokens in the cache + %d new exceed the context "
                        "length %d (use /reset or a larger --ctx)", s->kv.n_used, n, s->kv.n_ctx);
     if (session_eval(s, tokens, n, NULL, err)) return -1;
@@ -277,7 +293,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         if (!s->opts.ignore_eog && tokenizer_is_eog(s->m->tok, tok)) {
             *ended_on_eog = true;
             // Keep the closing token in the cache so the next turn follows a complete reply.
-            if (s->kv.n_used < s->kv.n_ctx) {
+            if (evicting || s->kv.n_used < s->kv.n_ctx) {
                 if (session_eval(s, &tok, 1, NULL, err)) rc = -1;
                 else n_decoded++;
             }
@@ -286,7 +302,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
         if (len > (int)sizeof piece) len = sizeof piece;
         bool go_on = cb ? cb(ud, tok, piece, len) : true;
-        if (s->kv.n_used >= s->kv.n_ctx) {
+        if (!evicting && s->kv.n_used >= s->kv.n_ctx) {
             rc = err_set(err, "context full at %d tokens (use /reset or a larger --ctx)", s->kv.n_ctx);
             break;
         }
@@ -391,6 +407,58 @@ void session_get_stats(const session *s, session_stats *out) {
     out->kv_bytes = kv_cache_bytes(&s->kv);
     out->kv_used_bytes = kv_cache_used_bytes(&s->kv);
     out->rss_bytes = telemetry_rss_bytes();
+    snprintf(out->kv_format, sizeof out->kv_format, "%s", kv_format_name(s->kv.format));
+    kv_policy_format(&s->kv.policy, out->kv_policy, sizeof out->kv_policy);
+    out->kv_token_bytes = kv_format_token_bytes(s->kv.format, s->kv.kv_dim);
+    uint64_t f16 = kv_format_cache_bytes(KV_F16, 0, s->kv.n_layer, s->kv.n_ctx, s->kv.kv_dim);
+    out->kv_savings = out->kv_bytes ? (double)f16 / (double)out->kv_bytes : 0.0;
+    out->kv_evictions = s->kv.evictions;
+    out->kv_evicted = s->kv.evicted;
+}
+
+int session_set_kv(session *s, const char *format, const char *policy, errbuf *err) {
+    enum kv_format f = s->kv.format;
+    kv_policy p = s->kv.policy;
+    if (format && kv_format_parse(format, &f, err)) return -1;
+    if (policy && kv_policy_parse(policy, &p, err)) return -1;
+    if (f != s->kv.format) {
+        if (s->kv.bk)
+            return err_set(err, "kv: backend %s keeps the cache on the device; a live format switch needs the "
+                           "cpu backend (start with --kv %s instead)", s->b->name, kv_format_name(f));
+        if (kv_cache_convert(&s->kv, f, 0, err)) return -1;
+    }
+    if (p.kind != KVP_NONE && s->kv.bk)
+        return err_set(err, "kv: eviction policies need the cpu backend (backend %s keeps the cache on the device)",
+                       s->b->name);
+    if (p.kind != KVP_ENTROPY) { free(s->kv.mask); s->kv.mask = NULL; }
+    s->kv.policy = p;
+    return 0;
+}
+
+int session_attention_last(const session *s, int layer, int head, float *out, int cap, errbuf *err) {
+    const kv_cache *kv = &s->kv;
+    int nh = kv->shape.n_head;
+    if (layer < 0 || layer >= kv->n_layer || head < -1 || head >= nh)
+        return err_set(err, "attention: layer %d / head %d out of range (%d layers, %d heads)", layer, head,
+                       kv->n_layer, nh);
+    if (!kv->last) return 0;
+    int n = kv->last_n < kv->n_used ? kv->last_n : kv->n_used;
+    if (n > cap) n = cap;
+    for (int i = 0; i < n; i++) {
+        float sum = 0.0f;
+        int h0 = head < 0 ? 0 : head, h1 = head < 0 ? nh : head + 1;
+        for (int h = h0; h < h1; h++) sum += kv->last[((size_t)layer * nh + h) * kv->n_ctx + i];
+        out[i] = sum / (float)(h1 - h0);
+    }
+    return n;
+}
+
+int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized) {
+    if (layer < 0 || layer >= s->kv.n_layer) return -1;
+    *n_used = s->kv.n_used;
+    int nq = s->kv.nq ? s->kv.nq[layer] : 0;
+    *n_quantized = nq < s->kv.n_used ? nq : s->kv.n_used;
+    return 0;
 }
 
 void session_set_power(session *s, power_monitor *pm) { s->power = pm; }

@@ -24,6 +24,9 @@ typedef struct session_opts {
     const char *precision;       // NULL: as in the file; else a precision plan: shorthand
                                  // ("q4_0", "q4_0;q8_0:layers=0-3,ffn_down"), JSON, or a .json
                                  // file (engine/precision.h)
+    const char *kv_format;       // NULL or "f16": F16; "f32", "q8", "q4" (docs/KV.md)
+    const char *kv_policy;       // NULL or "none"; "window:N", "h2o:N", "entropy:N"
+    int kv_recent;               // slots kept F16 by the quantized formats (0: 32)
 } session_opts;
 
 session_opts session_opts_default(void);
@@ -55,6 +58,12 @@ typedef struct session_stats {
     uint64_t weight_bytes;
     uint64_t kv_bytes;           // allocated
     uint64_t kv_used_bytes;
+    char kv_format[8];           // "f16", "q8", ...
+    char kv_policy[32];          // "none", "window:512", ...
+    double kv_token_bytes;       // bytes per token per layer (K+V) of the format
+    double kv_savings;           // F16 bytes / this format's bytes for the same capacity
+    int kv_evictions;            // eviction passes so far, and slots evicted (per layer)
+    uint64_t kv_evicted;
     int turns;
     char backend[128];
     char template_name[32];
@@ -116,6 +125,14 @@ void session_set_seed(session *s, uint64_t seed);
 // marks bracket every turn's prefill and decode; op profiling per turn on the backend.
 void session_set_power(session *s, power_monitor *pm);
 void session_set_profiling(session *s, bool on);
+// KV cache: switches the format (NULL keeps it) and the policy (NULL keeps it) between tokens;
+// the cached conversation is converted, not lost. Errors leave both unchanged.
+int session_set_kv(session *s, const char *format, const char *policy, errbuf *err);
+// The last pass's attention weights of the last token in `layer`, for q head `head` (-1: mean
+// over heads), into out[0..cap); returns the number of slots (0 before any pass), -1 on error.
+int session_attention_last(const session *s, int layer, int head, float *out, int cap, errbuf *err);
+// Occupancy of one layer: slots filled, of which in the quantized store; -1 on a bad layer.
+int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized);
 // New sampling settings (and reply length) for the next turns; the conversation is kept.
 int session_set_sampling(session *s, const sampler_params *p, int max_reply_tokens, errbuf *err);
 

@@ -226,6 +226,17 @@ static void test_matmul(const cpu_kernels *fast) {
                                (long long)s.row0, (long long)s.row1, (long long)s.ldy);
                     }
                 }
+        // Long rows: the activations of 33 tokens no longer fit one token group (kernels
+        // work through tokens in groups sized for the cache).
+        static const int64_t long_ntok[] = { 7, 21, 33 };
+        for (size_t c = 0; c < sizeof long_ntok / sizeof long_ntok[0]; c++) {
+            shape s = { q ? 16384 + 32 : 16384 + 5, 5, long_ntok[c], 1, 4, 6 };
+            cases++;
+            if (!run_case(fast, type, s, &outputs)) {
+                failed++;
+                printf("  ^ case k=%lld n_tok=%lld\n", (long long)s.k, (long long)s.n_tok);
+            }
+        }
         CHECK(failed == 0, "%s %s matmul: %d of %d cases out of bounds", fast->name,
               wtype_name(type), failed, cases);
         printf("%s %s matmul: %d cases, %d outputs checked, %d failed\n", fast->name,

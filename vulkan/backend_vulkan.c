@@ -273,7 +273,8 @@ static void record_fill(VkCommandBuffer cb, void *ud) {
 
 static int kvdev_make(vk_backend *v, kv_cache *kv, errbuf *err) {
     if (kv->format != KV_F16 && kv->format != KV_F32)
-        return err_set(err, "vulkan: KV cache format %s is not supported", kv_format_name(kv->format));
+        return err_set(err, "vulkan: KV cache format %s is not supported yet (f16, f32; the quantized formats "
+                       "run on the cpu backend)", kv_format_name(kv->format));
     uint64_t bytes;
     if (!mul_u64((uint64_t)kv->n_ctx, kv->row_bytes, &bytes) || bytes > v->d.props.limits.maxStorageBufferRange)
         return err_set(err, "vulkan: KV cache layer of %d positions x %zu bytes exceeds the device's buffer range",
@@ -590,8 +591,8 @@ static void name_pipes(vk_backend *v) {
     snprintf(n, sizeof n, "rmsnorm_%s", red);
     v->rmsnorm = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE };
     v->attn_combine = (vk_pipe){ "attn_combine", 2, VK_NULL_HANDLE };
-    v->kv_store[0] = (vk_pipe){ "kv_store_f32", 5, VK_NULL_HANDLE };
-    v->kv_store[1] = (vk_pipe){ "kv_store_f16", 5, VK_NULL_HANDLE };
+    v->kv_store[0] = (vk_pipe){ "kv_store_f32", 6, VK_NULL_HANDLE };
+    v->kv_store[1] = (vk_pipe){ "kv_store_f16", 6, VK_NULL_HANDLE };
     v->rope = (vk_pipe){ "rope", 2, VK_NULL_HANDLE };
     v->swiglu = (vk_pipe){ "swiglu", 2, VK_NULL_HANDLE };
     v->add = (vk_pipe){ "add", 2, VK_NULL_HANDLE };

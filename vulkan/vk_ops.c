@@ -172,11 +172,21 @@ static void op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, co
         if (slots[t] < 0 || slots[t] >= kv->n_ctx) { vk_fail(v, "vulkan: kv_store: slot %d out of range", slots[t]); return; }
     vk_bind sb;
     if (!vk_upload(v, slots, (size_t)n * sizeof *slots, &sb)) return;
-    struct { uint32_t kv_dim, k_stride, v_stride; } pc = { (uint32_t)kv->kv_dim, (uint32_t)k->cols, (uint32_t)val->cols };
-    vk_bind bind[5] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->k[layer], true),
-                        whole(&kd->v[layer], true), sb };
+    // Keys arrive un-rotated; the device copy stores them rotated by slot (kv_store.comp).
+    const kv_shape *sh = &kv->shape;
+    bool rope = sh->rope_dim > 0 && sh->n_kv_head * sh->head_dim == kv->kv_dim;
+    vk_bind rb = sb;
+    if (rope) {
+        rope_params rp = { sh->n_kv_head, sh->head_dim, sh->rope_dim, sh->rope_base, sh->rope_neox };
+        if (!rope_table(v, slots, n, &rp, &rb)) return;
+    }
+    struct { uint32_t kv_dim, k_stride, v_stride, head_dim, half, neox, rope; } pc = {
+        (uint32_t)kv->kv_dim, (uint32_t)k->cols, (uint32_t)val->cols, (uint32_t)(rope ? sh->head_dim : 2),
+        (uint32_t)(rope ? sh->rope_dim / 2 : 0), sh->rope_neox ? 1u : 0u, rope ? 1u : 0u };
+    vk_bind bind[6] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->k[layer], true),
+                        whole(&kd->v[layer], true), sb, rb };
     vk_prof_begin(v);
-    vk_dispatch(v, &v->kv_store[kv->format == KV_F16], bind, 5, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
+    vk_dispatch(v, &v->kv_store[kv->format == KV_F16], bind, 6, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
                 (uint32_t)n, 1);
     vk_prof_end(v, OP_KV_STORE);
 }

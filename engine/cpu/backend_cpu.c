@@ -192,25 +192,24 @@ static void cpu_rope(backend *b, bk_act *x, int n, const int32_t *positions, con
 }
 
 // ---- kv store ----
-static void store_row(enum kv_format f, void *dst, const float *src, int64_t n) {
-    if (f == KV_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    uint16_t *d = dst;
-    for (int64_t i = 0; i < n; i++) d[i] = f32_to_fp16(src[i]);
-}
-
 static void cpu_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *v,
                          int n, const int32_t *slots) {
     double t0 = prof_begin(CPU(b));
-    for (int t = 0; t < n; t++) {
-        store_row(kv->format, (uint8_t *)kv->k[layer] + (size_t)slots[t] * kv->row_bytes,
-                  k->data + (int64_t)t * k->cols, kv->kv_dim);
-        store_row(kv->format, (uint8_t *)kv->v[layer] + (size_t)slots[t] * kv->row_bytes,
-                  v->data + (int64_t)t * v->cols, kv->kv_dim);
-    }
+    for (int t = 0; t < n; t++)
+        kv_cache_put(kv, layer, slots[t], k->data + (int64_t)t * k->cols, v->data + (int64_t)t * v->cols);
     prof_end(CPU(b), OP_KV_STORE, t0);
 }
 
 // ---- attention ----
+// Keys are stored un-rotated (engine/kv_cache.h); q arrives rotated by its slot. One job is one
+// kv head and a block of ATT_QB query tokens: it dequantizes tiles of ATT_TS slots of that head's
+// keys once (rotated by slot) and scores them for every query token and q head of the group,
+// takes the softmax of each row (keeping the weights when the cache tracks statistics), then
+// sums value tiles. Scratch per thread: scores (ATT_QB*group, n_ctx), two (ATT_TS, head_dim) tiles
+// and, when tracking, the attention mass (n_head, n_ctx), summed over threads afterwards.
+#define ATT_QB 16
+#define ATT_TS 64
+
 typedef struct attn_job {
     cpu_backend *c;
     const bk_act *q;
@@ -218,41 +217,76 @@ typedef struct attn_job {
     int layer, n, n_past;
     const attn_params *p;
     bk_act *out;
+    int n_qblocks;
+    bool track;
 } attn_job;
 
 static void attn_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     const cpu_kernels *k = j->c->k;
     const attn_params *p = j->p;
-    int group = p->n_head / p->n_kv_head;
-    int64_t total = (int64_t)j->n * p->n_head, lo, hi;
-    split_range(total, ith, nth, 1, &lo, &hi);
-    float *sc = j->c->scores[ith];
     const kv_cache *kv = j->kv;
+    int group = p->n_head / p->n_kv_head, hd = p->head_dim;
+    int64_t total = (int64_t)p->n_kv_head * j->n_qblocks, lo, hi;
+    split_range(total, ith, nth, 1, &lo, &hi);
+    float *scratch = j->c->scores[ith];
+    int n_max = j->n_past + j->n;                     // the longest causal context of this pass
+    float *ktile = scratch, *vtile = ktile + ATT_TS * hd;
+    float *mass = vtile + ATT_TS * hd;                // (n_head, n_max) when tracking
+    float *sc = mass + (j->track ? (size_t)p->n_head * n_max : 0);
     for (int64_t job = lo; job < hi; job++) {
-        int t = (int)(job / p->n_head), h = (int)(job % p->n_head);
-        int kvh = h / group;
-        int n_ctx = j->n_past + t + 1;
-        const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)h * p->head_dim;
-        float *o = j->out->data + (int64_t)t * j->out->cols + (int64_t)h * p->head_dim;
-        float mx = -INFINITY;
-        for (int s = 0; s < n_ctx; s++) {
-            const uint8_t *krow = (const uint8_t *)kv->k[j->layer] + (size_t)s * kv->row_bytes;
-            float d;
-            if (kv->format == KV_F32) d = k->dot_f32(q, (const float *)krow + (int64_t)kvh * p->head_dim, p->head_dim);
-            else d = k->dot_f16_f32((const uint16_t *)krow + (int64_t)kvh * p->head_dim, q, p->head_dim);
-            sc[s] = d * p->scale;
-            if (sc[s] > mx) mx = sc[s];
+        int kvh = (int)(job / j->n_qblocks), t0 = (int)(job % j->n_qblocks) * ATT_QB;
+        int t1 = t0 + ATT_QB < j->n ? t0 + ATT_QB : j->n;
+        int ctx_hi = j->n_past + t1;                  // slots any token of the block sees
+        const uint8_t *mask = kv->mask ? kv->mask + ((size_t)j->layer * p->n_kv_head + kvh) * kv->n_ctx : NULL;
+        for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
+            int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
+            kv_cache_read(kv, j->layer, 0, s0, s0 + ns, kvh * hd, hd, ktile, hd, k->axpy_f16_f32);
+            kv_cache_rope_rows(kv, s0, ns, ktile, hd);
+            for (int t = t0; t < t1; t++) {
+                int ctx_t = j->n_past + t + 1;
+                for (int g = 0; g < group; g++) {
+                    int h = kvh * group + g;
+                    const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)h * hd;
+                    float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
+                    for (int i = 0; i < ns && s0 + i < ctx_t; i++)
+                        row[s0 + i] = mask && mask[s0 + i] ? -INFINITY : k->dot_f32(q, ktile + (size_t)i * hd, hd) * p->scale;
+                }
+            }
         }
-        double sum = 0.0;
-        for (int s = 0; s < n_ctx; s++) { sc[s] = expf(sc[s] - mx); sum += sc[s]; }
-        float inv = (float)(1.0 / sum);
-        memset(o, 0, (size_t)p->head_dim * sizeof(float));
-        for (int s = 0; s < n_ctx; s++) {
-            const uint8_t *vrow = (const uint8_t *)kv->v[j->layer] + (size_t)s * kv->row_bytes;
-            float wgt = sc[s] * inv;
-            if (kv->format == KV_F32) k->axpy_f32(wgt, (const float *)vrow + (int64_t)kvh * p->head_dim, o, p->head_dim);
-            else k->axpy_f16_f32(wgt, (const uint16_t *)vrow + (int64_t)kvh * p->head_dim, o, p->head_dim);
+        for (int t = t0; t < t1; t++) {
+            int ctx_t = j->n_past + t + 1;
+            for (int g = 0; g < group; g++) {
+                int h = kvh * group + g;
+                float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
+                float mx = -INFINITY;
+                for (int s = 0; s < ctx_t; s++) mx = row[s] > mx ? row[s] : mx;
+                double sum = 0.0;
+                for (int s = 0; s < ctx_t; s++) { row[s] = row[s] == -INFINITY ? 0.0f : expf(row[s] - mx); sum += row[s]; }
+                float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+                for (int s = 0; s < ctx_t; s++) row[s] *= inv;
+                if (j->track) {
+                    float *m = mass + (size_t)h * n_max;
+                    for (int s = 0; s < ctx_t; s++) m[s] += row[s];
+                    if (t == j->n - 1)
+                        memcpy(kv->last + ((size_t)j->layer * p->n_head + h) * kv->n_ctx, row, (size_t)ctx_t * sizeof(float));
+                }
+                memset(j->out->data + (int64_t)t * j->out->cols + (int64_t)h * hd, 0, (size_t)hd * sizeof(float));
+            }
+        }
+        for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
+            int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
+            kv_cache_read(kv, j->layer, 1, s0, s0 + ns, kvh * hd, hd, vtile, hd, k->axpy_f16_f32);
+            for (int t = t0; t < t1; t++) {
+                int ctx_t = j->n_past + t + 1;
+                for (int g = 0; g < group; g++) {
+                    int h = kvh * group + g;
+                    const float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
+                    float *o = j->out->data + (int64_t)t * j->out->cols + (int64_t)h * hd;
+                    for (int i = 0; i < ns && s0 + i < ctx_t; i++)
+                        if (row[s0 + i] != 0.0f) k->axpy_f32(row[s0 + i], vtile + (size_t)i * hd, o, hd);
+                }
+            }
         }
     }
 }
@@ -261,16 +295,34 @@ static void cpu_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, 
                           const attn_params *p, bk_act *out) {
     cpu_backend *c = CPU(b);
     double t0 = prof_begin(c);
-    int need = n_past + n;
-    if (need > c->scores_len) {
+    int n_max = n_past + n, group = p->n_head / p->n_kv_head;
+    bool track = kv->track && kv->mass && kv->shape.n_head == p->n_head;
+    int qb = n < ATT_QB ? n : ATT_QB;
+    size_t need = (size_t)2 * ATT_TS * p->head_dim + (size_t)qb * group * n_max +
+                  (track ? (size_t)p->n_head * n_max : 0);
+    if (need > (size_t)c->scores_len) {
         for (int i = 0; i < c->n_threads; i++) {
             free(c->scores[i]);
-            c->scores[i] = xmalloc((size_t)need * sizeof(float));
+            c->scores[i] = xmalloc(need * sizeof(float));
         }
-        c->scores_len = need;
+        c->scores_len = (int)need;
     }
-    attn_job j = { c, q, kv, layer, n, n_past, p, out };
+    int n_threads = c->n_threads;
+    if (track)
+        for (int i = 0; i < n_threads; i++)
+            memset(c->scores[i] + 2 * ATT_TS * p->head_dim, 0, (size_t)p->n_head * n_max * sizeof(float));
+    attn_job j = { c, q, kv, layer, n, n_past, p, out, (n + ATT_QB - 1) / ATT_QB, track };
     threadpool_run(c->pool, attn_worker, &j);
+    if (track) {
+        for (int h = 0; h < p->n_head; h++) {
+            float *dst = kv->mass + ((size_t)layer * p->n_head + h) * kv->n_ctx;
+            for (int i = 0; i < n_threads; i++) {
+                const float *src = c->scores[i] + 2 * ATT_TS * p->head_dim + (size_t)h * n_max;
+                for (int s = 0; s < n_max; s++) dst[s] += src[s];
+            }
+        }
+        kv->last_n = n_max;
+    }
     prof_end(c, OP_ATTENTION, t0);
 }
 

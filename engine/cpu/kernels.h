@@ -59,5 +59,9 @@ const cpu_features *cpu_get_features(void);
 extern const cpu_kernels cpu_kernels_scalar_table;
 extern const cpu_kernels cpu_kernels_avx2_table;
 extern const cpu_kernels cpu_kernels_avx512_table;
+// Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
+// contents undefined; valid until the same thread asks again. Grows to the largest request and
+// is freed when the thread exits.
+void *cpu_kernels_scratch(size_t bytes);
 
 #endif

@@ -24,6 +24,14 @@ enum {
     X_GROUP_BYTES = 384 * 1024, // activations of one token group, kept hot in L2
 };
 
+// Weight streams are prefetched one tile ahead (the same position R rows on): far enough to
+// cover memory latency at full bandwidth, which the hardware prefetchers alone don't reach
+// with four interleaved row streams. Address arithmetic in integers: the line may lie past the
+// end of the matrix (harmless for a prefetch), which pointer arithmetic may not express.
+INLINE void prefetch_ahead(const void *p, size_t ahead) {
+    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + ahead), _MM_HINT_T0);
+}
+
 INLINE float ld_f16(const uint8_t *p) {
     uint16_t v;
     memcpy(&v, p, 2);
@@ -32,55 +40,58 @@ INLINE float ld_f16(const uint8_t *p) {
 
 // ---------------------------------------------------------------------------------------------
 // Q4_0 weights x Q8_0 activations. The nibbles (0..15) are vpmaddubsw's unsigned operand; the
-// format's -8 offset is subtracted as 8 * (x pair sums), computed once per token and block.
+// format's -8 offset is subtracted as 8 * (x pair sums), computed per token and block and
+// shared by the R rows of a tile.
 // Unpacked register: [low nibbles = weights 0-15 | high nibbles = weights 16-31], the order
 // of the activation block.
 INLINE void q4_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t b,
-                      __m256 acc[RMAX][TMAX], const int R, const int T) {
+                      __m256 acc[RMAX][TMAX], const int R, const int T, size_t pf) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i wq[RMAX];
-    float wd[RMAX];
+    __m256 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *blk = wr[r] + b * Q4_BYTES;
+        if (pf) prefetch_ahead(blk, pf);
         __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2));
         __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
         wq[r] = _mm256_and_si256(both, m4);
-        wd[r] = ld_f16(blk);
+        wd[r] = _mm256_set1_ps(ld_f16(blk));
     }
     UNROLL for (int t = 0; t < T; t++) {
         const uint8_t *xb = xr[t] + b * Q8_BYTES;
         __m256i xq = _mm256_loadu_si256((const __m256i *)(xb + 2));
         __m256i corr = _mm256_maddubs_epi16(eight, xq);
-        const float xd = ld_f16(xb);
+        const __m256 xd = _mm256_set1_ps(ld_f16(xb));
         UNROLL for (int r = 0; r < R; r++) {
             __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], xq), corr);
             __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-            acc[r][t] = _mm256_fmadd_ps(s, _mm256_set1_ps(wd[r] * xd), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(s, _mm256_mul_ps(wd[r], xd), acc[r][t]);
         }
     }
 }
 
 // Q8_0 weights x Q8_0 activations: the sign trick, |w| (unsigned) x (x with w's sign).
 INLINE void q8_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t b,
-                      __m256 acc[RMAX][TMAX], const int R, const int T) {
+                      __m256 acc[RMAX][TMAX], const int R, const int T, size_t pf) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i wq[RMAX], wa[RMAX];
-    float wd[RMAX];
+    __m256 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *blk = wr[r] + b * Q8_BYTES;
+        prefetch_ahead(blk, pf);
         wq[r] = _mm256_loadu_si256((const __m256i *)(blk + 2));
         wa[r] = _mm256_abs_epi8(wq[r]);
-        wd[r] = ld_f16(blk);
+        wd[r] = _mm256_set1_ps(ld_f16(blk));
     }
     UNROLL for (int t = 0; t < T; t++) {
         const uint8_t *xb = xr[t] + b * Q8_BYTES;
         __m256i xq = _mm256_loadu_si256((const __m256i *)(xb + 2));
-        const float xd = ld_f16(xb);
+        const __m256 xd = _mm256_set1_ps(ld_f16(xb));
         UNROLL for (int r = 0; r < R; r++) {
             __m256i p = _mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xq, wq[r]));
             __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-            acc[r][t] = _mm256_fmadd_ps(s, _mm256_set1_ps(wd[r] * xd), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(s, _mm256_mul_ps(wd[r], xd), acc[r][t]);
         }
     }
 }
@@ -99,10 +110,11 @@ INLINE __m256 load_wf(const uint8_t *p, const int ft) {
 
 // Elements [i, i+8) of each row, or [i, i+n) with n < 8 (copied to zero-padded buffers first).
 INLINE void f_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t i,
-                   __m256 acc[RMAX][TMAX], const int R, const int T, const int ft, int n) {
+                   __m256 acc[RMAX][TMAX], const int R, const int T, const int ft, int n, size_t pf) {
     const size_t es = ft == FT_F32 ? 4 : 2;
     __m256 wv[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
+        if (pf) prefetch_ahead(wr[r] + i * es, pf);
         if (n == 8) {
             wv[r] = load_wf(wr[r] + i * es, ft);
         } else {
@@ -144,15 +156,35 @@ INLINE void tile(const int kind, const uint8_t *w, size_t wrb, const uint8_t *x,
     UNROLL for (int r = 0; r < R; r++) wr[r] = w + (size_t)r * wrb;
     UNROLL for (int t = 0; t < T; t++) xr[t] = x + (size_t)t * xrb;
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    // One prefetch per row per 32-40 bytes: every other Q4_0 block (18 bytes), every Q8_0 block
+    // (34), every other 8-float step (32 bytes) of F16/BF16, every step of F32.
+    const size_t pf = (size_t)R * wrb;
     if (kind == K_Q4_0) {
-        for (int64_t b = 0; b < k / 32; b++) q4_0_step(wr, xr, b, acc, R, T);
+        const int64_t nb = k / 32;
+        int64_t b = 0;
+        for (; b + 2 <= nb; b += 2) {
+            q4_0_step(wr, xr, b, acc, R, T, pf);
+            q4_0_step(wr, xr, b + 1, acc, R, T, 0);
+        }
+        if (b < nb) q4_0_step(wr, xr, b, acc, R, T, pf);
     } else if (kind == K_Q8_0) {
-        for (int64_t b = 0; b < k / 32; b++) q8_0_step(wr, xr, b, acc, R, T);
+        for (int64_t b = 0; b < k / 32; b++) q8_0_step(wr, xr, b, acc, R, T, pf);
     } else {
         const int ft = kind == K_F32 ? FT_F32 : kind == K_F16 ? FT_F16 : FT_BF16;
         int64_t i = 0;
-        for (; i + 8 <= k; i += 8) f_step(wr, xr, i, acc, R, T, ft, 8);
-        if (i < k) f_step(wr, xr, i, acc, R, T, ft, (int)(k - i));
+        if (ft == FT_F32) {
+            for (; i + 8 <= k; i += 8) f_step(wr, xr, i, acc, R, T, ft, 8, pf);
+        } else {
+            for (; i + 16 <= k; i += 16) {
+                f_step(wr, xr, i, acc, R, T, ft, 8, pf);
+                f_step(wr, xr, i + 8, acc, R, T, ft, 8, 0);
+            }
+            if (i + 8 <= k) {
+                f_step(wr, xr, i, acc, R, T, ft, 8, 0);
+                i += 8;
+            }
+        }
+        if (i < k) f_step(wr, xr, i, acc, R, T, ft, (int)(k - i), 0);
     }
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) y[t * ldy + r] = hsum(acc[r][t]);
@@ -169,8 +201,8 @@ typedef void (*tile_fn)(const uint8_t *w, size_t wrb, const uint8_t *x, size_t x
 #define TILE_SET(K, R)                                                                           \
     TILE_FN(K, R, 1) TILE_FN(K, R, 2) TILE_FN(K, R, 3) TILE_FN(K, R, 4) TILE_FN(K, 1, 1)          \
     TILE_FN(K, 1, 2) TILE_FN(K, 1, 3) TILE_FN(K, 1, 4)
-#define SET4(K, R)                                                                               \
-    { R, 4, { tile_##K##_##R##x1, tile_##K##_##R##x2, tile_##K##_##R##x3, tile_##K##_##R##x4 },  \
+#define TILES(K, R, TM)                                                                          \
+    { R, TM, { tile_##K##_##R##x1, tile_##K##_##R##x2, tile_##K##_##R##x3, tile_##K##_##R##x4 }, \
       { tile_##K##_1x1, tile_##K##_1x2, tile_##K##_1x3, tile_##K##_1x4 } }
 
 // Per kind: R-row tiles [T-1] and one-row tiles [T-1], T = 1..tmax.
@@ -184,11 +216,11 @@ TILE_SET(K_Q8_0, 4)
 TILE_SET(K_F32, 3)
 TILE_SET(K_F16, 3)
 TILE_SET(K_BF16, 3)
-static const tile_set tiles_q4_0 = SET4(K_Q4_0, 4);
-static const tile_set tiles_q8_0 = SET4(K_Q8_0, 4);
-static const tile_set tiles_f32 = SET4(K_F32, 3);
-static const tile_set tiles_f16 = SET4(K_F16, 3);
-static const tile_set tiles_bf16 = SET4(K_BF16, 3);
+static const tile_set tiles_q4_0 = TILES(K_Q4_0, 4, 4);
+static const tile_set tiles_q8_0 = TILES(K_Q8_0, 4, 4);
+static const tile_set tiles_f32 = TILES(K_F32, 3, 4);
+static const tile_set tiles_f16 = TILES(K_F16, 3, 4);
+static const tile_set tiles_bf16 = TILES(K_BF16, 3, 4);
 
 // Rows [row0, row1) x all tokens, in token groups whose activations stay in L2 while the
 // group's weight rows stream past once; within a group, R-row panels (hot in L1) sweep the

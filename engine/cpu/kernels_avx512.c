@@ -9,8 +9,8 @@
 //
 // Every matmul is written as a tile of R weight rows x T tokens: each weight block is loaded and
 // unpacked once per tile and reused for T tokens, each activation block once and reused for R
-// rows. Decode (one token) streams weights four rows at a time; prefill uses the widest tiles
-// that fit the 32 vector registers.
+// rows. Decode (one token) streams weights four to six rows at a time; prefill uses the widest
+// tiles that fit the 32 vector registers.
 #include "engine/cpu/kernels.h"
 
 #include <immintrin.h>
@@ -22,12 +22,25 @@
 enum {
     Q4_BYTES = 18, // block_q4_0: fp16 d, 16 bytes of nibbles
     Q8_BYTES = 34, // block_q8_0: fp16 d, 32 int8
-    RMAX = 4,      // weight rows per tile (register arrays are sized for the largest tile)
+    RMAX = 6,      // weight rows per tile (register arrays are sized for the largest tile)
     TMAX = 6,      // tokens per tile
     // Activation rows of one token group are kept hot in L2 while the weight rows of the range
     // stream past them once per group.
     X_GROUP_BYTES = 384 * 1024,
 };
+
+// Weight streams are prefetched one tile ahead (the same position R rows on): far enough to
+// cover memory latency at full bandwidth, which the hardware prefetchers alone don't reach
+// with four interleaved row streams.
+#define PF_HINT _MM_HINT_T0
+
+// Address arithmetic in integers: the prefetched line may lie past the end of the matrix
+// (harmless for a prefetch), which pointer arithmetic may not express.
+INLINE void prefetch_ahead(const void *p, size_t ahead) {
+    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + ahead), PF_HINT);
+}
+
+enum { K_Q4_0, K_Q8_0, K_F32, K_F16, K_BF16 };
 
 INLINE uint32_t ld_u16(const uint8_t *p) {
     uint16_t v;
@@ -35,11 +48,12 @@ INLINE uint32_t ld_u16(const uint8_t *p) {
     return v;
 }
 
-// Two fp16 block scales (d1 = 0 when there is no second block) spread over the 16 float lanes
-// as `pattern` says (lane value 0: first block, 1: second).
-INLINE __m512 scale_pair(uint32_t d0, uint32_t d1, __m512i pattern) {
-    __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | d1 << 16)));
-    return _mm512_permutexvar_ps(pattern, _mm512_castps128_ps512(f));
+// Two fp16 block scales, at p0 and (for a pair) p1, spread over the 16 float lanes: lanes in
+// `second` take the second block's scale (0 when there is none), the others the first's.
+INLINE __m512 scale_pair(const uint8_t *p0, const uint8_t *p1, __mmask16 second, int pair) {
+    __m256i h = _mm256_set1_epi16((short)ld_u16(p0));
+    h = pair ? _mm256_mask_set1_epi16(h, second, (short)ld_u16(p1)) : _mm256_maskz_mov_epi16((__mmask16)~second, h);
+    return _mm512_cvtph_ps(h);
 }
 
 // 16 bytes from p0 and, for a pair, 16 from p1 (else zeros) as one 256-bit value.
@@ -59,37 +73,87 @@ INLINE __m512i load_32x2(const uint8_t *p0, const uint8_t *p1, int pair) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Q4_0 weights x Q8_0 activations.
+// Quantized weights (Q4_0, Q8_0) x Q8_0 activations, two blocks (b, b+1 = one "pair") per step.
 //
-// Weight register (64 bytes): [lo nibbles of block b | lo of b+1 | hi of b | hi of b+1], i.e.
-// weights 0-15 of b, 0-15 of b+1, 16-31 of b, 16-31 of b+1 — the cheapest unpack of two blocks'
-// 16-byte nibble arrays. The activation register is arranged the same way, so int32 lanes 0-3
-// and 8-11 belong to block b and 4-7, 12-15 to block b+1.
-// vpdpbusd wants one unsigned operand: the nibbles (0..15) are it, and the format's -8 offset
-// comes back out as -8 * sum(x), seeded into the int32 accumulator.
-INLINE void q4_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t b,
-                      __m512 acc[RMAX][TMAX], const int R, const int T, const int pair) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-    const __m512i pat = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
-    __m512i wq[RMAX];
-    __m512 wd[RMAX];
-    UNROLL for (int r = 0; r < R; r++) {
-        const uint8_t *b0 = wr[r] + b * Q4_BYTES, *b1 = pair ? b0 + Q4_BYTES : b0;
-#ifdef PF_DIST
-        _mm_prefetch((const char *)b0 + PF_DIST, _MM_HINT_T0);
-#endif
+// vpdpbusd multiplies unsigned by signed bytes. The weights are made the unsigned side: Q4_0's
+// nibbles as they are (w + 8, 0..15), Q8_0's int8 with the sign bit flipped (w + 128). The
+// offset comes back out through the activations: the int32 accumulator is seeded with
+// -off * (sums of 4 activation bytes), off = 8 or 128, prepared once per token.
+//
+// Byte order within a pair register (64 bytes):
+//   Q4_0: [lo nibbles of b | lo of b+1 | hi of b | hi of b+1] = weights 0-15 of b, 0-15 of b+1,
+//         16-31 of b, 16-31 of b+1 — the cheapest unpack of two 16-byte nibble arrays; int32
+//         lanes 0-3, 8-11 belong to block b and 4-7, 12-15 to b+1.
+//   Q8_0: [b | b+1], lanes 0-7 block b, 8-15 block b+1.
+// The activations are arranged to match, and the scale vectors (d per lane) follow the same
+// lane pattern. The last pair of an odd block count has zeros (and zero scales) in its second
+// half.
+//
+// Activations are prepared per call (per token group) into per-thread scratch: for each token,
+// np = ceil(nb/2) pair registers of activation bytes in the weights' order (64-byte aligned),
+// then np pairs of float scales. That is 72 bytes per pair, close to the 68 of the blocks
+// themselves, so a group of tokens stays in L2 while the weights stream past; the seed and the
+// per-lane scales are rebuilt from it per (token, pair) at the cost of 3 instructions, shared by
+// the R rows of a tile.
+
+static size_t prep_bytes_per_token(int64_t np) {
+    return (size_t)np * 64 + ((size_t)np * 8 + 63) / 64 * 64;
+}
+
+INLINE __mmask16 second_block_lanes(const int kind) { return kind == K_Q4_0 ? 0xf0f0 : 0xff00; }
+
+// Weights of blocks b (at b0) and b+1 (at b1, when pair) as (unsigned bytes, per-lane scales).
+INLINE void unpack_w(const int kind, const uint8_t *b0, const uint8_t *b1, const int pair,
+                     __m512i *wq, __m512 *wd) {
+    if (kind == K_Q4_0) {
         __m256i q = load_16x2(b0 + 2, b1 + 2, pair);
         __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
-        wq[r] = _mm512_and_si512(both, m4);
-        wd[r] = scale_pair(ld_u16(b0), pair ? ld_u16(b1) : 0, pat);
+        *wq = _mm512_and_si512(both, _mm512_set1_epi8(0x0f));
+    } else {
+        // Without a second block its bytes become 128, against zero activations: no effect.
+        *wq = _mm512_xor_si512(load_32x2(b0 + 2, b1 + 2, pair), _mm512_set1_epi8((char)0x80));
     }
+    *wd = scale_pair(b0, b1, second_block_lanes(kind), pair);
+}
+
+// x: n_tok rows of nb block_q8_0 (row t at x + t*xrb) -> n_tok prepared rows at out.
+INLINE void prep_x(const int kind, const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb,
+                   uint8_t *out) {
+    const int64_t np = (nb + 1) / 2;
+    const size_t per_tok = prep_bytes_per_token(np);
+    for (int64_t t = 0; t < n_tok; t++) {
+        __m512i *xq = (__m512i *)(void *)(out + (size_t)t * per_tok);
+        float *xd = (float *)(void *)(xq + np);
+        for (int64_t p = 0; p < np; p++) {
+            const int pair = 2 * p + 1 < nb;
+            const uint8_t *x0 = x + (size_t)t * xrb + 2 * p * Q8_BYTES, *x1 = pair ? x0 + Q8_BYTES : x0;
+            if (kind == K_Q4_0) {
+                __m256i lo = load_16x2(x0 + 2, x1 + 2, pair), hi = load_16x2(x0 + 18, x1 + 18, pair);
+                xq[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+            } else {
+                xq[p] = load_32x2(x0 + 2, x1 + 2, pair);
+            }
+            xd[2 * p] = _cvtsh_ss((unsigned short)ld_u16(x0));
+            xd[2 * p + 1] = pair ? _cvtsh_ss((unsigned short)ld_u16(x1)) : 0.0f;
+        }
+    }
+}
+
+// The R x T products of pair p: acc[r][t] += d_w*d_x * (dot of weight and activation bytes).
+// xr[t]: token t's prepared row; np: pairs per row.
+INLINE void q_madd(const int kind, const __m512i *wq, const __m512 *wd, const uint8_t *const *xr,
+                   int64_t p, int64_t np, __m512 acc[RMAX][TMAX], const int R, const int T) {
+    const __m512i off = _mm512_set1_epi8((char)(kind == K_Q4_0 ? 8 : 0x80));
+    const __m512i lanes = kind == K_Q4_0
+        ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
+        : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     UNROLL for (int t = 0; t < T; t++) {
-        const uint8_t *x0 = xr[t] + b * Q8_BYTES, *x1 = pair ? x0 + Q8_BYTES : x0;
-        __m256i lo = load_16x2(x0 + 2, x1 + 2, pair), hi = load_16x2(x0 + 18, x1 + 18, pair);
-        __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-        __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, xq));
-        __m512 xd = scale_pair(ld_u16(x0), pair ? ld_u16(x1) : 0, pat);
+        const __m512i *xrow = (const __m512i *)(const void *)xr[t];
+        const __m512i xq = xrow[p];
+        const double *d = (const double *)(const void *)(xrow + np) + p; // 2 floats
+        const __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xq));
+        const __m512 xd = _mm512_permutexvar_ps(lanes, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd(d))));
         UNROLL for (int r = 0; r < R; r++) {
             __m512i s = _mm512_dpbusd_epi32(corr, wq[r], xq);
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[r], xd), acc[r][t]);
@@ -97,34 +161,19 @@ INLINE void q4_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Q8_0 weights x Q8_0 activations.
-//
-// Both registers hold [block b | block b+1] in natural order (int32 lanes 0-7: b, 8-15: b+1).
-// vpdpbusd's unsigned operand is the activation moved to x+128 (a sign-bit flip); the extra
-// 128 * sum(w) is taken back out by seeding the accumulator with -128 * sum(w), once per row.
-INLINE void q8_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t b,
-                      __m512 acc[RMAX][TMAX], const int R, const int T, const int pair) {
-    const __m512i k80 = _mm512_set1_epi8((char)0x80);
-    const __m512i pat = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    __m512i wq[RMAX], wc[RMAX];
+// Pair b/2 of R weight rows, read (and unpacked) straight from the matrix.
+INLINE void q_step(const int kind, const uint8_t *const *wr, const uint8_t *const *xr, int64_t b,
+                   int64_t np, __m512 acc[RMAX][TMAX], const int R, const int T, const int pair,
+                   size_t pf) {
+    const size_t bb = kind == K_Q4_0 ? Q4_BYTES : Q8_BYTES;
+    __m512i wq[RMAX];
     __m512 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
-        const uint8_t *b0 = wr[r] + b * Q8_BYTES, *b1 = pair ? b0 + Q8_BYTES : b0;
-        wq[r] = load_32x2(b0 + 2, b1 + 2, pair);
-        wc[r] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wq[r]));
-        wd[r] = scale_pair(ld_u16(b0), pair ? ld_u16(b1) : 0, pat);
+        const uint8_t *b0 = wr[r] + b * bb, *b1 = pair ? b0 + bb : b0;
+        prefetch_ahead(b0, pf);
+        unpack_w(kind, b0, b1, pair, &wq[r], &wd[r]);
     }
-    UNROLL for (int t = 0; t < T; t++) {
-        const uint8_t *x0 = xr[t] + b * Q8_BYTES, *x1 = pair ? x0 + Q8_BYTES : x0;
-        __m512i xq = _mm512_xor_si512(load_32x2(x0 + 2, x1 + 2, pair), k80);
-        __m512 xd = scale_pair(ld_u16(x0), pair ? ld_u16(x1) : 0, pat);
-        UNROLL for (int r = 0; r < R; r++) {
-            __m512i s = _mm512_dpbusd_epi32(wc[r], xq, wq[r]);
-            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[r], xd), acc[r][t]);
-        }
-    }
+    q_madd(kind, wq, wd, xr, b / 2, np, acc, R, T);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,9 +196,13 @@ INLINE __m512 load_wf(const uint8_t *row, int64_t i, const int ft, int n) {
 }
 
 INLINE void f_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t i,
-                   __m512 acc[RMAX][TMAX], const int R, const int T, const int ft, int n) {
+                   __m512 acc[RMAX][TMAX], const int R, const int T, const int ft, int n, size_t pf) {
     __m512 wv[RMAX];
-    UNROLL for (int r = 0; r < R; r++) wv[r] = load_wf(wr[r], i, ft, n);
+    UNROLL for (int r = 0; r < R; r++) {
+        // 64 bytes per step for F32, 32 for F16/BF16: one prefetch per cache line.
+        if (ft == FT_F32 || !(i & 16)) prefetch_ahead(wr[r] + i * (ft == FT_F32 ? 4 : 2), pf);
+        wv[r] = load_wf(wr[r], i, ft, n);
+    }
     UNROLL for (int t = 0; t < T; t++) {
         const float *xp = (const float *)(const void *)xr[t] + i;
         __m512 xv = n == 16 ? _mm512_loadu_ps(xp) : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), xp);
@@ -160,9 +213,8 @@ INLINE void f_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t i
 // ---------------------------------------------------------------------------------------------
 // Tiles and the row/token loops around them.
 
-enum { K_Q4_0, K_Q8_0, K_F32, K_F16, K_BF16 };
-
-// One R x T tile over the whole of k. w, x point at the tile's first row/token; y at y[t0][r0].
+// One R x T tile over the whole of k. w, x point at the tile's first row/token (for quantized
+// kinds, x is the prepared activations and xrb their bytes per token); y points at y[t0][r0].
 INLINE void tile(const int kind, const uint8_t *w, size_t wrb, const uint8_t *x, size_t xrb,
                  int64_t k, float *y, int64_t ldy, const int R, const int T) {
     const uint8_t *wr[RMAX], *xr[TMAX];
@@ -171,21 +223,16 @@ INLINE void tile(const int kind, const uint8_t *w, size_t wrb, const uint8_t *x,
     UNROLL for (int t = 0; t < T; t++) xr[t] = x + (size_t)t * xrb;
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     if (kind == K_Q4_0 || kind == K_Q8_0) {
-        const int64_t nb = k / 32;
+        const int64_t nb = k / 32, np = (nb + 1) / 2;
+        const size_t pf = (size_t)R * wrb;
         int64_t b = 0;
-        for (; b + 2 <= nb; b += 2) {
-            if (kind == K_Q4_0) q4_0_step(wr, xr, b, acc, R, T, 1);
-            else q8_0_step(wr, xr, b, acc, R, T, 1);
-        }
-        if (b < nb) {
-            if (kind == K_Q4_0) q4_0_step(wr, xr, b, acc, R, T, 0);
-            else q8_0_step(wr, xr, b, acc, R, T, 0);
-        }
+        for (; b + 2 <= nb; b += 2) q_step(kind, wr, xr, b, np, acc, R, T, 1, pf);
+        if (b < nb) q_step(kind, wr, xr, b, np, acc, R, T, 0, pf);
     } else {
         const int ft = kind == K_F32 ? FT_F32 : kind == K_F16 ? FT_F16 : FT_BF16;
         int64_t i = 0;
-        for (; i + 16 <= k; i += 16) f_step(wr, xr, i, acc, R, T, ft, 16);
-        if (i < k) f_step(wr, xr, i, acc, R, T, ft, (int)(k - i));
+        for (; i + 16 <= k; i += 16) f_step(wr, xr, i, acc, R, T, ft, 16, (size_t)R * wrb);
+        if (i < k) f_step(wr, xr, i, acc, R, T, ft, (int)(k - i), (size_t)R * wrb);
     }
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
@@ -194,74 +241,111 @@ INLINE void tile(const int kind, const uint8_t *w, size_t wrb, const uint8_t *x,
 typedef void (*tile_fn)(const uint8_t *w, size_t wrb, const uint8_t *x, size_t xrb, int64_t k,
                         float *y, int64_t ldy);
 
-// Tile functions for kind K: RT_R x (1..RT_T) tokens, and 1 row x (1..RT_T) for the row tail.
+// Tile functions for kind K: R rows x 1..TMAX tokens, and 1 row x 1..TMAX for the row tail.
 #define TILE_FN(K, R, T)                                                                         \
     static void tile_##K##_##R##x##T(const uint8_t *w, size_t wrb, const uint8_t *x, size_t xrb, \
                                      int64_t k, float *y, int64_t ldy) {                         \
         tile(K, w, wrb, x, xrb, k, y, ldy, R, T);                                                \
     }
-#define TILE_SET(K, R)                                                                            \
-    TILE_FN(K, R, 1) TILE_FN(K, R, 2) TILE_FN(K, R, 3) TILE_FN(K, R, 4) TILE_FN(K, 1, 1)           \
-    TILE_FN(K, 1, 2) TILE_FN(K, 1, 3) TILE_FN(K, 1, 4)
-#define TILE_SET6(K, R) TILE_SET(K, R) TILE_FN(K, R, 5) TILE_FN(K, R, 6) TILE_FN(K, 1, 5) TILE_FN(K, 1, 6)
+#define TILE_FNS(K, R)                                                                           \
+    TILE_FN(K, R, 1) TILE_FN(K, R, 2) TILE_FN(K, R, 3) TILE_FN(K, R, 4) TILE_FN(K, R, 5)          \
+    TILE_FN(K, R, 6) TILE_FN(K, 1, 1) TILE_FN(K, 1, 2) TILE_FN(K, 1, 3) TILE_FN(K, 1, 4)          \
+    TILE_FN(K, 1, 5) TILE_FN(K, 1, 6)
+#define TILES(K, R, TM)                                                                          \
+    { R, TM,                                                                                     \
+      { tile_##K##_##R##x1, tile_##K##_##R##x2, tile_##K##_##R##x3, tile_##K##_##R##x4,          \
+        tile_##K##_##R##x5, tile_##K##_##R##x6 },                                                \
+      { tile_##K##_1x1, tile_##K##_1x2, tile_##K##_1x3, tile_##K##_1x4, tile_##K##_1x5,          \
+        tile_##K##_1x6 } }
 
-// Per kind: full-height tiles [T-1] and one-row tiles [T-1], T = 1..tmax.
+// Per kind: R-row tiles [T-1] and one-row tiles [T-1], T = 1..tmax.
 typedef struct {
     int rows, tmax;
     tile_fn full[TMAX], one[TMAX];
 } tile_set;
 
-TILE_SET(K_Q4_0, 4)
-TILE_SET(K_Q8_0, 4)
-TILE_SET6(K_F32, 4)
-TILE_SET6(K_F16, 4)
-TILE_SET6(K_BF16, 4)
+// Tile shapes (rows x tokens; measured on Zen 5): quantized 4x5 (4x6 spills accumulators:
+// 24 + 4 weight + 4 scale registers > 32); F16/BF16 6x4 (each activation load feeds 6 FMAs,
+// and decode gets 6 weight streams); F32 4x6 (6 rows of F32 no longer fit L1).
+TILE_FNS(K_Q4_0, 4)
+TILE_FNS(K_Q8_0, 4)
+TILE_FNS(K_F32, 4)
+TILE_FNS(K_F16, 6)
+TILE_FNS(K_BF16, 6)
+static const tile_set tiles_q4_0 = TILES(K_Q4_0, 4, 5);
+static const tile_set tiles_q8_0 = TILES(K_Q8_0, 4, 5);
+static const tile_set tiles_f32 = TILES(K_F32, 4, 6);
+static const tile_set tiles_f16 = TILES(K_F16, 6, 4);
+static const tile_set tiles_bf16 = TILES(K_BF16, 6, 4);
 
-#define SET4(K, R) { R, 4, { tile_##K##_##R##x1, tile_##K##_##R##x2, tile_##K##_##R##x3, tile_##K##_##R##x4 }, \
-                     { tile_##K##_1x1, tile_##K##_1x2, tile_##K##_1x3, tile_##K##_1x4 } }
-#define SET6(K, R) { R, 6, { tile_##K##_##R##x1, tile_##K##_##R##x2, tile_##K##_##R##x3, tile_##K##_##R##x4, \
-                             tile_##K##_##R##x5, tile_##K##_##R##x6 },                                  \
-                     { tile_##K##_1x1, tile_##K##_1x2, tile_##K##_1x3, tile_##K##_1x4, tile_##K##_1x5,   \
-                       tile_##K##_1x6 } }
+// Rows [row0, row1) x tokens [0, n_tok) of x, R-row panels (hot in L1) sweeping the tokens T
+// at a time.
+static void sweep(const tile_set *ts, const void *w, size_t wrb, int64_t k, int64_t row0,
+                  int64_t row1, const uint8_t *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    for (int64_t r = row0; r < row1;) {
+        const int R = row1 - r >= ts->rows ? ts->rows : 1;
+        const tile_fn *fns = R == ts->rows ? ts->full : ts->one;
+        const uint8_t *wp = (const uint8_t *)w + (size_t)r * wrb;
+        for (int64_t t = 0; t < n_tok;) {
+            const int T = n_tok - t >= ts->tmax ? ts->tmax : (int)(n_tok - t);
+            fns[T - 1](wp, wrb, x + (size_t)t * xrb, xrb, k, y + t * ldy + r, ldy);
+            t += T;
+        }
+        r += R;
+    }
+}
 
-static const tile_set tiles_q4_0 = SET4(K_Q4_0, 4);
-static const tile_set tiles_q8_0 = SET4(K_Q8_0, 4);
-static const tile_set tiles_f32 = SET6(K_F32, 4);
-static const tile_set tiles_f16 = SET6(K_F16, 4);
-static const tile_set tiles_bf16 = SET6(K_BF16, 4);
+// Tokens per group: activations of one group (x_bytes each) stay hot in L2 while the weight
+// rows of the range stream past once per group.
+static int64_t token_group(const tile_set *ts, size_t x_bytes, int64_t n_tok) {
+    int64_t g = x_bytes ? (int64_t)(X_GROUP_BYTES / x_bytes) : n_tok;
+    g = g < ts->tmax ? ts->tmax : g / ts->tmax * ts->tmax;
+    return g < n_tok ? g : n_tok;
+}
 
-// Rows [row0, row1) x all tokens, in token groups whose activations stay in L2 while the
-// group's weight rows stream past once; within a group, R-row panels (hot in L1) sweep the
-// group's tokens T at a time.
-static void matmul_tiles(const tile_set *ts, const void *w, size_t wrb, int64_t k, int64_t row0,
+static void matmul_float(const tile_set *ts, const void *w, size_t wrb, int64_t k, int64_t row0,
                          int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y,
                          int64_t ldy) {
-    int64_t group = xrb ? (int64_t)(X_GROUP_BYTES / xrb) : n_tok;
-    group = group < ts->tmax ? ts->tmax : group / ts->tmax * ts->tmax;
+    const int64_t group = token_group(ts, xrb, n_tok);
     for (int64_t g0 = 0; g0 < n_tok; g0 += group) {
-        const int64_t g1 = n_tok - g0 < group ? n_tok : g0 + group;
-        for (int64_t r = row0; r < row1;) {
-            const int R = row1 - r >= ts->rows ? ts->rows : 1;
-            const tile_fn *fns = R == ts->rows ? ts->full : ts->one;
-            const uint8_t *wp = (const uint8_t *)w + (size_t)r * wrb;
-            for (int64_t t = g0; t < g1;) {
-                const int T = g1 - t >= ts->tmax ? ts->tmax : (int)(g1 - t);
-                fns[T - 1](wp, wrb, (const uint8_t *)x + (size_t)t * xrb, xrb, k, y + t * ldy + r,
-                           ldy);
-                t += T;
-            }
-            r += R;
-        }
+        const int64_t ng = n_tok - g0 < group ? n_tok - g0 : group;
+        sweep(ts, w, wrb, k, row0, row1, (const uint8_t *)x + (size_t)g0 * xrb, xrb, ng,
+              y + g0 * ldy, ldy);
     }
+}
+
+// Quantized weights: each token group's activations are prepared (see prep_x) into per-thread
+// scratch, then swept like float activations.
+static void matmul_quant(const tile_set *ts, int kind, const void *w, size_t wrb, int64_t k,
+                         int64_t row0, int64_t row1, const void *x, size_t xrb, int64_t n_tok,
+                         float *y, int64_t ldy) {
+    const int64_t nb = k / 32;
+    const size_t per_tok = prep_bytes_per_token((nb + 1) / 2);
+    const int64_t group = token_group(ts, per_tok, n_tok);
+    uint8_t *prep = cpu_kernels_scratch((size_t)group * per_tok);
+    for (int64_t g0 = 0; g0 < n_tok; g0 += group) {
+        const int64_t ng = n_tok - g0 < group ? n_tok - g0 : group;
+        const uint8_t *xg = (const uint8_t *)x + (size_t)g0 * xrb;
+        if (kind == K_Q4_0) prep_x(K_Q4_0, xg, xrb, ng, nb, prep);
+        else prep_x(K_Q8_0, xg, xrb, ng, nb, prep);
+        sweep(ts, w, wrb, k, row0, row1, prep, per_tok, ng, y + g0 * ldy, ldy);
+    }
+}
+
+static void matmul_q4_0(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                        const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    matmul_quant(&tiles_q4_0, K_Q4_0, w, wrb, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+static void matmul_q8_0(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                        const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    matmul_quant(&tiles_q8_0, K_Q8_0, w, wrb, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 #define MATMUL_FN(name, ts)                                                                      \
     static void name(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,           \
                      const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {          \
-        matmul_tiles(&ts, w, wrb, k, row0, row1, x, xrb, n_tok, y, ldy);                         \
+        matmul_float(&ts, w, wrb, k, row0, row1, x, xrb, n_tok, y, ldy);                          \
     }
-MATMUL_FN(matmul_q4_0, tiles_q4_0)
-MATMUL_FN(matmul_q8_0, tiles_q8_0)
 MATMUL_FN(matmul_f32, tiles_f32)
 MATMUL_FN(matmul_f16, tiles_f16)
 MATMUL_FN(matmul_bf16, tiles_bf16)

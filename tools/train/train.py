@@ -90,6 +90,8 @@ def main():
     ap.add_argument("--action-weight", type=float, default=3.0,
                     help="loss weight of the action tokens relative to the sentence's")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--init", default="", help="start from this checkpoint's weights (same shape) "
+                    "instead of random ones: to continue a run with more steps")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -126,6 +128,11 @@ def main():
                     ("vocab", cfg.vocab), ("kv dim", cfg.n_kv_head * cfg.head_dim)):
         assert v % 32 == 0, "%s %d is not a multiple of 32" % (name, v)
     model = TinyLlama(cfg)
+    if a.init:
+        ck = torch.load(a.init, map_location="cpu")
+        assert ck["config"] == cfg.to_dict(), "--init checkpoint has another shape"
+        model.load_state_dict(ck["state"])
+        print("train: starting from %s (step %s)" % (a.init, ck.get("step")), flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print("train: model %s, %d parameters" % (json.dumps(cfg.to_dict()), n_params), flush=True)
 

@@ -1,0 +1,47 @@
+// Speech recognition with pocketsphinx (5prealpha API): audio is fed while the person speaks
+// (ps_process_raw per chunk), so the final hypothesis is ready moments after the end of speech.
+// Two searches can run side by side on the same audio: a JSGF grammar of the assistant's
+// commands and an n-gram LM for free phrasing; the grammar's result wins when it is confident.
+#ifndef CABIN_AUDIO_ASR_H
+#define CABIN_AUDIO_ASR_H
+
+#include "engine/util.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct asr_opts {
+    const char *hmm;       // acoustic model dir (default: pocketsphinx-en-us's en-us)
+    const char *lm;        // ARPA or binary LM (default assets/asr/cabin.lm)
+    const char *dict;      // dictionary (default assets/asr/cabin.dict)
+    const char *jsgf;      // grammar (default assets/asr/cabin.gram if present; "" = none)
+    bool general;          // the general en-us LM and full dictionary instead of the domain's
+    float grammar_max_gap; // grammar result used unless the LM path's acoustic log-likelihood is
+                           // better by more than this per frame (nats; default 1.0)
+} asr_opts;
+
+asr_opts asr_opts_default(void);
+
+typedef struct asr_result {
+    char text[512];
+    const char *search;    // "grammar", "lm" or "" (nothing recognised)
+    double conf;           // posterior probability of the chosen hypothesis (0..1)
+    double audio_s;        // seconds of audio in the utterance
+    double cpu_s;          // wall time spent decoding it (feed + end)
+    bool redecoded;        // the first utterance: decoded twice (see asr_end)
+} asr_result;
+
+typedef struct asr asr;
+
+asr *asr_open(const asr_opts *o, errbuf *err);
+void asr_close(asr *a);
+int asr_start(asr *a, errbuf *err);
+// 16 kHz mono samples of the current utterance.
+int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err);
+int asr_end(asr *a, asr_result *r, errbuf *err);
+// Decodes a whole buffer (start, feed, end).
+int asr_decode(asr *a, const int16_t *x, size_t n, asr_result *r, errbuf *err);
+const char *asr_describe(const asr *a);   // "domain LM + grammar (assets/asr/...)"
+
+#endif

@@ -1,0 +1,119 @@
+// Unit tests of audio/: ring buffer, WAV read/write and refusal, resampler, VAD, clause splitting.
+#include "audio/ring.h"
+#include "audio/vad.h"
+#include "audio/voice.h"
+#include "audio/wav.h"
+#include "tests/test.h"
+
+#include <math.h>
+#include <pthread.h>
+
+#define N_STREAM 200000
+static void *producer(void *ud) {
+    sample_ring *r = ud;
+    int16_t v = 0;
+    for (int i = 0; i < N_STREAM;) {
+        int16_t blk[37];
+        int k = 0;
+        for (; k < 37 && i + k < N_STREAM; k++) blk[k] = (int16_t)(v + k);
+        size_t w = ring_write(r, blk, (size_t)k);
+        v = (int16_t)(v + (int16_t)w);
+        i += (int)w;
+    }
+    return NULL;
+}
+
+static char clauses[8][128];
+static int n_clauses;
+static char act_seen[128];
+static void emit(void *ud, const char *c) { (void)ud; if (n_clauses < 8) snprintf(clauses[n_clauses++], 128, "%s", c); }
+static void act(void *ud, const char *a) { (void)ud; snprintf(act_seen, sizeof act_seen, "%s", a); }
+
+int main(void) {
+    // ring: a producer thread and this consumer see every sample once, in order
+    sample_ring r;
+    CHECK(ring_init(&r, 1000) == 0 && r.cap == 1024, "ring init");
+    pthread_t th;
+    pthread_create(&th, NULL, producer, &r);
+    int16_t expect = 0;
+    int got = 0, bad = 0;
+    while (got < N_STREAM) {
+        int16_t buf[64];
+        size_t k = ring_read(&r, buf, 64);
+        for (size_t i = 0; i < k; i++, expect++) bad += buf[i] != expect;
+        got += (int)k;
+    }
+    pthread_join(th, NULL);
+    CHECK(bad == 0 && ring_used(&r) == 0, "%d samples out of order", bad);
+    ring_free(&r);
+
+    // WAV: write, read back; malformed files refused with the name
+    int16_t x[1600];
+    for (int i = 0; i < 1600; i++) x[i] = (int16_t)(8000 * sin(2 * M_PI * 440 * i / 16000.0));
+    errbuf err = {{0}};
+    CHECK(wav_write("/tmp/cabin_test_audio.wav", x, 1600, 16000, &err) == 0, "%s", err.msg);
+    wav_data w;
+    CHECK(wav_read("/tmp/cabin_test_audio.wav", &w, &err) == 0 && w.n == 1600 && w.rate == 16000 &&
+          memcmp(w.samples, x, sizeof x) == 0, "round trip: %s", err.msg);
+    wav_free(&w);
+    const uint8_t junk[] = "RIFF\x04\0\0\0WAVEfmt \x10\0\0\0\x03\0\x01\0\x80\x3e\0\0\0\xfa\0\0\x04\0\x20\0data\0\0\0\0";
+    CHECK(wav_parse(junk, sizeof junk - 1, "float.wav", &w, &err) != 0 && strstr(err.msg, "float.wav") &&
+          strstr(err.msg, "16-bit"), "float WAV: %s", err.msg);
+    CHECK(wav_parse((const uint8_t *)"RIFX", 4, "short.wav", &w, &err) != 0 && strstr(err.msg, "short.wav"), "short: %s", err.msg);
+    const uint8_t nodata[] = "RIFF\x04\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0\0\x7d\0\0\x02\0\x10\0";
+    CHECK(wav_parse(nodata, sizeof nodata - 1, "nodata.wav", &w, &err) != 0 && strstr(err.msg, "no data"), "%s", err.msg);
+    const uint8_t huge[] = "RIFF\x04\0\0\0WAVEfmt \xff\xff\xff\x7f\x01\0\x01\0";
+    CHECK(wav_parse(huge, sizeof huge - 1, "huge.wav", &w, &err) != 0 && strstr(err.msg, "huge.wav"), "%s", err.msg);
+
+    // resampler: 22050 -> 16000 keeps a 440 Hz tone's amplitude and length; chunked = whole
+    int16_t tone[22050], *whole, chunked[20000];
+    for (int i = 0; i < 22050; i++) tone[i] = (int16_t)(10000 * sin(2 * M_PI * 440 * i / 22050.0));
+    size_t nw = resample_all(tone, 22050, 22050, 16000, &whole);
+    CHECK(nw >= 15970 && nw <= 16010, "length %zu", nw);
+    double peak = 0;
+    for (size_t i = 1000; i < nw - 1000; i++) peak = fmax(peak, fabs((double)whole[i]));
+    CHECK(peak > 9500 && peak < 10500, "peak %.0f", peak);
+    resampler rs;
+    resampler_init(&rs, 22050, 16000);
+    size_t nc = 0;
+    for (int i = 0; i < 22050; i += 333) nc += resampler_run(&rs, tone + i, (size_t)(22050 - i < 333 ? 22050 - i : 333), chunked + nc);
+    CHECK(nc == nw && memcmp(chunked, whole, nw * sizeof(int16_t)) == 0, "chunked %zu vs %zu", nc, nw);
+    free(whole);
+
+    // VAD: silence, 0.6 s of tone, silence -> one onset and one end
+    vad v;
+    vad_params p = vad_params_default();
+    vad_init(&v, &p, 16000);
+    int onsets = 0, ends = 0;
+    for (int blk = 0; blk < 200; blk++) {   // 2 s in 10 ms blocks
+        int16_t b[160];
+        for (int i = 0; i < 160; i++) {
+            int t = blk * 160 + i;
+            b[i] = (int16_t)((blk >= 50 && blk < 110 ? 6000 * sin(2 * M_PI * 300 * t / 16000.0) : 0) + (rand() % 41 - 20));
+        }
+        size_t off = 0;
+        while (off < 160) {
+            size_t k;
+            vad_event e = vad_feed(&v, b + off, 160 - off, &k);
+            onsets += e == VAD_ONSET;
+            ends += e == VAD_END;
+            off += k;
+        }
+    }
+    CHECK(onsets == 1 && ends == 1, "onsets %d ends %d", onsets, ends);
+    vad_free(&v);
+
+    // clauses: the action is taken out, clauses cut at punctuation and after max words
+    clause_splitter cs;
+    clause_init(&cs, 6);
+    const char *pieces[] = { "<a", "ct>climate.set temp", "=22</act> Setting", " it to 22", ". Anything", " else,",
+                             " one two three four five six seven", " eight" };
+    for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) clause_push(&cs, pieces[i], strlen(pieces[i]), emit, act, NULL);
+    clause_finish(&cs, emit, act, NULL);
+    clause_free(&cs);
+    CHECK(strcmp(act_seen, "climate.set temp=22") == 0, "action '%s'", act_seen);
+    CHECK(n_clauses == 4 && strcmp(clauses[0], "Setting it to 22.") == 0 && strcmp(clauses[1], "Anything else,") == 0 &&
+          strcmp(clauses[2], "one two three four five six") == 0 && strcmp(clauses[3], "seven eight") == 0,
+          "%d clauses: [%s] [%s] [%s] [%s]", n_clauses, clauses[0], clauses[1], clauses[2], clauses[3]);
+    return test_finish();
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""Makes cabin's voice test audio: held-out assistant commands spoken by espeak-ng (several
+voices and speeds), one WAV of all turns with pauses between them, the same mixed with car-like
+noise (brown noise + 50/100 Hz hum) at a given SNR with sox, and a reference file.
+
+Commands are the first turns of assets/eval/heldout.jsonl (a first turn needs no context) whose
+action is not `none`. Reference words are normalised as the recogniser writes (build_lm.py).
+
+usage: make_test_audio.py --out DIR [--n 16] [--snr 10]
+out: DIR/clean.wav, DIR/noisy.wav (16 kHz mono), DIR/ref.tsv (words<TAB>action per turn)
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "voice"))
+from build_lm import normalise  # noqa: E402
+
+VOICES = [("en-us", 165), ("en-us+f3", 150), ("en-us+m3", 180), ("en-gb", 160), ("en-us+f2", 175),
+          ("en-us+m7", 155)]
+
+
+def sh(*cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def rms(path):
+    out = subprocess.run(["sox", path, "-n", "stat"], capture_output=True, text=True).stderr
+    return float(re.search(r"RMS\s+amplitude:\s+([0-9.e-]+)", out).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--snr", type=float, default=10.0)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    picked = []
+    with open(os.path.join(ROOT, "assets", "eval", "heldout.jsonl")) as f:
+        for line in f:
+            t = json.loads(line)["turns"][0]
+            act = re.match(r"<act>(.*?)</act>", t["reply"])
+            if not act or act.group(1) == "none":
+                continue
+            words = normalise(t["user"])
+            if 2 <= len(words.split()) <= 9:
+                picked.append((words, act.group(1)))
+            if len(picked) == a.n:
+                break
+    parts = []
+    sil = os.path.join(a.out, "sil.wav")
+    sh("sox", "-n", "-r", "16000", "-c", "1", "-b", "16", sil, "trim", "0", "0.9")
+    parts.append(sil)
+    for i, (words, _) in enumerate(picked):
+        voice, wpm = VOICES[i % len(VOICES)]
+        raw = os.path.join(a.out, "u%02d_raw.wav" % i)
+        u = os.path.join(a.out, "u%02d.wav" % i)
+        sh("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, words)
+        sh("sox", raw, "-r", "16000", "-c", "1", "-b", "16", u)
+        os.remove(raw)
+        parts += [u, sil]
+    clean = os.path.join(a.out, "clean.wav")
+    sh("sox", *parts, clean)
+    # noise: brown noise plus engine hum, scaled to SNR against the speech's RMS
+    dur = float(subprocess.run(["soxi", "-D", clean], capture_output=True, text=True).stdout)
+    noise = os.path.join(a.out, "noise.wav")
+    sh("sox", "-n", "-r", "16000", "-c", "1", "-b", "16", noise, "synth", "%.2f" % dur, "brownnoise",
+       "synth", "%.2f" % dur, "sine", "mix", "50", "synth", "%.2f" % dur, "sine", "mix", "100", "vol", "0.5")
+    speech_rms = sum(rms(os.path.join(a.out, "u%02d.wav" % i)) for i in range(len(picked))) / len(picked)
+    gain = speech_rms / (rms(noise) * 10 ** (a.snr / 20))
+    scaled = os.path.join(a.out, "noise_s.wav")
+    sh("sox", "-v", "%.5f" % gain, noise, scaled)
+    sh("sox", "-m", clean, scaled, os.path.join(a.out, "noisy.wav"))
+    for p in [noise, scaled, sil] + [os.path.join(a.out, "u%02d.wav" % i) for i in range(len(picked))]:
+        os.remove(p)
+    with open(os.path.join(a.out, "ref.tsv"), "w") as f:
+        for words, act in picked:
+            f.write("%s\t%s\n" % (words, act))
+    print("make_test_audio: %d turns, %.1f s, noise at %.0f dB SNR -> %s" % (len(picked), dur, a.snr, a.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+// The workbench's screen: where the conversation, the panels, the status bar and the input line
+// go for the terminal's size, the help overlay, and the screen as text (`:snapshot FILE`).
+//   wide (>= 100 columns and >= 28 rows):   conversation | panels (stacked, table order)
+//   otherwise:                              conversation only
+//   always:                                 status bar (row LINES-2), input line (LINES-1)
+#include "tui/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <wchar.h>
+
+bool layout_wide(void) { return COLS >= 100 && LINES >= 28; }
+
+int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s) {
+    werase(stdscr);
+    int main_h = LINES - 2;
+    int n_panels;
+    const tui_panel *const *panels = tui_panels(&n_panels);
+    int chat_w = COLS;
+    int n_drawn = 0;
+    if (layout_wide() && main_h > 4) {
+        int pw = COLS * 45 / 100;
+        if (pw < 44) pw = 44;
+        if (pw > 76) pw = 76;
+        chat_w = COLS - pw;
+        int y = 0;
+        for (int i = 0; i < n_panels && y < main_h; i++) {
+            int h = panels[i]->height(s, pw);
+            if (h > main_h - y) h = main_h - y;
+            if (h < 3) break;
+            tui_rect r = { y, chat_w, h, pw };
+            panels[i]->draw(stdscr, r, s, ls->focus == FOCUS_PANELS + i);
+            y += h;
+            n_drawn++;
+        }
+    }
+    if (main_h >= 3) {
+        tui_rect cr = { 0, 0, main_h, chat_w };
+        char title[160];
+        snprintf(title, sizeof title, "Conversation — %s", s->model_name[0] ? s->model_name : "cabin");
+        if (tui_ascii) snprintf(title, sizeof title, "Conversation - %s", s->model_name[0] ? s->model_name : "cabin");
+        tui_rect in = tui_box(stdscr, cr, title, ls->focus == FOCUS_CHAT);
+        in.x -= 1;
+        in.w += 1;
+        chat_draw(stdscr, in, chat);
+    }
+    layout_status(ls, s);
+    if (ls->help) layout_help();
+    le_draw(stdscr, LINES - 1, 0, COLS, le, ls->focus == FOCUS_INPUT);
+    curs_set(ls->focus == FOCUS_INPUT && !ls->help ? 1 : 0);
+    wnoutrefresh(stdscr);
+    doupdate();
+    return n_drawn;
+}
+
+void layout_status(const layout_state *ls, const tui_snapshot *s) {
+    int y = LINES - 2;
+    int a = tui_attr(TC_STATUS);
+    wattron(stdscr, a);
+    mvwhline(stdscr, y, 0, ' ', COLS);
+    wattroff(stdscr, a);
+    char buf[512];
+    const char *sep = tui_ascii ? " | " : " │ ";
+    const session_stats *st = &s->st;
+    double tps = st->decode_tps > 0 ? st->decode_tps : st->decode_tps_last32;
+    char sw[64] = "";
+    if (s->switch_target[0] && st->switch_progress >= 0)
+        snprintf(sw, sizeof sw, "%s→%s %.0f%%", sep, s->switch_target, 100.0 * st->switch_progress);
+    snprintf(buf, sizeof buf, " %s%s%s%s%s%.1f tok/s%sTTFT %.0f ms%s%.1f W%s%sKV %d/%d%s%s",
+             ls->notice[0] ? ls->notice : (s->generating ? "generating…" : "ready"), sep,
+             s->plan_name[0] ? s->plan_name : "-", sw, sep, tps, sep, st->ttft_ms, sep, s->watts,
+             s->power_measured ? "" : " est.", sep, st->n_past, st->n_ctx, sep, "F1 help");
+    if (tui_ascii) {   // "…" and "→" are not ASCII
+        for (char *p = buf; (p = strstr(p, "…")); ) memcpy(p, "...", 3);
+        for (char *p = buf; (p = strstr(p, "→")); ) memcpy(p, "-> ", 3);
+    }
+    tui_puts(stdscr, y, 0, buf, COLS, a);
+}
+
+static const char *const help_keys[][2] = {
+    { "Enter", "send the message, or run a :command" },
+    { "F1", "this help (any key closes it)" },
+    { "F2", "cycle weight precision f16 > q8_0 > q4_0 (live)" },
+    { "F3", "cycle the KV cache format" },
+    { "F4", "cycle the heat map: sensitivity, kv cache, attention" },
+    { "F5", "push-to-talk" },
+    { "Tab", "focus: input > conversation > panels" },
+    { "PgUp PgDn wheel", "scroll the conversation" },
+    { "Up Down", "history (input) / scroll (conversation)" },
+    { "Ctrl-R", "search the history" },
+    { "Tab on :cmd", "complete the command name" },
+    { "Ctrl-C", "stop the reply being written" },
+    { "Ctrl-D / :quit", "leave (transcript autosaved)" },
+    { "Ctrl-L", "redraw the screen" },
+};
+
+static const char *const local_help[][2] = {
+    { ":save FILE", "transcript and stats as JSON" },
+    { ":heatmap [TYPE|FILE.json]", "in the workbench: computed aside (the chat is kept) or loaded" },
+    { ":clear", "clear the conversation pane" },
+};
+
+void layout_help(void) {
+    int n_cmd;
+    const cmd_def *t = cmdlang_table(&n_cmd);
+    int n_keys = (int)(sizeof help_keys / sizeof help_keys[0]);
+    int n_local = (int)(sizeof local_help / sizeof local_help[0]);
+    int total = n_keys + 2 + n_cmd + n_local;
+    int h = LINES - 2, w = COLS - 4;
+    if (w > 110) w = 110;
+    if (h < 5 || w < 30) return;
+    int cols = (total > h - 2 && w >= 100) ? 2 : 1;
+    int y0 = 1, x0 = (COLS - w) / 2;
+    if (h > (total + cols - 1) / cols + 3) h = (total + cols - 1) / cols + 3;
+    for (int y = 0; y < h; y++) mvwhline(stdscr, y0 + y - 1, x0, ' ', w);
+    tui_rect in = tui_box(stdscr, (tui_rect){ y0 - 1, x0, h, w }, "Help — keys and :commands", true);
+    int cw0 = cols == 2 ? in.w * 2 / 5 : in.w, row = 0, col = 0;   // keys left, commands right
+    int rows = in.h;
+    for (int i = 0; i < total; i++) {
+        if (row >= rows) { row = 0; if (++col >= cols) break; }
+        int x = in.x + (col ? cw0 : 0), y = in.y + row;
+        int cw = col ? in.w - cw0 : cw0;
+        const char *k = NULL, *d = NULL;
+        char kbuf[80];
+        if (i < n_keys) { k = help_keys[i][0]; d = help_keys[i][1]; }
+        else if (i == n_keys) { row++; continue; }
+        else if (i == n_keys + 1) { tui_puts(stdscr, y, x, "commands (type : first)", cw - 1, tui_attr(TC_TITLE)); row++; continue; }
+        else if (i < n_keys + 2 + n_cmd) {
+            const cmd_def *c = &t[i - n_keys - 2];
+            snprintf(kbuf, sizeof kbuf, ":%s", c->usage);
+            k = kbuf;
+            d = c->help;
+        } else { k = local_help[i - n_keys - 2 - n_cmd][0]; d = local_help[i - n_keys - 2 - n_cmd][1]; }
+        int kw = cw > 60 ? 24 : 18;
+        tui_puts(stdscr, y, x, k, kw - 1, tui_attr(TC_USER));
+        tui_puts(stdscr, y, x + kw, d, cw - kw - 1, 0);
+        row++;
+    }
+}
+
+int layout_snapshot(const char *path, errbuf *err) {
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "snapshot: %s: %s", path, strerror(errno));
+    for (int y = 0; y < LINES; y++) {
+        char line[4096];
+        int o = 0;
+        for (int x = 0; x < COLS && o < (int)sizeof line - 8; x++) {
+            cchar_t cc;
+            wchar_t wch[CCHARW_MAX + 1];
+            attr_t at;
+            short pair;
+            if (mvwin_wch(stdscr, y, x, &cc) == ERR || getcchar(&cc, wch, &at, &pair, NULL) == ERR) { line[o++] = ' '; continue; }
+            char mb[MB_LEN_MAX];
+            mbstate_t ms;
+            memset(&ms, 0, sizeof ms);
+            size_t k = wch[0] ? wcrtomb(mb, wch[0], &ms) : (size_t)-1;
+            if (k == (size_t)-1) { line[o++] = ' '; continue; }
+            memcpy(line + o, mb, k);
+            o += (int)k;
+        }
+        while (o > 0 && line[o - 1] == ' ') o--;
+        line[o] = 0;
+        fprintf(f, "%s\n", line);
+    }
+    if (fclose(f) != 0) return err_set(err, "snapshot: %s: write failed", path);
+    return 0;
+}

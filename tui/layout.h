@@ -1,0 +1,23 @@
+// The workbench screen layout (tui/layout.c), shared by the core loop.
+#ifndef CABIN_TUI_LAYOUT_H
+#define CABIN_TUI_LAYOUT_H
+
+#include "tui/tui.h"
+
+enum { FOCUS_INPUT, FOCUS_CHAT, FOCUS_PANELS };   // FOCUS_PANELS + i: the i-th panel
+
+typedef struct layout_state {
+    int focus;
+    bool help;
+    char notice[128];       // a short message in the status bar ("" = none)
+} layout_state;
+
+bool layout_wide(void);
+// Draws everything; returns how many panels fit.
+int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s);
+void layout_status(const layout_state *ls, const tui_snapshot *s);
+void layout_help(void);
+// The screen as UTF-8 text, one line a row (trailing blanks cut).
+int layout_snapshot(const char *path, errbuf *err);
+
+#endif

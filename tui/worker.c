@@ -1,0 +1,512 @@
+// The workbench's worker thread: it alone touches the session and the app context. The UI
+// thread hands it jobs (a user turn, a `:` command, a heat map run) and a live plan request;
+// it posts events (token text, lines, end of turn, a heat map) and a snapshot of the figures.
+// The worker never waits for the UI: posting is a short append under a mutex, and the snapshot
+// is refreshed at most every SNAP_EVERY_S during a reply.
+#include "tui/tui.h"
+#include "engine/wtype.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SNAP_EVERY_S 0.1
+
+enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP };
+typedef struct job { int kind; char *text; } job;
+
+struct worker {
+    app_ctx *c;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    job *jobs;                   // FIFO: jobs[0..n_jobs)
+    int n_jobs, cap_jobs;
+    bool stop;
+    atomic_bool busy;
+    session *cur_s;              // the session of the running job (for cancel); under mu
+    // a live plan request, picked up between tokens or in the idle loop
+    atomic_bool plan_pending;
+    precision_plan plan;
+    char plan_name[32];
+    bool switch_inflight;        // worker thread only
+    atomic_bool kv_pending;
+    char kv_format[16];          // under mu
+    int switches_seen;
+    // events
+    tui_event *ev;
+    int n_ev, cap_ev;
+    // the snapshot (worker half) and whether the UI has seen it
+    tui_snapshot snap;
+    bool snap_new;
+    double last_snap;
+    int turn;
+    char vprev[TUI_MAX_VFIELDS][40];
+    int vchanged[TUI_MAX_VFIELDS];
+};
+
+static worker *the_worker;   // for the app_ctx on_token hook (one workbench per process)
+
+static void post(worker *w, int kind, int msg_kind, const char *text, size_t len, sensitivity_map *heat) {
+    pthread_mutex_lock(&w->mu);
+    if (kind == EV_TOKEN && w->n_ev > 0 && w->ev[w->n_ev - 1].kind == EV_TOKEN) {
+        tui_event *e = &w->ev[w->n_ev - 1];   // coalesce with the pending token text
+        size_t old = strlen(e->text);
+        e->text = xrealloc(e->text, old + len + 1);
+        memcpy(e->text + old, text, len);
+        e->text[old + len] = 0;
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    if (w->n_ev == w->cap_ev) {
+        w->cap_ev = w->cap_ev ? w->cap_ev * 2 : 64;
+        w->ev = xrealloc(w->ev, (size_t)w->cap_ev * sizeof *w->ev);
+    }
+    tui_event *e = &w->ev[w->n_ev++];
+    e->kind = kind;
+    e->msg_kind = msg_kind;
+    e->text = text ? xstrndup(text, len) : NULL;
+    e->heat = heat;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void post_line(worker *w, int msg_kind, const char *text) { post(w, EV_LINE, msg_kind, text, strlen(text), NULL); }
+
+static const char *plan_label(const precision_plan *p, char *buf, size_t n) {
+    if (p->n_rules == 0 && p->default_type == PLAN_KEEP) snprintf(buf, n, "as in file");
+    else if (p->n_rules == 0) snprintf(buf, n, "%s", wtype_name(p->default_type));
+    else snprintf(buf, n, "mixed (%d rules)", p->n_rules);
+    for (char *q = buf; *q; q++) if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
+    return buf;
+}
+
+// Fills the worker half of a snapshot from the session (worker thread only).
+static void make_snapshot(worker *w, bool with_vehicle) {
+    app_ctx *c = w->c;
+    tui_snapshot t;
+    pthread_mutex_lock(&w->mu);
+    t = w->snap;
+    pthread_mutex_unlock(&w->mu);
+    session_get_stats(c->s, &t.st);
+    t.have_stats = true;
+    model *m = (model *)session_model(c->s);   // read-only: tensor types
+    snprintf(t.model_name, sizeof t.model_name, "%s", m->name ? m->name : "model");
+    t.n_layer = m->hp.n_layer < TUI_MAX_LAYERS ? m->hp.n_layer : TUI_MAX_LAYERS;
+    for (int l = 0; l < t.n_layer; l++)
+        for (int k = 0; k < TK_LAYER_KINDS; k++) {
+            tensor *x = model_tensor_by_kind(m, l, k);
+            t.types[l][k] = (uint8_t)(x ? x->type : 255);
+        }
+    tensor *e = model_tensor_by_kind(m, 0, TK_TOKEN_EMBD), *o = model_tensor_by_kind(m, 0, TK_OUTPUT);
+    t.embd_type = e ? e->type : PLAN_KEEP;
+    t.output_type = o ? o->type : PLAN_KEEP;
+    precision_plan p;
+    session_get_plan(c->s, &p);
+    plan_label(&p, t.plan_name, sizeof t.plan_name);
+    snprintf(t.kv_format, sizeof t.kv_format, "%s", t.st.kv_format[0] ? t.st.kv_format : "f16");
+    snprintf(t.kv_policy, sizeof t.kv_policy, "%s", t.st.kv_policy);
+    for (int l = 0; l < t.n_layer; l++)
+        if (session_kv_layer(c->s, l, &t.kv_used[l], &t.kv_quant[l]) < 0) t.kv_used[l] = t.kv_quant[l] = 0;
+    // attention of the last token per layer, summed into bins over the context
+    static float att[4096];
+    t.att_bins = t.att_slots = 0;
+    for (int l = 0; l < t.n_layer; l++) {
+        errbuf e;
+        int n = session_attention_last(c->s, l, -1, att, 4096, &e);
+        if (n <= 0) break;
+        if (n > 4096) n = 4096;
+        int bins = n < TUI_ATT_BINS ? n : TUI_ATT_BINS;
+        for (int b = 0; b < bins; b++) {
+            float sum = 0;
+            for (int i = b * n / bins; i < (b + 1) * n / bins; i++) sum += att[i];
+            t.att[l][b] = sum;
+        }
+        t.att_bins = bins;
+        t.att_slots = n;
+    }
+    t.generating = atomic_load(&w->busy);
+    t.turn = w->turn;
+    if (w->switch_inflight) snprintf(t.switch_target, sizeof t.switch_target, "%s", w->plan_name);
+    else t.switch_target[0] = 0;
+    if (with_vehicle) {
+        int n = 0;
+        for (const char *const *f = vehicle_fields(); *f && n < TUI_MAX_VFIELDS; f++, n++) {
+            snprintf(t.vfield[n], sizeof t.vfield[n], "%s", *f);
+            char v[64];
+            if (vehicle_get(c->car, *f, v, sizeof v)) v[0] = 0;
+            const char *u = vehicle_field_unit(*f);
+            snprintf(t.vvalue[n], sizeof t.vvalue[n], "%s%s%s", v[0] ? v : "-", *u && v[0] ? " " : "", v[0] ? u : "");
+            if (w->vprev[n][0] && strcmp(w->vprev[n], t.vvalue[n]) != 0) w->vchanged[n] = w->turn;
+            snprintf(w->vprev[n], sizeof w->vprev[n], "%s", t.vvalue[n]);
+            t.vchanged[n] = w->vchanged[n];
+        }
+        t.n_vfields = n;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->snap = t;
+    w->snap_new = true;
+    pthread_mutex_unlock(&w->mu);
+    w->last_snap = now_sec();
+}
+
+static void post_transcript(worker *w, size_t from, bool turn);
+
+// A plan asked for by the UI: start preparing it (worker thread; between tokens or idle).
+static void take_plan_request(worker *w) {
+    if (!atomic_load(&w->plan_pending) || w->switch_inflight) return;
+    precision_plan p;
+    char name[32];
+    pthread_mutex_lock(&w->mu);
+    p = w->plan;
+    snprintf(name, sizeof name, "%s", w->plan_name);
+    atomic_store(&w->plan_pending, false);
+    pthread_mutex_unlock(&w->mu);
+    errbuf err = {{0}};
+    if (session_request_plan(w->c->s, &p, &err)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "precision %s: %s", name, err.msg);
+        post_line(w, MSG_ERROR, msg);
+        return;
+    }
+    w->switch_inflight = true;
+    char msg[96];
+    snprintf(msg, sizeof msg, "precision: preparing %s (live; the reply goes on meanwhile)", name);
+    post_line(w, MSG_INFO, msg);
+}
+
+// After a swap (done by the session between two tokens, or by poll here): say so.
+static void check_switch_done(worker *w, bool poll) {
+    if (!w->switch_inflight) return;
+    int r = poll ? session_poll_switch(w->c->s) : 0;
+    session_stats st;
+    session_get_stats(w->c->s, &st);
+    char msg[700];
+    if (r == -1 || (st.switch_progress < 0 && st.last_switch_error[0] && st.switches == w->switches_seen)) {
+        snprintf(msg, sizeof msg, "precision %s failed: %s", w->plan_name, st.last_switch_error);
+        post_line(w, MSG_ERROR, msg);
+        w->switch_inflight = false;
+    } else if (st.switches != w->switches_seen) {
+        snprintf(msg, sizeof msg, "precision: now %s (%d tensors in %.0f ms, weights %.2f MiB)%s", w->plan_name,
+                 st.last_switch_tensors, st.last_switch_ms, (double)st.weight_bytes / (1 << 20),
+                 st.last_switch_upcast ? "; types above the file's are dequantized copies" : "");
+        post_line(w, MSG_INFO, msg);
+        w->switch_inflight = false;
+    }
+    w->switches_seen = st.switches;
+    if (!w->switch_inflight) make_snapshot(w, false);
+}
+
+// A KV format asked for by the UI: between turns only (the worker is idle here).
+static void take_kv_request(worker *w) {
+    if (!atomic_load(&w->kv_pending)) return;
+    char f[16];
+    pthread_mutex_lock(&w->mu);
+    snprintf(f, sizeof f, "%s", w->kv_format);
+    atomic_store(&w->kv_pending, false);
+    pthread_mutex_unlock(&w->mu);
+    char line[48];
+    snprintf(line, sizeof line, "kv %s", f);
+    size_t from = w->c->transcript_len;
+    errbuf err = {{0}};
+    if (cmdlang_exec(w->c, line, &err) < 0) post_line(w, MSG_ERROR, err.msg);
+    post_transcript(w, from, false);
+    make_snapshot(w, false);
+}
+
+static void on_token(app_ctx *c, const char *piece, int len) {
+    worker *w = the_worker;
+    (void)c;
+    post(w, EV_TOKEN, 0, piece, (size_t)len, NULL);
+    if (atomic_load(&w->plan_pending)) take_plan_request(w);
+    if (w->switch_inflight) check_switch_done(w, false);
+    if (now_sec() - w->last_snap >= SNAP_EVERY_S) make_snapshot(w, false);
+}
+
+// New lines of the app transcript since `from`, posted as chat lines.
+static void post_transcript(worker *w, size_t from, bool turn) {
+    app_ctx *c = w->c;
+    if (!c->transcript || from >= c->transcript_len) return;
+    char *p = c->transcript + from;
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = xstrndup(p, n);
+        if (turn && strncmp(line, "you: ", 5) == 0) { /* the UI shows it already */ }
+        else if (turn && strncmp(line, "action: ", 8) == 0) post_line(w, MSG_ACTION, line + 8);
+        else if (turn && strncmp(line, "vehicle: ", 9) == 0) post_line(w, MSG_VEHICLE, line + 9);
+        else if (turn && strncmp(line, "refused: ", 9) == 0) post_line(w, MSG_REFUSED, line + 9);
+        else if (turn && strncmp(line, "cabin: ", 7) == 0) post(w, EV_TURN_DONE, 0, line + 7, n - 7, NULL);
+        else post_line(w, MSG_INFO, line);
+        free(line);
+        p += n;
+        if (*p == '\n') p++;
+    }
+}
+
+typedef struct heat_progress { worker *w; double last; } heat_progress;
+
+static bool heat_cb(void *ud, int done, int total, int layer, int kind, const sens_cell *cell) {
+    (void)layer; (void)kind; (void)cell;
+    heat_progress *hp = ud;
+    if (now_sec() - hp->last < 0.1 && done < total) return true;
+    hp->last = now_sec();
+    char msg[64];
+    snprintf(msg, sizeof msg, "%d/%d", done, total);
+    post(hp->w, EV_HEATMAP, 0, msg, strlen(msg), NULL);
+    return !hp->w->stop;
+}
+
+static const char heat_text[] =
+    "Set the driver temperature to twenty one degrees and turn on the seat heating. "
+    "Open the sunroof halfway, play the next track and navigate to the central station. "
+    "How much range is left? Close all the windows and switch the fog lights off. "
+    "Call the office, then lower the fan speed and turn the air conditioning on.";
+
+// A sensitivity map: from FILE (written by `cabin heatmap --json`), else computed for TYPE
+// (default q4_0) on a short text with a second session, so the conversation's cache is kept
+// (the command language's `heatmap` runs on the live session, which starts it over).
+static void run_heatmap(worker *w, const char *arg) {
+    app_ctx *c = w->c;
+    errbuf err = {{0}};
+    int n_layer = session_model(c->s)->hp.n_layer;
+    int type = arg && *arg ? wtype_from_name(arg) : WT_Q4_0;   // `:heatmap q8_0` computes for q8_0
+    if (type < 0) type = WT_Q4_0;
+    else if (arg && *arg) arg = NULL;
+    sensitivity_map *m = xcalloc(1, sizeof *m);
+    sensitivity_map_init(m, n_layer, (uint32_t)type);
+    if (arg && *arg) {
+        char *js = read_file_all(arg, NULL, &err);
+        if (!js || sensitivity_from_json(m, js, &err)) {
+            free(js);
+            char msg[600];
+            snprintf(msg, sizeof msg, "heatmap %s: %s", arg, err.msg);
+            post_line(w, MSG_ERROR, msg);
+            sensitivity_map_free(m);
+            free(m);
+            return;
+        }
+        free(js);
+        post(w, EV_HEATMAP, 0, NULL, 0, m);
+        return;
+    }
+    session_opts o = c->opts;
+    o.n_ctx = 32;
+    o.n_batch = 32;
+    o.precision = NULL;
+    session *s = session_open(&o, &err);
+    int32_t *ids = NULL;
+    int n = s ? session_tokenize(s, heat_text, false, &ids, &err) : -1;
+    heat_progress hp = { w, 0 };
+    if (n >= 0 && n < 32) n = -1, err_set(&err, "the heat map text is too short for this tokenizer");
+    int rc = n < 0 ? -1 : sensitivity_run(s, ids, n < 96 ? n : 96, 32, 0, heat_cb, &hp, m, &err);
+    free(ids);
+    session_close(s);
+    if (rc) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "heatmap: %s", err.msg);
+        post_line(w, MSG_ERROR, msg);
+        sensitivity_map_free(m);
+        free(m);
+        return;
+    }
+    char done[128];
+    snprintf(done, sizeof done, "heatmap: %s sensitivity per (layer, tensor) computed (KL vs file precision)", wtype_name((uint32_t)type));
+    post_line(w, MSG_INFO, done);
+    post(w, EV_HEATMAP, 0, NULL, 0, m);
+}
+
+static void run_job(worker *w, job *j) {
+    app_ctx *c = w->c;
+    errbuf err = {{0}};
+    size_t from = c->transcript_len;
+    if (w->switch_inflight && j->kind != JOB_SAY) { session_wait_switch(c->s); check_switch_done(w, false); }
+    if (j->kind == JOB_SAY) {
+        int rc = app_say(c, j->text, &err);
+        w->turn++;
+        post_transcript(w, from, true);
+        if (rc) {
+            post_line(w, MSG_ERROR, err.msg);
+            post(w, EV_TURN_DONE, 0, NULL, 0, NULL);
+        }
+    } else if (j->kind == JOB_EXEC) {
+        int rc = cmdlang_exec(c, j->text, &err);
+        post_transcript(w, from, false);
+        if (rc < 0) post_line(w, MSG_ERROR, err.msg);
+    } else {
+        run_heatmap(w, j->text);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    make_snapshot(w, true);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && w->n_jobs == 0 && !atomic_load(&w->plan_pending) && !w->switch_inflight &&
+               !atomic_load(&w->kv_pending))
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (w->stop) break;
+        if (w->n_jobs == 0) {    // a plan or KV request, or a switch in flight, while idle
+            pthread_mutex_unlock(&w->mu);
+            take_kv_request(w);
+            take_plan_request(w);
+            check_switch_done(w, true);
+            if (w->switch_inflight) {
+                make_snapshot(w, false);
+                struct timespec ts = { 0, 20 * 1000000L };
+                nanosleep(&ts, NULL);
+            }
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        job j = w->jobs[0];
+        memmove(w->jobs, w->jobs + 1, (size_t)(w->n_jobs - 1) * sizeof *w->jobs);
+        w->n_jobs--;
+        atomic_store(&w->busy, true);
+        w->cur_s = w->c->s;
+        pthread_mutex_unlock(&w->mu);
+        make_snapshot(w, false);
+        run_job(w, &j);
+        free(j.text);
+        pthread_mutex_lock(&w->mu);
+        w->cur_s = NULL;
+        atomic_store(&w->busy, w->n_jobs > 0);
+        pthread_mutex_unlock(&w->mu);
+        make_snapshot(w, true);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+worker *worker_start(app_ctx *c, errbuf *err) {
+    worker *w = xcalloc(1, sizeof *w);
+    w->c = c;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    session_stats st;
+    session_get_stats(c->s, &st);
+    w->switches_seen = st.switches;
+    the_worker = w;
+    c->on_token = on_token;
+    if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        free(w);
+        err_set(err, "cannot start the generation thread");
+        return NULL;
+    }
+    return w;
+}
+
+void worker_stop(worker *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    if (w->cur_s) session_cancel(w->cur_s);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    if (w->switch_inflight) session_wait_switch(w->c->s);
+    for (int i = 0; i < w->n_jobs; i++) free(w->jobs[i].text);
+    for (int i = 0; i < w->n_ev; i++) {
+        free(w->ev[i].text);
+        if (w->ev[i].heat) { sensitivity_map_free(w->ev[i].heat); free(w->ev[i].heat); }
+    }
+    free(w->jobs);
+    free(w->ev);
+    w->c->on_token = NULL;
+    the_worker = NULL;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+static void push_job(worker *w, int kind, const char *text) {
+    pthread_mutex_lock(&w->mu);
+    if (w->n_jobs == w->cap_jobs) {
+        w->cap_jobs = w->cap_jobs ? w->cap_jobs * 2 : 8;
+        w->jobs = xrealloc(w->jobs, (size_t)w->cap_jobs * sizeof *w->jobs);
+    }
+    w->jobs[w->n_jobs].kind = kind;
+    w->jobs[w->n_jobs].text = xstrdup(text ? text : "");
+    w->n_jobs++;
+    atomic_store(&w->busy, true);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_say(worker *w, const char *text) { push_job(w, JOB_SAY, text); }
+void worker_exec(worker *w, const char *line) { push_job(w, JOB_EXEC, line); }
+void worker_heatmap(worker *w, const char *arg) { push_job(w, JOB_HEATMAP, arg); }
+
+void worker_request_plan(worker *w, const precision_plan *p, const char *name) {
+    pthread_mutex_lock(&w->mu);
+    w->plan = *p;
+    snprintf(w->plan_name, sizeof w->plan_name, "%s", name);
+    atomic_store(&w->plan_pending, true);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_request_kv(worker *w, const char *format) {
+    pthread_mutex_lock(&w->mu);
+    snprintf(w->kv_format, sizeof w->kv_format, "%s", format);
+    atomic_store(&w->kv_pending, true);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_cancel(worker *w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->cur_s) session_cancel(w->cur_s);
+    pthread_mutex_unlock(&w->mu);
+}
+
+bool worker_busy(worker *w) { return atomic_load(&w->busy); }
+
+int worker_drain(worker *w, tui_event *out, int max) {
+    pthread_mutex_lock(&w->mu);
+    int n = w->n_ev < max ? w->n_ev : max;
+    memcpy(out, w->ev, (size_t)n * sizeof *out);
+    memmove(w->ev, w->ev + n, (size_t)(w->n_ev - n) * sizeof *w->ev);
+    w->n_ev -= n;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+bool worker_snapshot(worker *w, tui_snapshot *s) {
+    pthread_mutex_lock(&w->mu);
+    bool changed = w->snap_new;
+    if (changed) {
+        const tui_snapshot *t = &w->snap;
+        // copy the worker half only
+        s->st = t->st;
+        s->have_stats = t->have_stats;
+        memcpy(s->model_name, t->model_name, sizeof s->model_name);
+        s->n_layer = t->n_layer;
+        memcpy(s->types, t->types, sizeof s->types);
+        s->embd_type = t->embd_type;
+        s->output_type = t->output_type;
+        memcpy(s->plan_name, t->plan_name, sizeof s->plan_name);
+        memcpy(s->kv_format, t->kv_format, sizeof s->kv_format);
+        memcpy(s->kv_policy, t->kv_policy, sizeof s->kv_policy);
+        memcpy(s->kv_used, t->kv_used, sizeof s->kv_used);
+        memcpy(s->kv_quant, t->kv_quant, sizeof s->kv_quant);
+        memcpy(s->att, t->att, sizeof s->att);
+        s->att_bins = t->att_bins;
+        s->att_slots = t->att_slots;
+        s->turn = t->turn;
+        if (t->n_vfields) {
+            memcpy(s->vfield, t->vfield, sizeof s->vfield);
+            memcpy(s->vvalue, t->vvalue, sizeof s->vvalue);
+            memcpy(s->vchanged, t->vchanged, sizeof s->vchanged);
+            s->n_vfields = t->n_vfields;
+        }
+        memcpy(s->switch_target, t->switch_target, sizeof s->switch_target);
+        w->snap_new = false;
+    }
+    s->generating = atomic_load(&w->busy);
+    pthread_mutex_unlock(&w->mu);
+    return changed;
+}
