@@ -55,18 +55,21 @@ int cmd_bench(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin bench", false };
     run_opts r;
     run_opts_init(&r);
-    int n_prompt = 64, n_gen = 32, reps = 3;
+    int n_prompt = 64, n_gen = 32, reps = 3, depth = 0;
     bool json = false, profile = false;
     const char *switch_spec = NULL;
     while (a.i < argc) {
         if (arg_help(&a)) {
-            printf("usage: cabin bench -m MODEL [-p 64] [-n 32] [-r 3] [-t THREADS] [--json]\n\n"
+            printf("usage: cabin bench -m MODEL [-p 64] [-n 32] [-r 3] [-t THREADS] [--kv F] [--depth D] [--json]\n\n"
                    "Prefill (a batch of -p tokens) and decode (-n tokens one by one) speed, the median\n"
                    "of -r repetitions, next to this machine's measured streaming-read bandwidth and\n"
                    "the decode ceiling it implies (weight bytes read per token / bandwidth).\n"
                    "  -p N        prompt tokens (default 64)\n"
                    "  -n N        generated tokens (default 32)\n"
                    "  -r N        repetitions (default 3)\n"
+                   "  --depth D   fill the KV cache to D tokens first (the prefill, in batches of -b),\n"
+                   "              then time -n decode tokens at depths D..D+n; with --kv and\n"
+                   "              --kv-policy this compares cache formats at a depth (docs/KV.md)\n"
                    "  --profile   time per op kind\n"
                    "  --switch PLAN  first time a live precision switch to PLAN (e.g. \"q4_0;token_embd=q4_0\"\n"
                    "              for every weight), then bench at that precision\n"
@@ -76,6 +79,7 @@ int cmd_bench(int argc, char **argv) {
         if (arg_int(&a, "-p", "--n-prompt", &n_prompt)) continue;
         if (arg_int(&a, "-n", "--n-gen", &n_gen)) continue;
         if (arg_int(&a, "-r", "--reps", &reps)) continue;
+        if (arg_int(&a, "--depth", NULL, &depth)) continue;
         if (arg_flag(&a, "--json", NULL)) { json = true; continue; }
         if (arg_flag(&a, "--profile", NULL)) { profile = true; continue; }
         if (arg_str(&a, "--switch", NULL, &switch_spec)) continue;
@@ -85,7 +89,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (a.failed) return 2;
     if (n_prompt < 1 || n_gen < 1 || reps < 1) { fprintf(stderr, "cabin bench: -p, -n and -r must be positive\n"); return 2; }
-    if (r.s.n_batch < n_prompt) r.s.n_batch = n_prompt;
+    if (depth < 0) { fprintf(stderr, "cabin bench: --depth must be 0 or more\n"); return 2; }
+    if (depth > 0) n_prompt = depth;              // the prefill fills the cache to the depth
+    else if (r.s.n_batch < n_prompt) r.s.n_batch = n_prompt;
     if (r.s.n_ctx == 0) r.s.n_ctx = n_prompt + n_gen + 8;
     errbuf err = {{0}};
     r.s.model_path = run_opts_model(&r);
@@ -146,18 +152,27 @@ int cmd_bench(int argc, char **argv) {
         session_get_stats(s, &st);
         if (json) {
             printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"n_prompt\": %d, "
-                   "\"n_gen\": %d, \"reps\": %d, \"prefill_tps\": %.3f, \"decode_tps\": %.3f, "
+                   "\"n_gen\": %d, \"reps\": %d, \"kv_format\": \"%s\", \"kv_policy\": \"%s\", \"depth\": %d, "
+                   "\"kv_bytes\": %llu, \"kv_used_bytes\": %llu, \"prefill_tps\": %.3f, \"decode_tps\": %.3f, "
                    "\"bandwidth_gbs\": %.3f, \"decode_bytes_per_token\": %llu, "
                    "\"decode_ceiling_tps\": %.3f, \"decode_pct_of_ceiling\": %.1f}\n",
-                   r.s.model_path, st.backend, n_threads, n_prompt, n_gen, reps, pp_med, tg_med,
+                   r.s.model_path, st.backend, n_threads, n_prompt, n_gen, reps, st.kv_format, st.kv_policy, depth,
+                   (unsigned long long)st.kv_bytes, (unsigned long long)st.kv_used_bytes, pp_med, tg_med,
                    bw / 1e9, (unsigned long long)bytes_tok, ceiling, 100.0 * tg_med / ceiling);
         } else {
             printf("model      %s (%s, %d layers, dim %d)\n", r.s.model_path, m->hp.arch_name, m->hp.n_layer, m->hp.dim);
             printf("backend    %s\n", st.backend);
-            printf("| test   | tok/s (median of %d) | runs |\n", reps);
-            printf("| pp%-4d | %20.2f |", n_prompt, pp_med);
+            printf("kv cache   %s, policy %s, depth %d, %.2f MiB allocated (%.2f MiB used after the last run)\n",
+                   st.kv_format, st.kv_policy, depth, (double)st.kv_bytes / (1 << 20), (double)st.kv_used_bytes / (1 << 20));
+            printf("| test            | kv  | tok/s (median of %d) | runs |\n", reps);
+            char ppname[32];
+            snprintf(ppname, sizeof ppname, depth ? "pp%d (fill)" : "pp%d", n_prompt);
+            printf("| %-15s | %-3s | %20.2f |", ppname, st.kv_format, pp_med);
             for (int i = 0; i < reps; i++) printf(" %.1f", pp[i]);
-            printf(" |\n| tg%-4d | %20.2f |", n_gen, tg_med);
+            char tgname[32];
+            if (depth) snprintf(tgname, sizeof tgname, "tg%d @ d%d", n_gen, depth);
+            else snprintf(tgname, sizeof tgname, "tg%d", n_gen);
+            printf(" |\n| %-15s | %-3s | %20.2f |", tgname, st.kv_format, tg_med);
             for (int i = 0; i < reps; i++) printf(" %.2f", tg[i]);
             printf(" |\n");
             printf("memory bandwidth (streaming read, %d threads): %.2f GB/s\n", n_threads, bw / 1e9);

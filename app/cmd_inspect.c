@@ -2,6 +2,7 @@
 #include "app/commands.h"
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
+#include "engine/kv_cache.h"
 #include "engine/tokenizer.h"
 #include "engine/wtype.h"
 
@@ -25,19 +26,67 @@ static void human_bytes(uint64_t b, char *out, size_t n) {
     else snprintf(out, n, "%" PRIu64 " B", b);
 }
 
+// i64 metadata "ARCH.NAME" or def when absent.
+static int64_t arch_int(const gguf_file *g, const char *arch, const char *name, int64_t def) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    int64_t x;
+    errbuf e = {{0}};
+    return gguf_get_i64(g, key, &x, &e) == 1 ? x : def;
+}
+
+// KV-cache bytes of this model's shape in every format (docs/KV.md): per token per layer (the
+// quantized store's rate) and whole caches (all layers, recent windows included) at the model's
+// context and at 4096 slots, with the ratio to f16.
+static int print_kv_sizes(const gguf_file *g, const char *arch) {
+    int64_t n_layer = arch_int(g, arch, "block_count", 0), dim = arch_int(g, arch, "embedding_length", 0);
+    int64_t n_head = arch_int(g, arch, "attention.head_count", 0);
+    int64_t n_kv = arch_int(g, arch, "attention.head_count_kv", n_head);
+    int64_t hd = n_head > 0 ? arch_int(g, arch, "attention.key_length", dim / n_head) : 0;
+    int64_t n_ctx = arch_int(g, arch, "context_length", 0);
+    int64_t kv_dim = n_kv * hd;
+    if (n_layer <= 0 || n_head <= 0 || n_kv <= 0 || hd <= 0 || kv_dim % 2 || kv_dim > (1 << 20) || n_layer > 100000) {
+        fprintf(stderr, "cabin info: --kv: the file does not give a usable attention shape (%" PRId64 " layers, %" PRId64
+                "/%" PRId64 " heads of %" PRId64 ")\n", n_layer, n_head, n_kv, hd);
+        return 1;
+    }
+    if (n_ctx <= 0 || n_ctx > (1 << 24)) n_ctx = 4096;
+    printf("  kv cache: %" PRId64 " layers x %" PRId64 " kv heads x %" PRId64 " = %" PRId64 " per token (K and V each),"
+           " recent window %d tokens f16, key groups of %d tokens\n", n_layer, n_kv, hd, kv_dim, KV_RECENT_DEFAULT, KV_GROUP);
+    printf("    | format | bytes/token/layer | cache at %-6" PRId64 " | vs f16 | cache at 4096 | vs f16 |\n", n_ctx);
+    static const enum kv_format order[] = { KV_F32, KV_F16, KV_Q8, KV_Q4 };
+    uint64_t f16_ctx = kv_format_cache_bytes(KV_F16, 0, (int)n_layer, (int)n_ctx, (int)kv_dim);
+    uint64_t f16_4k = kv_format_cache_bytes(KV_F16, 0, (int)n_layer, 4096, (int)kv_dim);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        enum kv_format f = order[i];
+        uint64_t at_ctx = kv_format_cache_bytes(f, 0, (int)n_layer, (int)n_ctx, (int)kv_dim);
+        uint64_t at_4k = kv_format_cache_bytes(f, 0, (int)n_layer, 4096, (int)kv_dim);
+        char a[32], b[32];
+        human_bytes(at_ctx, a, sizeof a);
+        human_bytes(at_4k, b, sizeof b);
+        printf("    | %-6s | %17.1f | %15s | %5.2fx | %13s | %5.2fx |\n", kv_format_name(f),
+               kv_format_token_bytes(f, (int)kv_dim), a, (double)f16_ctx / (double)at_ctx, b,
+               (double)f16_4k / (double)at_4k);
+    }
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin info", false };
     const char *path = NULL;
-    bool all_kv = false, tensors = false;
+    bool all_kv = false, kv_sizes = false, tensors = false;
     while (a.i < argc) {
         if (arg_help(&a)) {
-            printf("usage: cabin info [--kv] [--tensors] MODEL.gguf\n\n"
+            printf("usage: cabin info [--kv] [--meta] [--tensors] MODEL.gguf\n\n"
                    "Architecture, sizes, tensor type histogram, tokenizer and chat template.\n"
-                   "  --kv        print every metadata key and value\n"
+                   "  --kv        KV-cache size of this model in f32/f16/q8/q4 (per token per layer,\n"
+                   "              at the model's context and at 4096 tokens, vs f16; docs/KV.md)\n"
+                   "  --meta      print every metadata key and value\n"
                    "  --tensors   list every tensor with shape and type\n");
             return 0;
         }
-        if (arg_flag(&a, "--kv", NULL)) { all_kv = true; continue; }
+        if (arg_flag(&a, "--meta", NULL)) { all_kv = true; continue; }
+        if (arg_flag(&a, "--kv", NULL)) { kv_sizes = true; continue; }
         if (arg_flag(&a, "--tensors", NULL)) { tensors = true; continue; }
         if (argv[a.i][0] != '-' && !path) { path = argv[a.i++]; continue; }
         arg_unknown(&a);
@@ -67,7 +116,10 @@ int cmd_info(int argc, char **argv) {
         snprintf(k, sizeof k, "%s.%s", arch, keys[i][0]);
         print_kv_if(&g, k, keys[i][1]);
     }
+    int rc = 0;
+    if (kv_sizes) rc = print_kv_sizes(&g, arch ? arch : "llama");
     free(arch);
+    if (rc) { gguf_close(&g); return rc; }
     // tensor type histogram
     uint64_t count[WT_COUNT] = {0}, bytes[WT_COUNT] = {0}, params = 0;
     for (uint64_t i = 0; i < g.n_tensors; i++) {

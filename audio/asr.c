@@ -9,16 +9,17 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PS_MODEL_DIR "/usr/share/pocketsphinx/model/en-us"
-#define GRAMMAR_ARGS ""
+#define GRAMMAR_ARGS "-beam 1e-30 -pbeam 1e-30 -wbeam 1e-20"
 
 struct asr {
     ps_decoder_t *lm;       // n-gram search
     ps_decoder_t *gram;     // grammar search (NULL without a grammar)
     cmd_ln_t *cfg_lm, *cfg_gram;
-    float grammar_max_gap;
+    float grammar_min_agree;
     size_t n;               // samples this utterance
     int16_t *utt;           // the first utterance's audio (n samples), kept to decode it twice
     size_t utt_cap;
@@ -28,8 +29,15 @@ struct asr {
 };
 
 asr_opts asr_opts_default(void) {
-    asr_opts o = { .hmm = NULL, .lm = NULL, .dict = NULL, .jsgf = NULL, .general = false, .grammar_max_gap = 1.0f };
+    asr_opts o = { .hmm = NULL, .lm = NULL, .dict = NULL, .jsgf = NULL, .general = false, .grammar_min_agree = 0.7f };
     return o;
+}
+
+// CPU time of the calling thread (decoding cost without other processes' share of the cores).
+static double thread_cpu_sec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static bool readable(const char *p) { return p && access(p, R_OK) == 0; }
@@ -75,7 +83,7 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
         if (access(need[i], R_OK) != 0)
             return err_set(err, "asr: %s: not found%s", need[i], i == 0 ? " (install pocketsphinx-en-us)" : ""), NULL;
     asr *a = xcalloc(1, sizeof *a);
-    a->grammar_max_gap = o->grammar_max_gap;
+    a->grammar_min_agree = o->grammar_min_agree;
     a->lm = open_decoder(&a->cfg_lm, hmm, dict, lm, NULL, err);
     if (!a->lm) { free(a); return NULL; }
     if (*jsgf) {
@@ -109,7 +117,7 @@ int asr_start(asr *a, errbuf *err) {
 }
 
 int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
-    double t0 = now_sec();
+    double t0 = thread_cpu_sec();
     if (ps_process_raw(a->lm, x, n, FALSE, FALSE) < 0 || (a->gram && ps_process_raw(a->gram, x, n, FALSE, FALSE) < 0))
         return err_set(err, "asr: decoding failed");
     if (a->n_utts == 0) {   // keep the first utterance (see asr_end)
@@ -117,7 +125,7 @@ int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
         memcpy(a->utt + a->n, x, n * sizeof(int16_t));
     }
     a->n += n;
-    a->cpu += now_sec() - t0;
+    a->cpu += thread_cpu_sec() - t0;
     return 0;
 }
 
@@ -151,32 +159,43 @@ static double posterior(ps_decoder_t *ps) {
     return v > 1 ? 1 : v < 0 ? 0 : v;
 }
 
-// One search's best path: its text, acoustic score (log base of the decoder's logmath, summed
-// over the words, fillers and silences included) and frames.
+// One search's best path.
 typedef struct hyp_info {
     char text[512];
-    double ascr;     // acoustic log-likelihood, natural log
     int frames;
-    double conf;     // posterior (0..1)
+    double conf;     // posterior (0..1); meaningful for the n-gram search only
 } hyp_info;
 
 static void hyp_get(ps_decoder_t *ps, hyp_info *h) {
     int32 score;
     memset(h, 0, sizeof *h);
     clean_hyp(ps_get_hyp(ps, &score), h->text, sizeof h->text);
-    logmath_t *lmath = ps_get_logmath(ps);
-    double base_ln = log(logmath_get_base(lmath));
-    for (ps_seg_t *seg = ps_seg_iter(ps); seg; seg = ps_seg_next(seg)) {
-        int32 ascr = 0, lscr = 0, lback = 0;
-        ps_seg_prob(seg, &ascr, &lscr, &lback);
-        h->ascr += ascr * base_ln;
-    }
     h->frames = ps_get_n_frames(ps);
     h->conf = *h->text ? posterior(ps) : 0;
 }
 
+// Share of a's words that b has in the same order: longest common subsequence / words of a.
+static double word_agreement(const char *a, const char *b) {
+    enum { MAXW = 64 };
+    char ab[512], bb[512];
+    const char *wa[MAXW], *wb[MAXW];
+    int na = 0, nb = 0;
+    snprintf(ab, sizeof ab, "%s", a);
+    snprintf(bb, sizeof bb, "%s", b);
+    char *save = NULL;
+    for (char *t = strtok_r(ab, " ", &save); t && na < MAXW; t = strtok_r(NULL, " ", &save)) wa[na++] = t;
+    for (char *t = strtok_r(bb, " ", &save); t && nb < MAXW; t = strtok_r(NULL, " ", &save)) wb[nb++] = t;
+    if (!na) return 0;
+    int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wa[0..i) and wb[0..j)
+    for (int i = 0; i <= na; i++)
+        for (int j = 0; j <= nb; j++)
+            m[i][j] = !i || !j ? 0 : strcmp(wa[i - 1], wb[j - 1]) == 0 ? m[i - 1][j - 1] + 1
+                    : m[i - 1][j] > m[i][j - 1] ? m[i - 1][j] : m[i][j - 1];
+    return (double)m[na][nb] / na;
+}
+
 int asr_end(asr *a, asr_result *r, errbuf *err) {
-    double t0 = now_sec();
+    double t0 = thread_cpu_sec();
     memset(r, 0, sizeof *r);
     r->search = "";
     if (ps_end_utt(a->lm) < 0 || (a->gram && ps_end_utt(a->gram) < 0))
@@ -204,24 +223,25 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     hyp_get(a->lm, &lm);
     memset(&gram, 0, sizeof gram);
     if (a->gram) hyp_get(a->gram, &gram);
-    // The grammar always finds some command; it is believed unless the free LM explains the
-    // audio much better acoustically (per frame): then the person said something else.
-    double gap = 0;
-    if (*gram.text && *lm.text && lm.frames > 0) gap = (lm.ascr - gram.ascr) / lm.frames;
-    bool use_gram = *gram.text && (gap <= a->grammar_max_gap || !*lm.text);
+    // The grammar always finds some command, even in free speech. Its result is used when the
+    // free n-gram search corroborates it: at least grammar_min_agree of the grammar's words
+    // appear, in order, in the LM's hypothesis (the grammar then fixes the LM's slips: "give
+    // isadora a little" -> "give isadora a call"); otherwise the LM's words are used.
+    double agree = *gram.text && *lm.text ? word_agreement(gram.text, lm.text) : 0;
+    bool use_gram = *gram.text && agree >= a->grammar_min_agree;
     if (getenv("CABIN_ASR_DEBUG"))
-        fprintf(stderr, "asr: grammar \"%s\" conf %.2f ascr %.0f | lm \"%s\" conf %.2f ascr %.0f | %d frames, gap %.3f/frame -> %s\n",
-                gram.text, gram.conf, gram.ascr, lm.text, lm.conf, lm.ascr, lm.frames, gap, use_gram ? "grammar" : "lm");
+        fprintf(stderr, "asr: grammar \"%s\" | lm \"%s\" conf %.2f | %d frames, agreement %.2f -> %s\n",
+                gram.text, lm.text, lm.conf, lm.frames, agree, use_gram ? "grammar" : "lm");
     if (use_gram) {
         snprintf(r->text, sizeof r->text, "%s", gram.text);
         r->search = "grammar";
-        r->conf = gram.conf;
+        r->conf = lm.conf;
     } else if (*lm.text) {
         snprintf(r->text, sizeof r->text, "%s", lm.text);
         r->search = "lm";
         r->conf = lm.conf;
     }
-    a->cpu += now_sec() - t0;
+    a->cpu += thread_cpu_sec() - t0;
     r->audio_s = (double)a->n / 16000.0;
     r->cpu_s = a->cpu;
     return 0;

@@ -17,8 +17,8 @@ typedef struct asr_opts {
     const char *dict;      // dictionary (default assets/asr/cabin.dict)
     const char *jsgf;      // grammar (default assets/asr/cabin.gram if present; "" = none)
     bool general;          // the general en-us LM and full dictionary instead of the domain's
-    float grammar_max_gap; // grammar result used unless the LM path's acoustic log-likelihood is
-                           // better by more than this per frame (nats; default 1.0)
+    float grammar_min_agree;// grammar result used when at least this share of its words are in
+                            // the LM's hypothesis, in order (default 0.7)
 } asr_opts;
 
 asr_opts asr_opts_default(void);
@@ -26,9 +26,9 @@ asr_opts asr_opts_default(void);
 typedef struct asr_result {
     char text[512];
     const char *search;    // "grammar", "lm" or "" (nothing recognised)
-    double conf;           // posterior probability of the chosen hypothesis (0..1)
+    double conf;           // the n-gram search's posterior (0..1)
     double audio_s;        // seconds of audio in the utterance
-    double cpu_s;          // wall time spent decoding it (feed + end)
+    double cpu_s;          // CPU time (this thread) spent decoding it, both searches (feed + end)
     bool redecoded;        // the first utterance: decoded twice (see asr_end)
 } asr_result;
 

@@ -28,6 +28,7 @@ static void cut(clause_splitter *c, size_t n, void (*emit)(void *, const char *)
         char *s = xstrndup(c->buf + a, b - a);
         emit(ud, s);
         free(s);
+        c->emitted++;
     }
     memmove(c->buf, c->buf + n, c->len - n + 1);
     c->len -= n;
@@ -62,7 +63,8 @@ static void scan(clause_splitter *c, bool final, void (*emit)(void *, const char
             c->state = 2;
         }
     }
-    // speech: cut at clause punctuation followed by a space, or after max_words words
+    // speech: cut at clause punctuation followed by a space, or after max_words words (the
+    // first clause after first_max_words: the sooner it is complete, the sooner speech starts)
     size_t i = 0;
     int words = 0;
     bool in_word = false;
@@ -76,7 +78,8 @@ static void scan(clause_splitter *c, bool final, void (*emit)(void *, const char
             i = 0; words = 0; in_word = false;
             continue;
         }
-        if (sp && words >= c->max_words) {
+        int limit = !c->emitted && c->first_max_words > 0 ? c->first_max_words : c->max_words;
+        if (sp && words >= limit) {
             cut(c, i + 1, emit, ud);
             i = 0; words = 0; in_word = false;
             continue;

@@ -21,6 +21,7 @@ voice_opts voice_opts_default(void) {
     o.vad = vad_params_default();
     o.asr = asr_opts_default();
     o.clause_max_words = 12;
+    o.clause_first_words = 4;
     return o;
 }
 
@@ -153,6 +154,7 @@ static void *reply_main(void *ud) {
     voice *v = ud;
     errbuf err = {{0}};
     clause_init(&v->cs, v->o.clause_max_words);
+    v->cs.first_max_words = v->o.clause_first_words;
     if (v->h.reply(v->h.ud, v, v->reply_text, &err) && !atomic_load(&v->abort))
         emit_clause(v, "Sorry, something went wrong.");
     if (!atomic_load(&v->abort)) clause_finish(&v->cs, emit_clause, emit_action, v);

@@ -59,6 +59,7 @@ typedef struct voice_opts {
     const char *tts_voice;     // espeak-ng voice (NULL: en-us)
     int tts_wpm;               // 0: 175
     int clause_max_words;      // a clause without punctuation is cut after this many words (12)
+    int clause_first_words;    // ... the reply's first clause after this many (4): speech starts sooner
 } voice_opts;
 
 voice_opts voice_opts_default(void);
@@ -85,6 +86,8 @@ typedef struct clause_splitter {
     size_t len, cap;
     int state;                 // 0 deciding whether an <act> leads, 1 inside it, 2 speech
     int max_words;
+    int first_max_words;       // the first clause's limit (0: max_words)
+    int emitted;               // clauses emitted
     char action[256];
     bool have_action;
 } clause_splitter;

@@ -26,10 +26,12 @@ int kv_format_parse(const char *s, enum kv_format *out, errbuf *err) {
     return err_set(err, "kv format '%s' is not one of f16, q8, q4, f32", s ? s : "");
 }
 
+// Channels per value group: the largest even divisor of kv_dim up to KV_VGROUP (512 -> 128,
+// 192 -> 192, 64 -> 64); kv_dim is even, so 2 always qualifies.
 static int value_group(int kv_dim) {
-    for (int g = 64; g >= 2; g /= 2)
+    for (int g = KV_VGROUP; g >= 2; g -= 2)
         if (kv_dim % g == 0) return g;
-    return kv_dim;
+    return 2;
 }
 
 // ---- f16 helpers for scale/min rounding ----
@@ -87,10 +89,13 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
     if ((unsigned)format >= KV_FORMAT_COUNT) return err_set(err, "kv cache: unknown format %d", (int)format);
     if (recent <= 0) recent = KV_RECENT_DEFAULT;
     if (recent > n_ctx) recent = n_ctx;
-    int rows = n_ctx, groups = 0;
+    // Q: the key window never needs more than recent + KV_GROUP - 1 rows (a group is folded
+    // before the write that would fill it), nor more than n_ctx - groups * KV_GROUP.
+    int rows = n_ctx, groups = 0, vrows = n_ctx;
     if (is_q(format)) {
         groups = n_ctx > recent ? (n_ctx - recent) / KV_GROUP : 0;
-        rows = recent + KV_GROUP < n_ctx ? recent + KV_GROUP : n_ctx;
+        rows = recent + KV_GROUP - 1 < n_ctx ? recent + KV_GROUP - 1 : n_ctx;
+        vrows = recent;
     }
     uint64_t bytes;
     if (!mul_u64((uint64_t)rows, (uint64_t)kv_dim * elem_bytes(format), &bytes) || bytes > SIZE_MAX / 4)
@@ -103,16 +108,18 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
     kv->gv = value_group(kv_dim);
     kv->q_groups = groups;
     kv->res_cap = rows;
+    kv->vcap = vrows;
     kv->row_bytes = (size_t)kv_dim * elem_bytes(format);
     kv->k = xcalloc((size_t)n_layer, sizeof(void *));
     kv->v = xcalloc((size_t)n_layer, sizeof(void *));
     kv->nq = xcalloc((size_t)n_layer, sizeof(int));
+    kv->nqv = xcalloc((size_t)n_layer, sizeof(int));
     for (int l = 0; l < n_layer; l++) {
         kv->k[l] = xcalloc(1, (size_t)bytes);
-        kv->v[l] = xcalloc(1, (size_t)bytes);
+        kv->v[l] = xcalloc((size_t)vrows, kv->row_bytes);
     }
     if (is_q(format)) {
-        size_t cap = (size_t)groups * KV_GROUP;
+        size_t cap = (size_t)groups * KV_GROUP, vcap_q = (size_t)(n_ctx - vrows);
         kv->kq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
         kv->kp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
         kv->vq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
@@ -120,8 +127,8 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
         for (int l = 0; l < n_layer; l++) {
             kv->kq[l] = xcalloc(1, code_bytes(format, cap * (size_t)kv_dim) + 1);
             kv->kp[l] = xcalloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t));
-            kv->vq[l] = xcalloc(1, cap * code_bytes(format, (size_t)kv_dim) + 1);
-            kv->vp[l] = xcalloc(cap * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t));
+            kv->vq[l] = xcalloc(1, vcap_q * code_bytes(format, (size_t)kv_dim) + 1);
+            kv->vp[l] = xcalloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t));
         }
     }
     return 0;
@@ -138,7 +145,7 @@ static void free_storage(kv_cache *kv) {
         free(kv->k[l]); free(kv->v[l]);
         if (kv->kq) { free(kv->kq[l]); free(kv->kp[l]); free(kv->vq[l]); free(kv->vp[l]); }
     }
-    free(kv->k); free(kv->v); free(kv->nq);
+    free(kv->k); free(kv->v); free(kv->nq); free(kv->nqv);
     free(kv->kq); free(kv->kp); free(kv->vq); free(kv->vp);
 }
 
@@ -154,6 +161,7 @@ void kv_cache_clear(kv_cache *kv) {
     kv->n_used = 0;
     kv->last_n = 0;
     if (kv->nq) memset(kv->nq, 0, (size_t)kv->n_layer * sizeof(int));
+    if (kv->nqv) memset(kv->nqv, 0, (size_t)kv->n_layer * sizeof(int));
     size_t per = (size_t)kv->n_layer * (size_t)kv->shape.n_head * (size_t)kv->n_ctx;
     if (kv->mass) memset(kv->mass, 0, per * sizeof(float));
     if (kv->mask) memset(kv->mask, 0, (size_t)kv->n_layer * (size_t)kv->shape.n_kv_head * (size_t)kv->n_ctx);
@@ -257,22 +265,29 @@ static void f16_row_to_f32(const uint16_t *h, float *out, int n) {
     for (int i = 0; i < n; i++) out[i] = fp16_to_f32(h[i]);
 }
 
-// Moves the oldest KV_GROUP recent rows of layer l into the quantized store.
+// Moves the oldest KV_GROUP rows of layer l's key window into the quantized store.
 static void fold_group(kv_cache *kv, int l) {
     size_t D = (size_t)kv->kv_dim;
     float *tmp = xmalloc((size_t)KV_GROUP * D * sizeof(float));
     int g = kv->nq[l] / KV_GROUP;
     for (int i = 0; i < KV_GROUP; i++) f16_row_to_f32((uint16_t *)kv->k[l] + (size_t)i * D, tmp + (size_t)i * D, (int)D);
     quant_key_group(kv, l, g, tmp);
-    for (int i = 0; i < KV_GROUP; i++) {
-        f16_row_to_f32((uint16_t *)kv->v[l] + (size_t)i * D, tmp, (int)D);
-        quant_value_row(kv, l, kv->nq[l] + i, tmp);
-    }
     free(tmp);
-    size_t keep = (size_t)(kv->res_cap - KV_GROUP) * kv->row_bytes;
-    memmove(kv->k[l], (uint8_t *)kv->k[l] + KV_GROUP * kv->row_bytes, keep);
-    memmove(kv->v[l], (uint8_t *)kv->v[l] + KV_GROUP * kv->row_bytes, keep);
+    if (kv->res_cap > KV_GROUP) {
+        size_t keep = (size_t)(kv->res_cap - KV_GROUP) * kv->row_bytes;
+        memmove(kv->k[l], (uint8_t *)kv->k[l] + KV_GROUP * kv->row_bytes, keep);
+    }
     kv->nq[l] += KV_GROUP;
+}
+
+// Quantizes the oldest row of layer l's value ring (slot nqv) and frees its row.
+static void fold_value(kv_cache *kv, int l) {
+    int s = kv->nqv[l];
+    float tmp[4096], *row = kv->kv_dim <= 4096 ? tmp : xmalloc((size_t)kv->kv_dim * sizeof(float));
+    f16_row_to_f32((uint16_t *)kv->v[l] + (size_t)(s % kv->vcap) * kv->kv_dim, row, kv->kv_dim);
+    quant_value_row(kv, l, s, row);
+    if (row != tmp) free(row);
+    kv->nqv[l]++;
 }
 
 static void store_row(enum kv_format f, void *dst, const float *src, int n) {
@@ -289,6 +304,7 @@ void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v)
         return;
     }
     size_t D = (size_t)kv->kv_dim;
+    // keys
     if (slot < kv->nq[l]) {   // rewrite inside the quantized store: requantize the key group
         int g = slot / KV_GROUP;
         float *tmp = xmalloc((size_t)KV_GROUP * D * sizeof(float));
@@ -296,19 +312,23 @@ void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v)
         memcpy(tmp + (size_t)(slot - g * KV_GROUP) * D, k, D * sizeof(float));
         quant_key_group(kv, l, g, tmp);
         free(tmp);
+    } else {
+        // A write that would bring the window to recent + KV_GROUP rows first folds its oldest
+        // KV_GROUP rows, so at least `recent` (after the write) stay F16 and res_cap suffices.
+        int r = slot - kv->nq[l];
+        while (r >= kv->recent + KV_GROUP - 1 && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) {
+            fold_group(kv, l);
+            r -= KV_GROUP;
+        }
+        if (r < kv->res_cap) store_row(KV_F16, (uint8_t *)kv->k[l] + (size_t)r * kv->row_bytes, k, kv->kv_dim);
+    }
+    // values
+    if (slot < kv->nqv[l]) {
         quant_value_row(kv, l, slot, v);
-        return;
+    } else {
+        while (slot - kv->nqv[l] >= kv->vcap) fold_value(kv, l);   // the ring keeps the newest vcap
+        store_row(KV_F16, (uint8_t *)kv->v[l] + (size_t)(slot % kv->vcap) * kv->row_bytes, v, kv->kv_dim);
     }
-    int r = slot - kv->nq[l];
-    while (r >= kv->res_cap && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) {
-        fold_group(kv, l);
-        r -= KV_GROUP;
-    }
-    if (r >= kv->res_cap) return;   // cannot happen for slot < n_ctx (see kv_cache_init_ex)
-    store_row(KV_F16, (uint8_t *)kv->k[l] + (size_t)r * kv->row_bytes, k, kv->kv_dim);
-    store_row(KV_F16, (uint8_t *)kv->v[l] + (size_t)r * kv->row_bytes, v, kv->kv_dim);
-    // Fold as soon as the window holds recent + KV_GROUP rows, so at least `recent` stay F16.
-    if (r + 1 >= kv->recent + KV_GROUP && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) fold_group(kv, l);
 }
 
 static void f16_span(const uint16_t *src, float *dst, int n, kv_f16_axpy_fn f16_axpy) {
@@ -329,7 +349,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
         }
         return;
     }
-    int nq = kv->nq[l], s = s0;
+    int nq = which ? kv->nqv[l] : kv->nq[l], s = s0;
     if (which == 0) {
         // keys: per channel, contiguous codes along slots of a group
         while (s < s1 && s < nq) {
@@ -362,8 +382,8 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
             }
         }
     }
-    for (; s < s1; s++) {   // the recent window
-        const uint16_t *r = (const uint16_t *)rows + (size_t)(s - nq) * D;
+    for (; s < s1; s++) {   // the recent windows (keys: shifting rows; values: a ring)
+        const uint16_t *r = (const uint16_t *)rows + (size_t)(which ? s % kv->vcap : s - nq) * D;
         f16_span(r + c0, out + (size_t)(s - s0) * ld, nc, f16_axpy);
     }
 }
@@ -373,6 +393,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
 // Rewrites layer l with rows[keep[i]] (floats (n_src, kv_dim) for K and V) for i < n.
 static void restore_layer(kv_cache *kv, int l, const float *kf, const float *vf, const int32_t *keep, int n) {
     if (kv->nq) kv->nq[l] = 0;
+    if (kv->nqv) kv->nqv[l] = 0;
     size_t D = (size_t)kv->kv_dim;
     for (int i = 0; i < n; i++) {
         int src = keep ? keep[i] : i;
@@ -403,7 +424,7 @@ static void compact_stats(kv_cache *kv, int l, const int32_t *keep, int n) {
 
 void kv_cache_compact_layer(kv_cache *kv, int l, const int32_t *keep, int n_keep) {
     int n_src = kv->n_used;
-    if (n_keep <= 0 || n_src <= 0) { if (kv->nq) kv->nq[l] = 0; return; }
+    if (n_keep <= 0 || n_src <= 0) { if (kv->nq) { kv->nq[l] = 0; kv->nqv[l] = 0; } return; }
     if (!is_q(kv->format)) {
         for (int i = 0; i < n_keep; i++) {
             if (keep[i] == i) continue;
@@ -439,19 +460,21 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     // swap the storage; shape, rope table, policy and statistics stay
     free_storage(kv);
     kv->format = nk.format;
-    kv->k = nk.k; kv->v = nk.v; kv->nq = nk.nq;
+    kv->k = nk.k; kv->v = nk.v; kv->nq = nk.nq; kv->nqv = nk.nqv;
     kv->kq = nk.kq; kv->kp = nk.kp; kv->vq = nk.vq; kv->vp = nk.vp;
     kv->row_bytes = nk.row_bytes;
     kv->recent = nk.recent;
     kv->gv = nk.gv;
     kv->q_groups = nk.q_groups;
     kv->res_cap = nk.res_cap;
+    kv->vcap = nk.vcap;
     return 0;
 }
 
 int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
     if (dst->format != src->format || dst->n_layer != src->n_layer || dst->kv_dim != src->kv_dim ||
-        dst->n_ctx < src->n_used || dst->recent != src->recent || dst->q_groups < src->q_groups)
+        dst->n_ctx < src->n_used || dst->recent != src->recent || dst->q_groups < src->q_groups ||
+        dst->vcap != src->vcap)
         return err_set(err, "kv cache: copy between caches of different shapes");
     size_t D = (size_t)src->kv_dim;
     int n = src->n_used;
@@ -462,15 +485,16 @@ int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
         }
     } else {
         for (int l = 0; l < src->n_layer; l++) {
-            int nq = src->nq[l], g = nq / KV_GROUP;
+            int nq = src->nq[l], nqv = src->nqv[l], g = nq / KV_GROUP;
             memcpy(dst->kq[l], src->kq[l], code_bytes(src->format, (size_t)g * D * KV_GROUP));
             memcpy(dst->kp[l], src->kp[l], (size_t)g * D * 2 * sizeof(uint16_t));
-            memcpy(dst->vq[l], src->vq[l], (size_t)nq * code_bytes(src->format, D));
-            memcpy(dst->vp[l], src->vp[l], (size_t)nq * (size_t)(src->kv_dim / src->gv) * 2 * sizeof(uint16_t));
+            memcpy(dst->vq[l], src->vq[l], (size_t)nqv * code_bytes(src->format, D));
+            memcpy(dst->vp[l], src->vp[l], (size_t)nqv * (size_t)(src->kv_dim / src->gv) * 2 * sizeof(uint16_t));
             size_t rb = (size_t)(n - nq > 0 ? n - nq : 0) * src->row_bytes;
             memcpy(dst->k[l], src->k[l], rb);
-            memcpy(dst->v[l], src->v[l], rb);
+            memcpy(dst->v[l], src->v[l], (size_t)src->vcap * src->row_bytes);   // the ring, whole
             dst->nq[l] = nq;
+            dst->nqv[l] = nqv;
         }
     }
     dst->n_used = n;
@@ -479,22 +503,31 @@ int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
 
 // ---- accounting ----
 
-double kv_format_token_bytes(enum kv_format f, int kv_dim) {
-    if (!is_q(f)) return 2.0 * (double)kv_dim * (double)elem_bytes(f);
-    double codes = f == KV_Q4 ? 0.5 : 1.0;
-    double k = (double)kv_dim * (codes + 4.0 / KV_GROUP);           // + (scale, min) per channel per group
-    double v = (double)kv_dim * codes + 4.0 * (kv_dim / value_group(kv_dim));
-    return k + v;
+// Quantized bytes per slot per layer: keys, values (codes + f16 (scale, min) per group).
+static double q_key_bytes(enum kv_format f, int kv_dim) {
+    return (double)kv_dim * ((f == KV_Q4 ? 0.5 : 1.0) + 4.0 / KV_GROUP);
+}
+static double q_value_bytes(enum kv_format f, int kv_dim) {
+    return (double)kv_dim * (f == KV_Q4 ? 0.5 : 1.0) + 4.0 * (kv_dim / value_group(kv_dim));
 }
 
+double kv_format_token_bytes(enum kv_format f, int kv_dim) {
+    if (!is_q(f)) return 2.0 * (double)kv_dim * (double)elem_bytes(f);
+    return q_key_bytes(f, kv_dim) + q_value_bytes(f, kv_dim);
+}
+
+// Per layer (Q): key store groups*KV_GROUP slots + key window min(R + KV_GROUP - 1, n_ctx) F16
+// rows + value store (n_ctx - R) slots + value ring R F16 rows — what kv_cache_init_ex allocates.
 uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim) {
     if (!is_q(f)) return (uint64_t)n_layer * (uint64_t)n_ctx * (uint64_t)(2.0 * kv_dim * elem_bytes(f));
     if (recent <= 0) recent = KV_RECENT_DEFAULT;
     if (recent > n_ctx) recent = n_ctx;
     uint64_t groups = n_ctx > recent ? (uint64_t)(n_ctx - recent) / KV_GROUP : 0;
-    uint64_t rows = recent + KV_GROUP < n_ctx ? (uint64_t)(recent + KV_GROUP) : (uint64_t)n_ctx;
-    double per = kv_format_token_bytes(f, kv_dim);
-    return (uint64_t)n_layer * ((uint64_t)(per * (double)(groups * KV_GROUP)) + rows * 4ull * (uint64_t)kv_dim);
+    uint64_t krows = recent + KV_GROUP - 1 < n_ctx ? (uint64_t)(recent + KV_GROUP - 1) : (uint64_t)n_ctx;
+    uint64_t row = 2ull * (uint64_t)kv_dim;
+    uint64_t per = (uint64_t)(q_key_bytes(f, kv_dim) * (double)(groups * KV_GROUP)) + krows * row +
+                   (uint64_t)(q_value_bytes(f, kv_dim) * (double)(n_ctx - recent)) + (uint64_t)recent * row;
+    return (uint64_t)n_layer * per;
 }
 
 uint64_t kv_cache_bytes(const kv_cache *kv) {
@@ -503,11 +536,13 @@ uint64_t kv_cache_bytes(const kv_cache *kv) {
 
 uint64_t kv_cache_used_bytes(const kv_cache *kv) {
     if (!is_q(kv->format)) return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
-    double per = kv_format_token_bytes(kv->format, kv->kv_dim);
+    double pk = q_key_bytes(kv->format, kv->kv_dim), pv = q_value_bytes(kv->format, kv->kv_dim);
     uint64_t total = 0;
     for (int l = 0; l < kv->n_layer; l++) {
         int nq = kv->nq[l] < kv->n_used ? kv->nq[l] : kv->n_used;
-        total += (uint64_t)(per * nq) + (uint64_t)(kv->n_used - nq) * 2ull * kv->row_bytes;
+        int nqv = kv->nqv[l] < kv->n_used ? kv->nqv[l] : kv->n_used;
+        total += (uint64_t)(pk * nq) + (uint64_t)(kv->n_used - nq) * kv->row_bytes +
+                 (uint64_t)(pv * nqv) + (uint64_t)(kv->n_used - nqv) * kv->row_bytes;
     }
     return total;
 }

@@ -5,9 +5,10 @@
 //   F32, F16  k[l], v[l]: (n_ctx, kv_dim) rows of 4- or 2-byte elements; rows are slots.
 //   Q8, Q4    KIVI-style: keys quantized per channel in groups of KV_GROUP slots (each channel
 //             of a group shares one f16 (scale, min)); values per slot in groups of `gv`
-//             channels. The newest slots (the "recent window": at least `recent`, fewer than
-//             recent + KV_GROUP) stay F16 in k[l], v[l] and are folded into the quantized store
-//             one group of KV_GROUP slots at a time as the window moves.
+//             channels. The newest slots stay F16 (the "recent windows"): keys in k[l], at least
+//             `recent` and fewer than recent + KV_GROUP slots, folded into the quantized store one
+//             group of KV_GROUP slots at a time; values in v[l], exactly the newest `recent` slots
+//             (a ring: slot s at row s % recent), each value row quantized as it leaves the ring.
 // Keys are stored UN-rotated: attention rotates a key by its slot index (and the query by its
 // own slot), so slots can be compacted after eviction and positions stay within the cache.
 #ifndef CABIN_KV_CACHE_H
@@ -20,7 +21,8 @@
 
 enum kv_format { KV_F16 = 0, KV_F32 = 1, KV_Q8 = 2, KV_Q4 = 3 };
 #define KV_FORMAT_COUNT 4
-#define KV_GROUP 64          // quantized keys: slots per group (per channel)
+#define KV_GROUP 128         // quantized keys: slots per group (per channel)
+#define KV_VGROUP 192        // quantized values: channels per group at most (gv: the largest even divisor of kv_dim)
 #define KV_RECENT_DEFAULT 32 // slots kept F16 at least, before folding into the quantized store
 #define KV_SINKS_DEFAULT 4   // attention-sink slots the window policy always keeps
 
@@ -49,18 +51,21 @@ typedef struct kv_cache {
     int n_ctx;           // capacity in slots
     int kv_dim;          // n_kv_head * head_dim
     int n_used;          // slots filled (0..n_ctx)
-    void **k, **v;       // per layer: F32/F16: n_ctx rows; Q8/Q4: res_cap F16 rows (recent window)
+    void **k, **v;       // per layer: F32/F16: n_ctx rows; Q8/Q4: k res_cap F16 rows (key window),
+                         // v vcap F16 rows (value ring, slot s at row s % vcap)
     size_t row_bytes;    // bytes of one row of k[l] (or v[l])
     // quantized store (Q8/Q4), per layer
     uint8_t **kq;        // (q_groups, kv_dim, KV_GROUP codes) — codes of a channel are contiguous
     uint16_t **kp;       // (q_groups, kv_dim, 2) f16 (scale, min)
-    uint8_t **vq;        // (q_groups*KV_GROUP, kv_dim codes)
-    uint16_t **vp;       // (q_groups*KV_GROUP, kv_dim/gv, 2) f16 (scale, min)
-    int *nq;             // per layer: slots in the quantized store (a multiple of KV_GROUP)
+    uint8_t **vq;        // (n_ctx - vcap, kv_dim codes)
+    uint16_t **vp;       // (n_ctx - vcap, kv_dim/gv, 2) f16 (scale, min)
+    int *nq;             // per layer: key slots in the quantized store (a multiple of KV_GROUP)
+    int *nqv;            // per layer: value slots in the quantized store (slots below it)
     int recent;          // R
     int gv;              // value group (channels); divides kv_dim
     int q_groups;        // key groups of capacity
-    int res_cap;         // rows of the recent window
+    int res_cap;         // rows of the key window: min(recent + KV_GROUP - 1, n_ctx)
+    int vcap;            // rows of the value ring: recent
     // attention position encoding and statistics
     kv_shape shape;
     float *rope_cs;      // (n_ctx, rope_dim/2, 2): cos, sin of slot * base^(-2i/rope_dim)
@@ -111,7 +116,7 @@ uint64_t kv_cache_bytes(const kv_cache *kv);
 // Bytes used by the slots filled so far (quantized groups + the recent window).
 uint64_t kv_cache_used_bytes(const kv_cache *kv);
 // Bytes per slot per layer (K and V) of a format at a shape, the quantized store's rate for Q
-// formats (the recent window is extra: recent..recent+KV_GROUP F16 slots).
+// formats (the recent windows are extra: up to recent+KV_GROUP-1 F16 key rows, recent value rows).
 double kv_format_token_bytes(enum kv_format f, int kv_dim);
 // Bytes a cache of this format and shape would allocate (all layers).
 uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim);

@@ -6,7 +6,8 @@
 //   cc $F tools/kbench.c engine/cpu/kernels.c engine/cpu/kernels_scalar.c engine/wtype.c
 //      engine/util.c /tmp/k2.o /tmp/k5.o -lm -o /tmp/kbench    (one line)
 //   /tmp/kbench [table] [threads] [type|all] [decode|prefill|all]
-// Times are the best call of those run in about a second.
+// Times are the best call of those run in about a second (one thread: its CPU time, so that a
+// shared machine's other work counts less; several: wall time).
 // Decode: one token against a weight matrix that does not fit in cache (several copies are
 // cycled), reported as GB/s of weight bytes. Prefill: 64 tokens, reported as GFLOP/s (2*k per
 // weight per token). KBENCH_HOT=1: decode from one cached copy (kernel speed without memory).
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
     static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_F16, WT_BF16, WT_F32 };
     static const int64_t shapes[][2] = { { 2048, 8192 }, { 8192, 2048 } }; // rows, k
     printf("table %s, %d thread(s)\n", kt->name, n_threads);
-    printf("%-6s %12s %10s %10s %12s\n", "type", "rows x k", "decode", "GB/s", "");
+    if (strcmp(mode, "prefill")) printf("%-6s %12s %10s %10s\n", "type", "rows x k", "decode", "weights");
     for (size_t i = 0; i < sizeof types / sizeof types[0] && strcmp(mode, "prefill"); i++)
         for (size_t s = 0; s < 2; s++) {
             if (only_type && strcasecmp(only_type, wtype_name(types[i]))) continue;
@@ -131,7 +132,7 @@ int main(int argc, char **argv) {
             printf("%-6s %5lldx%-6lld %8.3f ms %8.2f GB/s %8.2f GFLOP/s\n", wtype_name(types[i]),
                    (long long)shapes[s][0], (long long)shapes[s][1], per * 1e3, gbs, gf);
         }
-    printf("\nprefill, 64 tokens\n");
+    if (strcmp(mode, "decode")) printf("\nprefill, 64 tokens\n");
     static const int64_t pshapes[][2] = { { 2048, 2048 }, { 2048, 8192 }, { 8192, 2048 } };
     for (size_t i = 0; i < sizeof types / sizeof types[0] && strcmp(mode, "decode"); i++)
         for (size_t s = 0; s < 3; s++) {

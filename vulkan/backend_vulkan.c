@@ -275,6 +275,12 @@ static int kvdev_make(vk_backend *v, kv_cache *kv, errbuf *err) {
     if (kv->format != KV_F16 && kv->format != KV_F32)
         return err_set(err, "vulkan: KV cache format %s is not supported yet (f16, f32; the quantized formats "
                        "run on the cpu backend)", kv_format_name(kv->format));
+    if (kv->policy.kind != KVP_NONE) {   // the device copy's slots cannot be compacted yet
+        char pol[32];
+        kv_policy_format(&kv->policy, pol, sizeof pol);
+        return err_set(err, "vulkan: KV eviction (--kv-policy %s) is not supported yet (policy none; eviction "
+                       "runs on the cpu backend)", pol);
+    }
     uint64_t bytes;
     if (!mul_u64((uint64_t)kv->n_ctx, kv->row_bytes, &bytes) || bytes > v->d.props.limits.maxStorageBufferRange)
         return err_set(err, "vulkan: KV cache layer of %d positions x %zu bytes exceeds the device's buffer range",

@@ -369,7 +369,10 @@ static void cpu_destroy(backend *b) {
 backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     const cpu_kernels *k = cpu_kernels_select(kernels);
     if (!k) {
-        err_set(err, "cpu backend: kernel set '%s' cannot run on this processor", kernels ? kernels : "auto");
+        const char *env = getenv("CABIN_KERNELS");
+        const char *want = (!kernels || strcmp(kernels, "auto") == 0) && env && *env ? env : kernels ? kernels : "auto";
+        err_set(err, "cpu backend: kernel set '%s'%s is unknown or cannot run on this processor (auto, avx512, avx2, scalar)",
+                want, want == env ? " (from CABIN_KERNELS)" : "");
         return NULL;
     }
     if (n_threads <= 0) {

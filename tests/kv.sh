@@ -1,0 +1,72 @@
+#!/bin/sh
+# KV cache from the command line (docs/KV.md): `cabin info --kv` sizes, `cabin bench --kv --depth`,
+# a generation far past the context under an eviction policy with a q4 cache, and one clear line
+# for bad --kv / --kv-policy values.
+BUILD=${1:-build}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d /tmp/cabin-kv-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# expect_rc RC DESCRIPTION -- command...: runs it, checks the exit status, keeps output in $T/out, $T/err
+expect_rc() {
+    want=$1; what=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; head -5 "$T/err"; fi
+}
+# one_line_error TEXT DESCRIPTION: stderr is one line naming TEXT, nonzero exit, no crash
+one_line_error() {
+    lines=$(wc -l <"$T/err")
+    if [ "$lines" = 1 ] && grep -q -- "$1" "$T/err" && [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then ok
+    else bad "error for $2 should be one line naming '$1' (rc $rc):"; cat "$T/err"; fi
+}
+
+# the llama-1b attention shape (8 kv heads of 64: kv_dim 512), 2 small layers, context 4096
+expect_rc 0 "make-model" -- "$CABIN" make-model -o "$T/m.gguf" --dim 512 --layers 2 --heads 8 --kv-heads 8 \
+    --ffn 256 --vocab 300 --ctx 4096
+expect_rc 0 "info --kv" -- "$CABIN" info --kv "$T/m.gguf"
+for f in f32 f16 q8 q4; do
+    grep -q "| $f " "$T/out" && ok || bad "info --kv lists $f"
+done
+# the last column is the ratio to f16 at 4096 tokens (recent windows included)
+r=$(awk -F'|' '$2 ~ /^ *q4 *$/ { gsub(/[ x]/, "", $7); print $7 }' "$T/out")
+if [ -n "$r" ] && awk -v r="$r" 'BEGIN { exit !(r >= 3.5) }'; then ok
+else bad "q4 cache at 4096 tokens should be >= 3.5x smaller than f16, got '$r'"; cat "$T/out"; fi
+r8=$(awk -F'|' '$2 ~ /^ *q8 *$/ { gsub(/[ x]/, "", $7); print $7 }' "$T/out")
+if [ -n "$r8" ] && awk -v r="$r8" 'BEGIN { exit !(r >= 1.85) }'; then ok
+else bad "q8 cache at 4096 tokens should be >= 1.85x smaller than f16, got '$r8'"; fi
+expect_rc 0 "info --meta" -- "$CABIN" info --meta "$T/m.gguf"
+grep -q "general.architecture" "$T/out" && ok || bad "info --meta prints the metadata keys"
+
+# bench at a depth
+expect_rc 0 "bench --kv q4 --depth 64" -- "$CABIN" bench -m "$T/m.gguf" --backend cpu -t 2 --kv q4 --depth 64 -n 4 -r 1
+grep -q "tg4 @ d64" "$T/out" && grep -q "| q4 " "$T/out" && ok || { bad "bench table names the depth and format"; cat "$T/out"; }
+expect_rc 0 "bench --json" -- "$CABIN" bench -m "$T/m.gguf" --backend cpu -t 2 --kv q8 --kv-policy window:48 --depth 40 -n 4 -r 1 --json
+grep -q '"kv_format": "q8"' "$T/out" && grep -q '"depth": 40' "$T/out" && grep -q '"kv_policy": "window:48"' "$T/out" && ok \
+    || { bad "bench --json names the format, policy and depth"; cat "$T/out"; }
+
+# past the context with a window policy on a q4 cache
+expect_rc 0 "generate -c 64 --kv q4 --kv-policy window:48 -n 300" -- "$CABIN" generate -m "$T/m.gguf" --backend cpu -t 2 \
+    -c 64 --kv q4 --kv-policy window:48 -n 300 --ignore-eos --ids --temp 0 -p "hello"
+n=$(wc -w <"$T/out")
+[ "$n" -ge 300 ] && ok || bad "300 tokens generated past a context of 64 (got $n ids)"
+# policy none stops at the context with one line
+expect_rc 1 "generate -c 64 -n 300 (policy none)" -- "$CABIN" generate -m "$T/m.gguf" --backend cpu -t 2 \
+    -c 64 --kv q4 -n 300 --ignore-eos --ids --temp 0 -p "hello"
+grep -q "context full" "$T/err" && ok || { bad "policy none stops with 'context full'"; cat "$T/err"; }
+
+# bad values: one clear line each
+"$CABIN" generate -m "$T/m.gguf" --backend cpu --kv q5 -n 2 -p hi >"$T/out" 2>"$T/err"; rc=$?
+one_line_error "kv format 'q5'" "--kv q5"
+"$CABIN" generate -m "$T/m.gguf" --backend cpu --kv-policy lru:5 -n 2 -p hi >"$T/out" 2>"$T/err"; rc=$?
+one_line_error "lru:5" "--kv-policy lru:5"
+"$CABIN" generate -m "$T/m.gguf" --backend cpu --kv-policy window:x -n 2 -p hi >"$T/out" 2>"$T/err"; rc=$?
+one_line_error "window:x" "--kv-policy window:x"
+"$CABIN" bench -m "$T/m.gguf" --backend cpu --depth -3 >"$T/out" 2>"$T/err"; rc=$?
+one_line_error "depth" "bench --depth -3"
+"$CABIN" info --kv "$T/nonexistent.gguf" >"$T/out" 2>"$T/err"; rc=$?
+one_line_error "nonexistent" "info --kv on a missing file"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
