@@ -344,6 +344,33 @@ int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
     return 0;
 }
 
+// `cabin sweep` measures fresh sessions at each precision; it runs as a child process (this very
+// binary) so its table lands in the transcript and the running conversation is untouched.
+int run_sweep(app_ctx *c, cmd_line *l, errbuf *err) {
+    const char *weights = l->argc ? l->argv[0] : "f16,q8_0,q4_0";
+    for (const char *p = weights; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_,./-", *p))
+            return err_set(err, "%s:%d: sweep: '%s' is not a list of precisions", l->file, l->line, weights);
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return err_set(err, "%s:%d: sweep: cannot find the cabin binary", l->file, l->line);
+    self[n] = 0;
+    char cmd[3072];
+    snprintf(cmd, sizeof cmd, "'%s' sweep -m '%s' --weights '%s' -r 1 -n 16 -t %d 2>/dev/null", self, c->model_path, weights,
+             c->opts.backend.n_threads);
+    FILE *p = popen(cmd, "r");
+    if (!p) return err_set(err, "%s:%d: sweep: cannot start: %s", l->file, l->line, strerror(errno));
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[len - 1] = 0;
+        app_print(c, "%s", line);
+    }
+    int status = pclose(p);
+    if (status != 0) return err_set(err, "%s:%d: sweep failed (status %d)", l->file, l->line, status);
+    return 0;
+}
+
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
     if (c->snapshot) return c->snapshot(c, l->argv[0], err);
     FILE *f = fopen(l->argv[0], "w");

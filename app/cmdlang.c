@@ -154,6 +154,7 @@ static const cmd_def table[] = {
     { "wait", "wait MS", "pause", 1, 1, v_number, run_wait },
     { "note", "note TEXT", "a caption for demos", 1, -1, v_text, run_note },
     { "bench", "bench [N]", "decode N tokens (default 32) and report speed", 0, 1, NULL, run_bench },
+    { "sweep", "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", 0, 1, NULL, run_sweep },
     { "heatmap", "heatmap [TYPE] [TEXT.txt]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text", 0, 2, v_heatmap, run_heatmap },
     { "snapshot", "snapshot FILE", "write the screen (headless: the transcript) as text", 1, 1, NULL, run_snapshot },
     { "reset", "reset", "forget the conversation and reset the vehicle", 0, 0, NULL, run_reset },

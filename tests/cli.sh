@@ -38,7 +38,7 @@ one_line_error "lots" "a bad number"
 expect_rc 0 "make-model" -- "$CABIN" make-model -o "$T/m.gguf" --type q4_0 --dim 64 --ffn 128 --vocab 400
 expect_rc 0 "info" -- "$CABIN" info "$T/m.gguf"
 grep -q "Q4_0" "$T/out" && grep -q "architecture *llama" "$T/out" && ok || { bad "info shows arch and types"; cat "$T/out"; }
-expect_rc 0 "info --kv --tensors" -- "$CABIN" info --kv --tensors "$T/m.gguf"
+expect_rc 0 "info --meta --tensors" -- "$CABIN" info --meta --tensors "$T/m.gguf"
 grep -q "blk.1.ffn_down.weight" "$T/out" && grep -q "llama.block_count" "$T/out" && ok || bad "info lists tensors and keys"
 expect_rc 0 "tokenize" -- "$CABIN" tokenize -m "$T/m.gguf" "eta oin"
 grep -Eq '^1( [0-9]+)+$' "$T/out" && ok || { bad "tokenize prints BOS then ids"; cat "$T/out"; }
