@@ -137,7 +137,8 @@ static void make_snapshot(worker *w, bool with_vehicle) {
             char v[64];
             if (vehicle_get(c->car, *f, v, sizeof v)) v[0] = 0;
             const char *u = vehicle_field_unit(*f);
-            snprintf(t.vvalue[n], sizeof t.vvalue[n], "%s%s%s", v[0] ? v : "-", *u && v[0] ? " " : "", v[0] ? u : "");
+            // values are short ("21.5", "central_station"); a longer one is cut to the column
+            snprintf(t.vvalue[n], sizeof t.vvalue[n], "%.32s%s%.6s", v[0] ? v : "-", *u && v[0] ? " " : "", v[0] ? u : "");
             if (w->vprev[n][0] && strcmp(w->vprev[n], t.vvalue[n]) != 0) w->vchanged[n] = w->turn;
             snprintf(w->vprev[n], sizeof w->vprev[n], "%s", t.vvalue[n]);
             t.vchanged[n] = w->vchanged[n];
