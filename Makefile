@@ -118,7 +118,7 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # The embedded default model, rebuilt from nothing: generated corpus -> tokenizer -> training
-# (about 30-40 minutes on 2 cores) -> GGUF -> checked against the C engine (docs/ASSISTANT.md).
+# (67 minutes on 2 cores shared with other builds) -> GGUF -> checked against the C engine (docs/ASSISTANT.md).
 model:
 	@dpkg -s python3-torch python3-numpy libopenblas0-pthread >/dev/null 2>&1 || sh tools/train/setup.sh
 	/usr/bin/python3 tools/corpus/gen_corpus.py --train-out $(BUILD)/corpus/train.jsonl --heldout-out assets/eval/heldout.jsonl

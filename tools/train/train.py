@@ -72,7 +72,7 @@ def main():
     ap.add_argument("--vocab", default="build/tokenizer/vocab.json")
     ap.add_argument("--out", default="build/train/model.pt")
     ap.add_argument("--log", default="build/train/train_log.txt")
-    ap.add_argument("--steps", type=int, default=640, help="all optimizer steps")
+    ap.add_argument("--steps", type=int, default=1000, help="all optimizer steps")
     ap.add_argument("--long-steps", type=int, default=80,
                     help="the last steps, on sessions of --ctx tokens (the others on --short-ctx)")
     ap.add_argument("--batch", type=int, default=4, help="sessions per step at --ctx")
