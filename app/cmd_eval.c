@@ -116,6 +116,63 @@ static bool collect(void *ud, int32_t tok, const char *piece, int len) {
     return true;
 }
 
+// The id of the last special token of the template's user suffix (the assistant header, e.g.
+// "<|assistant|>"): reply tokens are the ones after it. -1 if the template has none.
+static int32_t assistant_header_id(const session *s, const chat_template *t) {
+    const char *open = NULL;
+    for (const char *p = t->user_suffix; (p = strstr(p, "<|")); p++) open = p;
+    if (!open) return -1;
+    const char *close = strstr(open, "|>");
+    if (!close) return -1;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(close + 2 - open), open);
+    return tokenizer_find(session_model(s)->tok, name);
+}
+
+// Teacher-forced negative log-likelihood of the reference replies of one dialogue (each reply
+// and its closing token, given the conversation so far with the reference replies in it).
+static int score_replies(session *s, const chat_template *tmpl, int32_t header, cJSON *turns,
+                         double *nll, long *count, errbuf *err) {
+    int nv = session_n_vocab(s);
+    float *last = xmalloc((size_t)nv * sizeof(float));
+    float *all = NULL;
+    size_t all_cap = 0;
+    bool first = true;
+    int rc = 0;
+    session_reset(s);
+    cJSON *t;
+    cJSON_ArrayForEach(t, turns) {
+        const char *u = cJSON_GetObjectItem(t, "user")->valuestring, *want = cJSON_GetObjectItem(t, "reply")->valuestring;
+        char *turn = chat_template_render_turn(tmpl, NULL, u, first, false);
+        char *text = xmalloc(strlen(turn) + strlen(want) + strlen(tmpl->assistant_end) + 1);
+        sprintf(text, "%s%s%s", turn, want, tmpl->assistant_end);
+        free(turn);
+        int32_t *ids = NULL;
+        int n = session_tokenize(s, text, first, &ids, err);
+        free(text);
+        first = false;
+        if (n < 0) { rc = -1; break; }
+        int h = -1;
+        for (int i = 0; i < n; i++)
+            if (ids[i] == header) h = i;
+        if (h < 0 || h + 1 >= n) { free(ids); rc = err_set(err, "reply scoring: no assistant header in a turn"); break; }
+        if (session_eval(s, ids, h + 1, last, err)) { free(ids); rc = -1; break; }
+        *nll -= quality_log_prob(last, nv, ids[h + 1]);
+        (*count)++;
+        int rest = n - h - 1;   // tokens after the header; the last one predicts nothing we score
+        if ((size_t)rest * (size_t)nv > all_cap) { all_cap = (size_t)rest * (size_t)nv; all = xrealloc(all, all_cap * sizeof(float)); }
+        if (session_eval_all(s, ids + h + 1, rest, all, err)) { free(ids); rc = -1; break; }
+        for (int j = 0; j + 1 < rest; j++) {
+            *nll -= quality_log_prob(all + (size_t)j * nv, nv, ids[h + 2 + j]);
+            (*count)++;
+        }
+        free(ids);
+    }
+    free(last);
+    free(all);
+    return rc;
+}
+
 int cmd_eval_assistant(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin eval-assistant", false };
     run_opts r;
@@ -158,6 +215,9 @@ int cmd_eval_assistant(int argc, char **argv) {
     int line_no = 0, dialogues = 0, rc = 0;
     const chat_template *tmpl = r.s.template_name ? chat_template_by_name(r.s.template_name)
                                                   : chat_template_detect(session_model(s)->chat_template);
+    int32_t header = assistant_header_id(s, tmpl);
+    double reply_nll = 0.0;
+    long reply_tokens = 0;
     // The held-out dialogues in chat layout, for perplexity.
     size_t dlen = 0, dcap = 1 << 16;
     char *dialogue_text = xmalloc(dcap);
@@ -212,6 +272,10 @@ int cmd_eval_assistant(int argc, char **argv) {
                 if (v && strcmp(v, wa.slots[i].value) == 0) c.slots_ok++;
             }
         }
+        if (!rc && header >= 0 && score_replies(s, tmpl, header, turns, &reply_nll, &reply_tokens, &err)) {
+            fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
+            rc = 1;
+        }
         cJSON_Delete(d);
         if (dialogues % 20 == 0)
             fprintf(stderr, "\r[%d dialogues] exact %.1f%%", dialogues, 100.0 * c.exact / (c.turns ? c.turns : 1));
@@ -225,12 +289,16 @@ int cmd_eval_assistant(int argc, char **argv) {
                100.0 * c.exact / c.turns, 100.0 * c.intent_ok / c.turns,
                c.slots_total ? 100.0 * c.slots_ok / c.slots_total : 100.0, c.malformed);
         printf("(%.1f s)\n", now_sec() - t0);
+        if (reply_tokens > 0)
+            printf("reference replies (teacher-forced, given the dialogue so far): %ld tokens, PPL %.4f\n",
+                   reply_tokens, exp(reply_nll / (double)reply_tokens));
         int32_t *ids = NULL;
         int n = session_tokenize(s, dialogue_text, false, &ids, &err);
         quality_result pr = {0};
         quality_opts qo = { .ctx = ppl_ctx, .progress = ppl_progress };
         if (n > 0 && quality_eval(s, ids, n, &qo, &pr, &err) == 0)
-            printf("held-out dialogues: %d tokens, PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, ppl_ctx);
+            printf("whole dialogues (user turns too, which the model was not trained to predict): %d tokens, "
+                   "PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, ppl_ctx);
         else
             fprintf(stderr, "cabin eval-assistant: perplexity: %s\n", err.msg);
         free(ids);
@@ -238,9 +306,10 @@ int cmd_eval_assistant(int argc, char **argv) {
             FILE *f = fopen(json_out, "w");
             if (f) {
                 fprintf(f, "{\"precision\": \"%s\", \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
-                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f}\n", prec, dialogues,
+                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, dialogues,
                         c.turns, (double)c.exact / c.turns, (double)c.intent_ok / c.turns,
-                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed, pr.ppl);
+                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed, pr.ppl,
+                        reply_tokens ? exp(reply_nll / (double)reply_tokens) : 0.0);
                 fclose(f);
             }
         }
