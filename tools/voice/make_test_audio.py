@@ -69,7 +69,8 @@ def main():
     # noise: brown noise plus engine hum, scaled to SNR against the speech's RMS
     dur = float(subprocess.run(["soxi", "-D", clean], capture_output=True, text=True).stdout)
     noise = os.path.join(a.out, "noise.wav")
-    sh("sox", "-n", "-r", "16000", "-c", "1", "-b", "16", noise, "synth", "%.2f" % dur, "brownnoise",
+    # -R: sox's repeatable mode (fixed random seed), so the noisy set is the same every run
+    sh("sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", noise, "synth", "%.2f" % dur, "brownnoise",
        "synth", "%.2f" % dur, "sine", "mix", "50", "synth", "%.2f" % dur, "sine", "mix", "100", "vol", "0.5")
     speech_rms = sum(rms(os.path.join(a.out, "u%02d.wav" % i)) for i in range(len(picked))) / len(picked)
     gain = speech_rms / (rms(noise) * 10 ** (a.snr / 20))
