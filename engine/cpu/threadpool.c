@@ -2,6 +2,7 @@
 #include "engine/util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ static void *worker_main(void *arg) {
                !atomic_load(&p->stop)) {
             if (++spins < 20000) {
                 __builtin_ia32_pause();
+                if (spins % 1024 == 0) sched_yield();   // let a descheduled peer run
                 continue;
             }
             pthread_mutex_lock(&p->mu);
@@ -86,5 +88,11 @@ void threadpool_run(threadpool *p, pool_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     fn(ctx, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) __builtin_ia32_pause();
+    // Wait for the workers: spin briefly (the common case: they finish within microseconds),
+    // then yield the core — a worker may be waiting for it when another process holds the other.
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        if (++spins < 2000) __builtin_ia32_pause();
+        else sched_yield();
+    }
 }
