@@ -292,6 +292,7 @@ typedef struct chat_out {
     size_t shown;        // bytes already printed
     bool is_action;      // reply starts with <act>
     bool decided;        // enough text to know whether it does
+    bool sentence_started;   // after the action: the spoken sentence has begun (spaces before it are dropped)
 } chat_out;
 
 static bool chat_print(void *ud, int32_t tok, const char *piece, int len) {
@@ -325,6 +326,10 @@ static bool chat_print(void *ud, int32_t tok, const char *piece, int len) {
             o->shown = (size_t)(close + 6 - o->text);
             while (o->shown < o->len && o->text[o->shown] == ' ') o->shown++;
         }
+    }
+    if (o->is_action && !o->sentence_started) {
+        while (o->shown < o->len && o->text[o->shown] == ' ') o->shown++;
+        if (o->shown < o->len) o->sentence_started = true;
     }
     fwrite(o->text + o->shown, 1, o->len - o->shown, stdout);
     o->shown = o->len;
