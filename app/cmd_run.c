@@ -348,7 +348,9 @@ static void chat_apply(vehicle *v, const chat_out *o) {
     }
     bool tty = isatty(STDOUT_FILENO);
     if (vehicle_apply(v, &a, change, sizeof change, reason, sizeof reason) == 0) {
-        if (change[0]) printf("\n%s[vehicle] %s%s", tty ? "\033[32m" : "", change, tty ? "\033[0m" : "");
+        // queries (status.query, nav.eta) answer from the car's state; other actions change it
+        bool query = strcmp(a.intent, "status.query") == 0 || strcmp(a.intent, "nav.eta") == 0;
+        if (change[0]) printf("\n%s[%s] %s%s", tty ? "\033[32m" : "", query ? "answer" : "vehicle", change, tty ? "\033[0m" : "");
     } else {
         printf("\n%s[refused] %s%s", tty ? "\033[33m" : "", reason, tty ? "\033[0m" : "");
     }
