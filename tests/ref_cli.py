@@ -5,7 +5,7 @@ Prints one closing line "N passed, N failed[, N skipped]"."""
 import json, os, subprocess, sys
 
 cabin = sys.argv[1] if len(sys.argv) > 1 else "build/cabin"
-extra = sys.argv[2:]           # e.g. --backend cpu-scalar
+extra = sys.argv[2:]           # e.g. --backend vulkan
 ref = os.environ.get("CABIN_REF_DIR") or "../shared/ref"
 passed = failed = skipped = 0
 
@@ -18,7 +18,9 @@ def check(cond, msg):
         print("FAIL:", msg)
 
 def run(args):
-    p = subprocess.run([cabin] + args + extra, capture_output=True, text=True)
+    # extra options (e.g. --backend vulkan) go to the commands that run the model
+    more = extra if args[0] in ("logits", "generate") else []
+    p = subprocess.run([cabin] + args + more, capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
 
 if not os.path.isdir(os.path.join(ref, "models")):

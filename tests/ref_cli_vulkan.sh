@@ -1,0 +1,9 @@
+#!/bin/sh
+# `cabin logits --backend vulkan` and `cabin generate --backend vulkan --temp 0 --ids` against
+# the reference outputs in ../shared/ref (the same tolerances and greedy rule as the CPU; on
+# lavapipe where there is no GPU).
+BUILD=${1:-build}
+if ! "$BUILD/cabin" devices >/dev/null 2>&1; then
+    echo "skipped: no Vulkan device ($BUILD/cabin devices failed)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
+exec python3 tests/ref_cli.py "$BUILD/cabin" --backend vulkan
