@@ -2,52 +2,20 @@
 // the fast path against the reference implementation's logits and greedy continuations.
 #include "test.h"
 #include "model_util.h"
+#include "ref_util.h"
 #include "engine/sampler.h"
 #include "engine/wtype.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
 
-// Tolerance as a fraction of the largest logit, by the file's weight type (../shared/ref/README.md).
-static double type_tolerance(const model *m) {
-    uint32_t t = m->layers[0].wq.type;
-    if (t == WT_F32 || t == WT_F16) return 0.003;
-    if (t == WT_BF16) return 0.006;
-    return 0.025;
-}
-
-static int load_ids(const cJSON *arr, int32_t **out) {
-    int n = cJSON_GetArraySize(arr);
-    *out = xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    for (int i = 0; i < n; i++) (*out)[i] = (int32_t)cJSON_GetArrayItem(arr, i)->valuedouble;
-    return n;
-}
-
-// max |ours[id] - ref| over [[id, logit], ...]; *scale receives the largest |ref logit|.
-static double compare_top(const cJSON *pairs, const float *logits, double *scale) {
-    double worst = 0, big = 0;
-    cJSON *p;
-    cJSON_ArrayForEach(p, pairs) {
-        int id = (int)cJSON_GetArrayItem(p, 0)->valuedouble;
-        double v = cJSON_GetArrayItem(p, 1)->valuedouble;
-        double d = fabs(logits[id] - v);
-        if (d > worst) worst = d;
-        if (fabs(v) > big) big = fabs(v);
-    }
-    *scale = big;
-    return worst;
-}
+static double type_tolerance(const model *m) { return ref_tolerance(m->layers[0].wq.type); }
 
 static void check_model(const char *dir, const char *json_name) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s", dir, json_name);
     errbuf err = {{0}};
-    char *text = read_file_all(path, NULL, &err);
-    if (!text) { CHECK(0, "%s", err.msg); return; }
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) { CHECK(0, "%s: bad JSON", path); return; }
-    snprintf(path, sizeof path, "%s/models/%s", dir, cJSON_GetObjectItem(root, "model")->valuestring);
+    cJSON *root = ref_load_json(dir, json_name, path, sizeof path, &err);
+    if (!root) { CHECK(0, "%s", err.msg); return; }
     model *m = NULL;
     if (model_load(&m, path, &err)) {
         // K-quant files: the loader must name the tensor and its type.
@@ -68,14 +36,14 @@ static void check_model(const char *dir, const char *json_name) {
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
         case_no++;
         int32_t *toks, *greedy;
-        int n = load_ids(cJSON_GetObjectItem(c, "tokens"), &toks);
-        int ng = load_ids(cJSON_GetObjectItem(c, "greedy"), &greedy);
+        int n = ref_load_ids(cJSON_GetObjectItem(c, "tokens"), &toks);
+        int ng = ref_load_ids(cJSON_GetObjectItem(c, "greedy"), &greedy);
         cJSON *margins = cJSON_GetObjectItem(c, "greedy_margins");
         // 1. scalar reference path, F32 KV: against the exact float64 forward pass
         runner r;
         if (runner_open(&r, m, "scalar", 2, KV_F32, n + ng + 4, n, &err)) { CHECK(0, "%s", err.msg); break; }
         if (model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) { CHECK(0, "%s", err.msg); runner_close(&r); break; }
-        double scale, worst = compare_top(cJSON_GetObjectItem(c, "exact_logits_at_top"), logits, &scale);
+        double scale, worst = ref_compare_top(cJSON_GetObjectItem(c, "exact_logits_at_top"), logits, &scale);
         CHECK(worst <= 1e-3 * scale, "%s case %d: scalar vs exact: max diff %.5f > %.5f", json_name,
               case_no, worst, 1e-3 * scale);
         runner_close(&r);
@@ -83,7 +51,7 @@ static void check_model(const char *dir, const char *json_name) {
         if (runner_open(&r, m, "auto", 2, KV_F16, n + ng + 4, n, &err)) { CHECK(0, "%s", err.msg); break; }
         if (model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) { CHECK(0, "%s", err.msg); runner_close(&r); break; }
         cJSON *top = cJSON_GetObjectItem(c, "top_logits");
-        worst = compare_top(top, logits, &scale);
+        worst = ref_compare_top(top, logits, &scale);
         CHECK(worst <= tol * scale, "%s case %d: fast vs reference: max diff %.5f > %.5f", json_name,
               case_no, worst, tol * scale);
         int ref_arg = (int)cJSON_GetArrayItem(cJSON_GetArrayItem(top, 0), 0)->valuedouble;

@@ -5,6 +5,7 @@
 // Vulkan device is present. CABIN_TEST_SEED fixes the random inputs; CABIN_VK_VALIDATE=1 also
 // counts validation-layer errors.
 #include "test.h"
+#include "ref_util.h"
 #include "model_util.h"
 #include "engine/modelgen.h"
 #include "engine/sampler.h"
@@ -364,23 +365,11 @@ out:
     unlink(path);
 }
 
-static int load_ids(const cJSON *arr, int32_t **out) {
-    int n = cJSON_GetArraySize(arr);
-    *out = xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    for (int i = 0; i < n; i++) (*out)[i] = (int32_t)cJSON_GetArrayItem(arr, i)->valuedouble;
-    return n;
-}
-
 static void test_ref_model(backend *vk, const char *dir, const char *json_name) {
     char path[1600];
-    snprintf(path, sizeof path, "%s/models/%.199s", dir, json_name);
     errbuf err = {{0}};
-    char *text = read_file_all(path, NULL, &err);
-    if (!text) { CHECK(0, "%s", err.msg); return; }
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) { CHECK(0, "%s: bad JSON", path); return; }
-    snprintf(path, sizeof path, "%s/models/%s", dir, cJSON_GetObjectItem(root, "model")->valuestring);
+    cJSON *root = ref_load_json(dir, json_name, path, sizeof path, &err);
+    if (!root) { CHECK(0, "%s", err.msg); return; }
     model *m = NULL;
     if (model_load(&m, path, &err)) {
         SKIP("%s: not loadable here (%s)", json_name, err.msg);
@@ -388,23 +377,17 @@ static void test_ref_model(backend *vk, const char *dir, const char *json_name) 
         return;
     }
     uint32_t t = m->layers[0].wq.type;
-    double tol = t == WT_F16 || t == WT_F32 ? 0.003 : t == WT_BF16 ? 0.006 : 0.025;
+    double tol = ref_tolerance(t);
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 0);
     int32_t *toks;
-    int n = load_ids(cJSON_GetObjectItem(c, "tokens"), &toks);
+    int n = ref_load_ids(cJSON_GetObjectItem(c, "tokens"), &toks);
     float *logits = xmalloc((size_t)m->hp.n_vocab * sizeof(float));
     vrun v;
     if (vrun_open(&v, vk, m, n + 4, n, &err) || model_forward(&v.fc, &v.kv, toks, n, false, logits, &err)) {
         CHECK(0, "%s: %s", json_name, err.msg);
     } else {
-        const cJSON *top = cJSON_GetObjectItem(c, "top_logits"), *p;
-        double worst = 0, big = 0;
-        cJSON_ArrayForEach(p, top) {
-            int id = (int)cJSON_GetArrayItem(p, 0)->valuedouble;
-            double ref = cJSON_GetArrayItem(p, 1)->valuedouble;
-            if (fabs(logits[id] - ref) > worst) worst = fabs(logits[id] - ref);
-            if (fabs(ref) > big) big = fabs(ref);
-        }
+        const cJSON *top = cJSON_GetObjectItem(c, "top_logits");
+        double big, worst = ref_compare_top(top, logits, &big);
         CHECK(worst <= tol * big, "%s: vulkan vs reference top logits: max diff %.5f > %.5f", json_name, worst, tol * big);
         int ref_arg = (int)cJSON_GetArrayItem(cJSON_GetArrayItem(top, 0), 0)->valuedouble;
         double margin = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "greedy_margins"), 0)->valuedouble;
