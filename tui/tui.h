@@ -158,7 +158,9 @@ typedef struct tui_event {
 
 typedef struct worker worker;
 worker *worker_start(app_ctx *c, errbuf *err);
+// Stops the worker thread (its last events stay queued for worker_drain); worker_free then frees it.
 void worker_stop(worker *w);
+void worker_free(worker *w);
 void worker_say(worker *w, const char *text);
 void worker_exec(worker *w, const char *line);        // a `:` command through cmdlang
 // A live plan switch: prepared on a helper thread, swapped in between two tokens.

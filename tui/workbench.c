@@ -344,7 +344,8 @@ int tui_workbench_run(const tui_opts *o) {
     }
     endwin();
     worker_stop(b->w);
-    drain_events(b);
+    drain_events(b);   // what the worker posted before it stopped
+    worker_free(b->w);
     if (b->autosave[0] && b->chat.n > 1) {
         if (chat_save_json(&b->chat, &b->snap, b->autosave, &err)) fprintf(stderr, "cabin: autosave: %s\n", err.msg);
         else fprintf(stderr, "cabin: transcript saved to %s\n", b->autosave);

@@ -409,6 +409,9 @@ void worker_stop(worker *w) {
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
     if (w->switch_inflight) session_wait_switch(w->c->s);
+}
+
+void worker_free(worker *w) {
     for (int i = 0; i < w->n_jobs; i++) free(w->jobs[i].text);
     for (int i = 0; i < w->n_ev; i++) {
         free(w->ev[i].text);
@@ -469,9 +472,11 @@ bool worker_busy(worker *w) { return atomic_load(&w->busy); }
 int worker_drain(worker *w, tui_event *out, int max) {
     pthread_mutex_lock(&w->mu);
     int n = w->n_ev < max ? w->n_ev : max;
-    memcpy(out, w->ev, (size_t)n * sizeof *out);
-    memmove(w->ev, w->ev + n, (size_t)(w->n_ev - n) * sizeof *w->ev);
-    w->n_ev -= n;
+    if (n > 0) {   // the queue is NULL until the first event: no memcpy from NULL, even for 0 bytes
+        memcpy(out, w->ev, (size_t)n * sizeof *out);
+        memmove(w->ev, w->ev + n, (size_t)(w->n_ev - n) * sizeof *w->ev);
+        w->n_ev -= n;
+    }
     pthread_mutex_unlock(&w->mu);
     return n;
 }
