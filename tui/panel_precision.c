@@ -12,9 +12,9 @@ static const char *const kind_short[TK_LAYER_KINDS] = { " q", " k", " v", " o", 
 // Three-column cell label for a type: "q8", "q4", "16", "32", "bf".
 static const char *type_cell(uint32_t t) {
     switch (t) {
-    case WT_F32: return "f32";
-    case WT_F16: return "f16";
-    case WT_BF16: return "b16";
+    case WT_F32: return " 32";
+    case WT_F16: return " 16";
+    case WT_BF16: return " bf";
     case WT_Q8_0: return " q8";
     case WT_Q4_0: return " q4";
     case 255: return "  -";
