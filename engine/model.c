@@ -227,6 +227,12 @@ tensor *model_tensor_by_kind(model *m, int layer, int kind) {
     return kind >= 0 && kind < TK_LAYER_KINDS ? ts[kind] : NULL;
 }
 
+// Whether (layer, kind) names a distinct tensor a plan governs: layer matrices with layer >= 0,
+// token_embd/output with layer -1, and a tied model's output only through its token embedding.
+static bool planned_slot(const model *m, int layer, int kind) {
+    return (layer < 0) == (kind >= TK_LAYER_KINDS) && !(kind == TK_OUTPUT && m->hp.tied_output);
+}
+
 // The type a plan gives a tensor (the shared embedding of a tied model follows token_embd, or
 // output when only that is set).
 static uint32_t planned_type(const model *m, const precision_plan *p, const tensor *t, int layer, int kind) {
@@ -245,9 +251,7 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
         int done = 0;
         for (int l = -1; l < m->hp.n_layer; l++) {
             for (int k = 0; k < TK_COUNT; k++) {
-                bool global = k >= TK_LAYER_KINDS;
-                if ((l < 0) != global) continue;
-                if (k == TK_OUTPUT && m->hp.tied_output) continue;   // the embedding serves both
+                if (!planned_slot(m, l, k)) continue;
                 tensor *t = model_tensor_by_kind(m, l, k);
                 uint32_t type = planned_type(m, p, t, l, k);
                 const wtype_info *ti = wtype_get(type);
@@ -280,6 +284,8 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
     return 0;
 }
 
+static void add_n_bytes(tensor *t, void *ud) { *(uint64_t *)ud += t->n_bytes; }
+
 void model_plan_commit(model *m, plan_staging *st, backend *b) {
     for (int i = 0; i < st->n; i++) {
         plan_change *c = &st->changes[i];
@@ -295,19 +301,8 @@ void model_plan_commit(model *m, plan_staging *st, backend *b) {
         if (b) b->weight_prepare(b, t, NULL);
     }
     if (m->hp.tied_output) m->output = m->tok_embd;
-    // recount
-    uint64_t total = 0;
-    for (int l = -1; l < m->hp.n_layer; l++)
-        for (int k = 0; k < TK_COUNT; k++) {
-            if ((l < 0) != (k >= TK_LAYER_KINDS) || (k == TK_OUTPUT && m->hp.tied_output)) continue;
-            total += model_tensor_by_kind(m, l, k)->n_bytes;
-        }
-    total += m->output_norm.n_bytes;
-    for (int l = 0; l < m->hp.n_layer; l++) {
-        const layer_weights *L = &m->layers[l];
-        total += L->attn_norm.n_bytes + L->ffn_norm.n_bytes + L->bq.n_bytes + L->bk.n_bytes + L->bv.n_bytes;
-    }
-    m->weight_bytes = total;
+    m->weight_bytes = 0;
+    model_for_each_tensor(m, add_n_bytes, &m->weight_bytes);
     model_plan_discard(st);
 }
 
@@ -329,7 +324,7 @@ void model_bytes_by_type(const model *m, uint64_t bytes[WT_COUNT]) {
     model *mm = (model *)m;
     for (int l = -1; l < m->hp.n_layer; l++)
         for (int k = 0; k < TK_COUNT; k++) {
-            if ((l < 0) != (k >= TK_LAYER_KINDS) || (k == TK_OUTPUT && m->hp.tied_output)) continue;
+            if (!planned_slot(m, l, k)) continue;
             const tensor *t = model_tensor_by_kind(mm, l, k);
             bytes[t->type] += t->n_bytes;
         }
