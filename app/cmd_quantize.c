@@ -1,6 +1,7 @@
 // cabin quantize: write a GGUF at another precision (a plan), optionally importance-aware.
 #include "app/commands.h"
 #include "engine/calibrate.h"
+#include "engine/convert.h"
 #include "engine/precision.h"
 #include "engine/wtype.h"
 
@@ -31,17 +32,22 @@ typedef struct quant_job {
     errbuf *err;
 } quant_job;
 
+// Converts a tensor's file weights to `type`: importance-weighted Q4_0 where statistics exist,
+// else the shared (parallel, bit-exact) conversion a live precision switch uses.
 static void *convert(quant_job *j, const tensor *t, int layer, int kind, uint32_t type) {
-    const wtype_info *from = wtype_get(t->src_type), *to = wtype_get(type);
     size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
-    uint8_t *dst = xmalloc(row_bytes * (size_t)t->ne1);
-    float *row = xmalloc((size_t)t->ne0 * sizeof(float));
+    uint8_t *dst = xmalloc_large(row_bytes * (size_t)t->ne1);
     const double *imp = type == WT_Q4_0 && j->stats && kind < TK_LAYER_KINDS ? act_stats_for(j->stats, layer, kind) : NULL;
-    if (imp) j->n_weighted++;
+    if (!imp) {
+        convert_rows(t->src_data, t->src_type, t->src_row_bytes, dst, type, row_bytes, t->ne0, t->ne1, 0);
+        return dst;
+    }
+    j->n_weighted++;
+    const wtype_info *from = wtype_get(t->src_type);
+    float *row = xmalloc((size_t)t->ne0 * sizeof(float));
     for (int64_t r = 0; r < t->ne1; r++) {
         from->to_f32((const uint8_t *)t->src_data + (size_t)r * t->src_row_bytes, row, t->ne0);
-        if (imp) quantize_row_q4_0_weighted(row, imp, dst + (size_t)r * row_bytes, t->ne0);
-        else to->from_f32(row, dst + (size_t)r * row_bytes, t->ne0);
+        quantize_row_q4_0_weighted(row, imp, dst + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     return dst;
