@@ -105,7 +105,6 @@ int cmd_generate(int argc, char **argv) {
                    "  -p, --prompt TEXT    the prompt\n"
                    "  -n, --n-predict N    tokens to generate (default 128)\n"
                    "  --ids                print the generated token ids instead of text\n"
-                   "  --ignore-eos         keep generating past end-of-generation tokens\n"
                    "  --stats              print timing to stderr at the end\n"
                    "  --switch-at N=PLAN   after N generated tokens switch the weights to PLAN (a\n"
                    "                       precision plan: q4_0, \"q4_0;q8_0:layers=0-3\", plan.json);\n"
@@ -116,7 +115,6 @@ int cmd_generate(int argc, char **argv) {
         if (arg_str(&a, "-p", "--prompt", &prompt)) continue;
         if (arg_int(&a, "-n", "--n-predict", &n_predict)) continue;
         if (arg_flag(&a, "--ids", NULL)) { ids = true; continue; }
-        if (arg_flag(&a, "--ignore-eos", NULL)) { r.s.ignore_eog = true; continue; }
         if (arg_flag(&a, "--stats", NULL)) { stats = true; continue; }
         const char *sw = NULL;
         if (arg_str(&a, "--switch-at", NULL, &sw)) {

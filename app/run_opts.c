@@ -23,7 +23,8 @@ const char *const RUN_OPTS_HELP =
     "  --kv FORMAT          KV cache: f16 (default) | q8 | q4 | f32 (docs/KV.md)\n"
     "  --kv-policy P        when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
     "                       (keep N slots and go on; cpu backend)\n"
-    "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n";
+    "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n"
+    "  --ignore-eos         keep generating past end-of-generation tokens (benchmarks)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
@@ -52,6 +53,7 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_str(a, "--kv", NULL, &r->s.kv_format)) return true;
     if (arg_str(a, "--kv-policy", NULL, &r->s.kv_policy)) return true;
     if (arg_int(a, "--kv-recent", NULL, &r->s.kv_recent)) return true;
+    if (arg_flag(a, "--ignore-eos", NULL)) { r->s.ignore_eog = true; return true; }
     return false;
 }
 

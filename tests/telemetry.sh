@@ -78,32 +78,27 @@ expect_rc 2 "sweep --kv q4" -- "$CABIN" sweep -m "$T/m.gguf" --kv q4_0
 [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "one line for an unsupported KV format"
 
 # ---- session decode tok/s (cabin sweep reads session stats) against cabin bench ----
-# Same model, one thread, 128 tokens decoded after a prompt of about 64 tokens; 5 alternating
-# pairs of runs (each the median of 3). The target is 5%, and it is NOT met yet: on a quiet run
-# the session's figure (which includes sampling each token) came 13.5% below bench's (forward
-# passes only). Speed is not asserted in tests (house rule: benchmarks measure it); the test
-# asserts that both commands give five figures and prints the comparison for the record.
+# Same model, one thread, 128 tokens decoded at the same depth (bench's prompt as long as the
+# sweep's). Speed is not asserted in tests (house rule: benchmarks measure it; `make bench`
+# prints this comparison with 9 repetitions, docs/PERF.md has the figures); the test asserts that
+# both commands give a figure at the same depth and prints the comparison.
 expect_rc 0 "make a mid model" -- "$CABIN" make-model -o "$T/mid.gguf" --type f32 --dim 256 --ffn 768 --vocab 1000 --layers 4
-: >"$T/bench.txt"; : >"$T/sess.txt"
-for pair in 1 2 3 4 5; do
-    "$CABIN" bench -m "$T/mid.gguf" -p 64 -n 128 -r 3 -t 1 --json 2>/dev/null \
-        | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['decode_tps'])" >>"$T/bench.txt"
-    "$CABIN" sweep -m "$T/mid.gguf" --weights f32 -n 128 -r 3 -t 1 --tokens 128 --kl-ctx 64 --json - 2>/dev/null \
-        | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['points'][0]['decode_tps'])" >>"$T/sess.txt"
+: >"$T/pairs.txt"
+for pair in 1 2 3; do
+    s=$("$CABIN" sweep -m "$T/mid.gguf" --weights f32 -n 128 -r 3 -t 1 --tokens 128 --kl-ctx 64 --json - 2>/dev/null \
+        | /usr/bin/python3 -c "import json,sys; p=json.load(sys.stdin)['points'][0]; print(p['prompt_tokens'], p['decode_tps'])")
+    np=${s% *}
+    b=$("$CABIN" bench -m "$T/mid.gguf" -p "${np:-1}" -n 128 -r 3 -t 1 --json 2>/dev/null \
+        | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['decode_tps'])")
+    echo "$b ${s#* }" >>"$T/pairs.txt"
 done
-/usr/bin/python3 - "$T/bench.txt" "$T/sess.txt" <<'PY' && ok || bad "session decode tok/s vs cabin bench (above)"
+/usr/bin/python3 - "$T/pairs.txt" <<'PY' && ok || bad "session decode tok/s vs cabin bench (above)"
 import statistics, sys
-b = [float(x) for x in open(sys.argv[1]) if x.strip()]
-s = [float(x) for x in open(sys.argv[2]) if x.strip()]
-assert len(b) == 5 and len(s) == 5, "a run failed"
-mb, ms = statistics.median(b), statistics.median(s)
-spread = (max(b) - min(b)) / mb
-diff = abs(ms - mb) / mb
-print("decode tok/s: bench %s (median %.1f, spread %.1f%%) / session %s (median %.1f): %.1f%% apart"
-      % (" ".join("%.0f" % x for x in b), mb, 100 * spread, " ".join("%.0f" % x for x in s), ms, 100 * diff))
-if diff > max(0.05, spread):
-    print("note: the 5%% target is not met here (%.1f%% apart)" % (100 * diff))
-sys.exit(0)
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip()]
+assert len(rows) == 3 and all(len(r) == 2 and r[0] > 0 and r[1] > 0 for r in rows), "a run failed: %r" % rows
+mb, ms = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+print("decode tok/s at the same depth: bench %s (median %.1f) / session stats %s (median %.1f): %.1f%% apart"
+      % (" ".join("%.0f" % r[0] for r in rows), mb, " ".join("%.0f" % r[1] for r in rows), ms, 100 * abs(ms - mb) / mb))
 PY
 
 echo "$pass passed, $fail failed"

@@ -22,3 +22,30 @@ for shape in $SHAPES; do
         "$CABIN" bench -m "$m" -t "$THREADS" -p 64 -n 32 -r 3
     done
 done
+
+# The live precision switch: all weights of the 1B shape from F16 to Q4_0 (token embedding too).
+m="$DIR/llama-1b-f16.gguf"
+if [ -f "$m" ]; then
+    echo "== switch: $CABIN bench -m $m -t $THREADS --switch \"q4_0;token_embd=q4_0\" -p 16 -n 4 -r 1"
+    "$CABIN" bench -m "$m" -t "$THREADS" --switch "q4_0;token_embd=q4_0" -p 16 -n 4 -r 1 | grep '^switch'
+fi
+
+# Session stats against cabin bench: the decode tok/s a session reports (cabin sweep reads it,
+# sampling included) and cabin bench's (forward passes only) at the same depth, 1 thread,
+# 9 repetitions each, 3 alternating pairs. Short runs on a freshly started process are slower
+# for the first second, hence 9 repetitions.
+m="$DIR/mid-f16.gguf"
+[ -f "$m" ] || "$CABIN" make-model -o "$m" --type f16 --dim 512 --ffn 1536 --vocab 1000 --layers 6 >/dev/null
+echo "== session stats vs bench: $CABIN sweep -m $m --weights f16 -n 128 -r 9 -t 1 / $CABIN bench -p <same prompt> -n 128 -r 9 -t 1"
+for pair in 1 2 3; do
+    s=$("$CABIN" sweep -m "$m" --weights f16 -n 128 -r 9 -t 1 --tokens 128 --kl-ctx 64 --json - 2>/dev/null \
+        | /usr/bin/python3 -c "import json,sys; p=json.load(sys.stdin)['points'][0]; print(p['prompt_tokens'], p['decode_tps'])")
+    np=${s% *}
+    b=$("$CABIN" bench -m "$m" -p "$np" -n 128 -r 9 -t 1 --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['decode_tps'])")
+    echo "$b ${s#* }"
+done | /usr/bin/python3 -c "
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in sys.stdin if l.strip()]
+b = statistics.median(r[0] for r in rows); s = statistics.median(r[1] for r in rows)
+print('decode tok/s  bench: %s (median %.1f)  session stats: %s (median %.1f)  -> %.1f%% apart (target 5%%)'
+      % (' '.join('%.1f' % r[0] for r in rows), b, ' '.join('%.1f' % r[1] for r in rows), s, 100 * abs(s - b) / b))"

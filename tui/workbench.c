@@ -213,6 +213,7 @@ static void drain_events(wb *b) {
             } else if (e->kind == EV_TURN_DONE) {
                 if (b->chat.streaming >= 0 && e->text) chat_set_text(&b->chat, b->chat.streaming, e->text);
                 b->chat.streaming = -1;
+                worker_snapshot(b->w, &b->snap);   // the finished turn's stats go into the autosave
                 errbuf err;
                 if (b->autosave[0] && chat_save_json(&b->chat, &b->snap, b->autosave, &err) != 0)
                     notice(b, "autosave failed: %s", err.msg);

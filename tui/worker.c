@@ -326,6 +326,7 @@ static void run_job(worker *w, job *j) {
     if (j->kind == JOB_SAY) {
         int rc = app_say(c, j->text, &err);
         w->turn++;
+        make_snapshot(w, true);   // the turn's final stats, before EV_TURN_DONE autosaves them
         post_transcript(w, from, true);
         if (rc) {
             post_line(w, MSG_ERROR, err.msg);
