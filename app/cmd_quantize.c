@@ -104,10 +104,12 @@ int cmd_quantize(int argc, char **argv) {
         model_free(m);
         return 2;
     }
-    if (plan.default_type == PLAN_KEEP) plan.default_type = (uint32_t)type;
+    // What the plan does not name gets TYPE, and the token embedding and output a higher type;
+    // what it names, "keep" included, is as the plan says.
+    if (!(plan.named & PLAN_SET_DEFAULT)) plan.default_type = (uint32_t)type;
     uint32_t high = type == WT_Q4_0 ? WT_Q8_0 : (uint32_t)type;
-    if (plan.token_embd_type == PLAN_KEEP) plan.token_embd_type = high;
-    if (plan.output_type == PLAN_KEEP) plan.output_type = high;
+    if (!(plan.named & PLAN_SET_EMBD)) plan.token_embd_type = high;
+    if (!(plan.named & PLAN_SET_OUTPUT)) plan.output_type = high;
 
     act_stats stats = {0};
     bool have_stats = false;

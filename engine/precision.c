@@ -103,6 +103,7 @@ int plan_parse_json(precision_plan *out, const char *json, const char *where, in
             if (!cJSON_IsString(item)) { rc = err_set(err, "%s: must be a type name", path); goto done; }
             uint32_t *dst = k[0] == 'd' ? &p.default_type : k[0] == 't' ? &p.token_embd_type : &p.output_type;
             if ((rc = parse_type(item->valuestring, path, dst, err))) goto done;
+            p.named |= k[0] == 'd' ? PLAN_SET_DEFAULT : k[0] == 't' ? PLAN_SET_EMBD : PLAN_SET_OUTPUT;
         } else if (strcmp(k, "rules") == 0) {
             if (!cJSON_IsArray(item)) { rc = err_set(err, "%s: must be an array", path); goto done; }
             int i = 0;
@@ -189,12 +190,16 @@ int plan_parse_shorthand(precision_plan *out, const char *spec, int n_layer, err
         char *eq = strchr(part, '=');
         if (!colon && eq) {   // token_embd=q8_0 / output=q8_0
             *eq = 0;
-            if (strcmp(part, "token_embd") == 0) rc = parse_type(eq + 1, where, &p.token_embd_type, err);
-            else if (strcmp(part, "output") == 0) rc = parse_type(eq + 1, where, &p.output_type, err);
-            else rc = err_set(err, "%s: unknown setting '%s' (token_embd=TYPE, output=TYPE)", where, part);
+            if (strcmp(part, "token_embd") == 0) {
+                rc = parse_type(eq + 1, where, &p.token_embd_type, err);
+                p.named |= PLAN_SET_EMBD;
+            } else if (strcmp(part, "output") == 0) {
+                rc = parse_type(eq + 1, where, &p.output_type, err);
+                p.named |= PLAN_SET_OUTPUT;
+            } else rc = err_set(err, "%s: unknown setting '%s' (token_embd=TYPE, output=TYPE)", where, part);
             continue;
         }
-        if (!colon) { rc = parse_type(part, where, &p.default_type, err); continue; }
+        if (!colon) { rc = parse_type(part, where, &p.default_type, err); p.named |= PLAN_SET_DEFAULT; continue; }
         *colon = 0;
         plan_rule rule = { 0, INT_MAX - 1, 0, PLAN_KEEP };
         if ((rc = parse_type(part, where, &rule.type, err))) break;
@@ -236,9 +241,12 @@ static const char *type_str(uint32_t t) { return t == PLAN_KEEP ? "keep" : wtype
 
 char *plan_to_json(const precision_plan *p) {
     cJSON *root = cJSON_CreateObject();
-    if (p->default_type != PLAN_KEEP) cJSON_AddStringToObject(root, "default", type_str(p->default_type));
-    if (p->token_embd_type != PLAN_KEEP) cJSON_AddStringToObject(root, "token_embd", type_str(p->token_embd_type));
-    if (p->output_type != PLAN_KEEP) cJSON_AddStringToObject(root, "output", type_str(p->output_type));
+    if (p->default_type != PLAN_KEEP || (p->named & PLAN_SET_DEFAULT))
+        cJSON_AddStringToObject(root, "default", type_str(p->default_type));
+    if (p->token_embd_type != PLAN_KEEP || (p->named & PLAN_SET_EMBD))
+        cJSON_AddStringToObject(root, "token_embd", type_str(p->token_embd_type));
+    if (p->output_type != PLAN_KEEP || (p->named & PLAN_SET_OUTPUT))
+        cJSON_AddStringToObject(root, "output", type_str(p->output_type));
     cJSON *rules = cJSON_AddArrayToObject(root, "rules");
     for (int i = 0; i < p->n_rules; i++) {
         const plan_rule *r = &p->rules[i];

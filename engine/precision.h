@@ -31,9 +31,16 @@ typedef struct plan_rule {
     uint32_t type;                 // enum wtype
 } plan_rule;
 
+// Which of default/token_embd/output a plan names, even as "keep": `cabin quantize` fills only
+// the unnamed ones with its own defaults (token embedding and output kept higher).
+#define PLAN_SET_DEFAULT 1u
+#define PLAN_SET_EMBD    2u
+#define PLAN_SET_OUTPUT  4u
+
 typedef struct precision_plan {
     uint32_t default_type;         // PLAN_KEEP or a wtype
     uint32_t token_embd_type, output_type;
+    uint32_t named;                // PLAN_SET_* bits
     int n_rules;
     plan_rule rules[PLAN_MAX_RULES];
 } precision_plan;

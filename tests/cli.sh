@@ -70,6 +70,10 @@ one_line_error "out of range" "a switch plan with a layer out of range"
 expect_rc 0 "quantize" -- "$CABIN" quantize "$T/f16.gguf" "$T/q4.gguf" q4_0
 expect_rc 0 "info on quantized" -- "$CABIN" info "$T/q4.gguf"
 grep -q "Q4_0" "$T/out" && grep -q "Q8_0" "$T/out" && ok || { bad "quantized file has Q4_0 layers and a Q8_0 embedding"; cat "$T/out"; }
+# a plan that names the embedding as "keep" keeps it as in the source (F16), not the Q8_0 default
+expect_rc 0 "quantize, embedding kept" -- "$CABIN" quantize "$T/f16.gguf" "$T/q4k.gguf" q4_0 --plan "token_embd=keep"
+expect_rc 0 "info on it" -- "$CABIN" info "$T/q4k.gguf"
+grep -E "^ +F16 +1 tensors" "$T/out" >/dev/null && ok || { bad "token_embd=keep keeps F16"; cat "$T/out"; }
 awk 'BEGIN { for (i = 0; i < 400; i++) printf "eta oin shr dlu cmf %d ", i % 7 }' >"$T/text.txt"
 expect_rc 0 "ppl --save-base" -- "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" --ctx 64 --save-base "$T/base.kl"
 expect_rc 0 "ppl --kl-base" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 64 --kl-base "$T/base.kl"
