@@ -349,6 +349,104 @@ static void test_helpers(const cpu_kernels *fast) {
     CHECK(bad_axpy16 == 0, "%s axpy_f16_f32: %d sizes off or wrote past n", fast->name, bad_axpy16);
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Attention pieces on random tiles: head dims with and without the fast paths, 1..8 heads per kv
+// head, odd tile lengths; nothing written outside the rows asked for.
+
+static void test_attention(const cpu_kernels *fast) {
+    const cpu_kernels *ref = cpu_kernels_scalar();
+    static const int hds[] = { 64, 128, 80, 32, 16, 8, 96 };
+    static const int Gs[] = { 1, 2, 3, 4, 5, 8 };
+    static const int nss[] = { 1, 7, 16, 33, 64 };
+    int bad_s = 0, bad_v = 0, cases = 0;
+    for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
+        for (size_t b = 0; b < sizeof Gs / sizeof Gs[0]; b++)
+            for (size_t c = 0; c < sizeof nss / sizeof nss[0]; c++) {
+                const int hd = hds[a], G = Gs[b], ns = nss[c], ld = ns + 3;
+                float *q = xmalloc(sizeof(float) * (size_t)G * hd), *k = xmalloc(sizeof(float) * (size_t)ns * hd);
+                float *sr = xmalloc(sizeof(float) * (size_t)G * ld), *sf = xmalloc(sizeof(float) * (size_t)G * ld);
+                float *or = xmalloc(sizeof(float) * (size_t)G * hd), *of = xmalloc(sizeof(float) * (size_t)G * hd);
+                fill_row(q, (int64_t)G * hd);
+                fill_row(k, (int64_t)ns * hd);
+                for (int i = 0; i < G * ld; i++) sr[i] = sf[i] = SENTINEL;
+                const float scale = 0.125f;
+                ref->attn_scores(q, G, k, ns, hd, scale, sr, ld);
+                fast->attn_scores(q, G, k, ns, hd, scale, sf, ld);
+                for (int g = 0; g < G; g++)
+                    for (int i = 0; i < ld; i++) {
+                        double mag = 0;
+                        for (int d = 0; d < hd && i < ns; d++) mag += fabs((double)q[g * hd + d] * k[i * hd + d]);
+                        float x = sr[g * ld + i], y = sf[g * ld + i];
+                        if (i >= ns ? y != SENTINEL : !(fabs(x - y) <= REL_TOL * mag * scale + 1e-30)) bad_s++;
+                    }
+                // values: p rows as softmax weights, o accumulated onto random rows
+                for (int g = 0; g < G; g++) for (int i = 0; i < ns; i++) sr[g * ld + i] = fabsf(rng_uniform());
+                fill_row(or, (int64_t)G * hd);
+                memcpy(of, or, sizeof(float) * (size_t)G * hd);
+                ref->attn_values(sr, ld, G, k, ns, hd, or);
+                fast->attn_values(sr, ld, G, k, ns, hd, of);
+                for (int g = 0; g < G; g++)
+                    for (int d = 0; d < hd; d++) {
+                        double mag = fabs(or[g * hd + d]);
+                        for (int i = 0; i < ns; i++) mag += fabs((double)sr[g * ld + i] * k[i * hd + d]);
+                        if (!(fabs(or[g * hd + d] - of[g * hd + d]) <= REL_TOL * mag + 1e-30)) bad_v++;
+                    }
+                cases++;
+                free(q); free(k); free(sr); free(sf); free(or); free(of);
+            }
+    CHECK(bad_s == 0, "%s attn_scores: %d of the scores differ from the reference", fast->name, bad_s);
+    CHECK(bad_v == 0, "%s attn_values: %d outputs differ from the reference", fast->name, bad_v);
+
+    // softmax numerators: scores spanning exp's range, -inf (masked), odd lengths
+    int bad_e = 0;
+    static const int64_t ens[] = { 1, 5, 16, 17, 31, 32, 33, 100, 4097 };
+    for (size_t c = 0; c < sizeof ens / sizeof ens[0]; c++) {
+        const int64_t n = ens[c];
+        float *x = xmalloc(sizeof(float) * (size_t)(n + 2)), *xr = xmalloc(sizeof(float) * (size_t)(n + 2)),
+              *xf = xmalloc(sizeof(float) * (size_t)(n + 2));
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = rng_int(9) == 0 ? -INFINITY : rng_uniform() * 60.0f;
+            mx = x[i] > mx ? x[i] : mx;
+        }
+        for (int64_t i = 0; i < n + 2; i++) xr[i] = xf[i] = i < n ? x[i] : SENTINEL;
+        float sr_ = ref->exp_shift(xr, n, mx), sf_ = fast->exp_shift(xf, n, mx);
+        for (int64_t i = 0; i < n; i++)
+            if (!(fabsf(xf[i] - xr[i]) <= 4e-7f * xr[i] + 1e-37f) || (x[i] == -INFINITY && xf[i] != 0.0f)) bad_e++;
+        if (xf[n] != SENTINEL || xf[n + 1] != SENTINEL) bad_e++;
+        if (!(fabsf(sf_ - sr_) <= 1e-5f * sr_)) bad_e++;
+        free(x); free(xr); free(xf);
+    }
+    CHECK(bad_e == 0, "%s exp_shift: %d values or sums off", fast->name, bad_e);
+
+    // RoPE rows: interleaved and neox pairs, rope dims with and without a vector remainder
+    int bad_r = 0;
+    static const int halves[] = { 32, 64, 8, 16, 20, 3, 40 };
+    for (size_t c = 0; c < sizeof halves / sizeof halves[0]; c++)
+        for (int neox = 0; neox < 2; neox++) {
+            const int half = halves[c], n = 5, ld = 2 * half + 6;
+            float *cs = xmalloc(sizeof(float) * (size_t)n * half * 2);
+            float *rr = xmalloc(sizeof(float) * (size_t)n * ld), *rf = xmalloc(sizeof(float) * (size_t)n * ld);
+            for (int i = 0; i < n * half; i++) {
+                float th = rng_uniform() * 3.14159265f;
+                cs[2 * i] = cosf(th);
+                cs[2 * i + 1] = sinf(th);
+            }
+            fill_row(rr, (int64_t)n * ld);
+            memcpy(rf, rr, sizeof(float) * (size_t)n * ld);
+            ref->rope_rows(cs, half, neox, n, rr, ld);
+            fast->rope_rows(cs, half, neox, n, rf, ld);
+            for (int i = 0; i < n * ld; i++) {
+                // each output is a*c +/- b*s: fused or not, two roundings apart at most
+                if (!(fabsf(rr[i] - rf[i]) <= 0x1p-21f * (fabsf(rr[i]) + 1.0f) * 4.0f)) bad_r++;
+            }
+            free(cs); free(rr); free(rf);
+        }
+    CHECK(bad_r == 0, "%s rope_rows: %d values off", fast->name, bad_r);
+    printf("%s attention pieces: %d tile shapes, exp and rope checked\n", fast->name, cases);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 static void test_selection(void) {
@@ -405,6 +503,7 @@ int main(void) {
         }
         test_quantize(fast[i].k);
         test_helpers(fast[i].k);
+        test_attention(fast[i].k);
         test_matmul(fast[i].k);
     }
     // The scalar table's own helpers on the reference quantizer (they are the same function).

@@ -233,25 +233,28 @@ static void attn_worker(void *ctx, int ith, int nth) {
     int n_max = j->n_past + j->n;                     // the longest causal context of this pass
     float *ktile = scratch, *vtile = ktile + ATT_TS * hd;
     float *mass = vtile + ATT_TS * hd;                // (n_head, n_max) when tracking
-    float *sc = mass + (j->track ? (size_t)p->n_head * n_max : 0);
+    float *sc = mass + (j->track ? (size_t)p->n_head * n_max : 0);   // (ATT_QB, group, n_max)
+    int half = kv->rope_cs ? kv->shape.rope_dim / 2 : 0;
     for (int64_t job = lo; job < hi; job++) {
         int kvh = (int)(job / j->n_qblocks), t0 = (int)(job % j->n_qblocks) * ATT_QB;
         int t1 = t0 + ATT_QB < j->n ? t0 + ATT_QB : j->n;
         int ctx_hi = j->n_past + t1;                  // slots any token of the block sees
         const uint8_t *mask = kv->mask ? kv->mask + ((size_t)j->layer * p->n_kv_head + kvh) * kv->n_ctx : NULL;
+        // scores, one tile of keys at a time: the group's query heads share each key row
         for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
             kv_cache_read(kv, j->layer, 0, s0, s0 + ns, kvh * hd, hd, ktile, hd, k->axpy_f16_f32);
-            kv_cache_rope_rows(kv, s0, ns, ktile, hd);
+            if (half > 0) k->rope_rows(kv->rope_cs + (size_t)s0 * half * 2, half, kv->shape.rope_neox, ns, ktile, hd);
             for (int t = t0; t < t1; t++) {
-                int ctx_t = j->n_past + t + 1;
-                for (int g = 0; g < group; g++) {
-                    int h = kvh * group + g;
-                    const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)h * hd;
-                    float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
-                    for (int i = 0; i < ns && s0 + i < ctx_t; i++)
-                        row[s0 + i] = mask && mask[s0 + i] ? -INFINITY : k->dot_f32(q, ktile + (size_t)i * hd, hd) * p->scale;
-                }
+                int ctx_t = j->n_past + t + 1, nt = ctx_t - s0 < ns ? ctx_t - s0 : ns;
+                if (nt <= 0) continue;
+                const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)kvh * group * hd;
+                float *rows = sc + (size_t)(t - t0) * group * n_max + s0;
+                k->attn_scores(q, group, ktile, nt, hd, p->scale, rows, n_max);
+                if (mask)
+                    for (int g = 0; g < group; g++)
+                        for (int i = 0; i < nt; i++)
+                            if (mask[s0 + i]) rows[(size_t)g * n_max + i] = -INFINITY;
             }
         }
         for (int t = t0; t < t1; t++) {
@@ -261,9 +264,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
                 float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
                 float mx = -INFINITY;
                 for (int s = 0; s < ctx_t; s++) mx = row[s] > mx ? row[s] : mx;
-                double sum = 0.0;
-                for (int s = 0; s < ctx_t; s++) { row[s] = row[s] == -INFINITY ? 0.0f : expf(row[s] - mx); sum += row[s]; }
-                float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+                float sum = k->exp_shift(row, ctx_t, mx);
+                float inv = sum > 0 ? 1.0f / sum : 0.0f;
                 for (int s = 0; s < ctx_t; s++) row[s] *= inv;
                 if (j->track) {
                     float *m = mass + (size_t)h * n_max;
@@ -271,21 +273,18 @@ static void attn_worker(void *ctx, int ith, int nth) {
                     if (t == j->n - 1)
                         memcpy(kv->last + ((size_t)j->layer * p->n_head + h) * kv->n_ctx, row, (size_t)ctx_t * sizeof(float));
                 }
-                memset(j->out->data + (int64_t)t * j->out->cols + (int64_t)h * hd, 0, (size_t)hd * sizeof(float));
             }
+            memset(j->out->data + (int64_t)t * j->out->cols + (int64_t)kvh * group * hd, 0, (size_t)group * hd * sizeof(float));
         }
+        // values, one tile at a time, accumulated into the group's output rows
         for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
             kv_cache_read(kv, j->layer, 1, s0, s0 + ns, kvh * hd, hd, vtile, hd, k->axpy_f16_f32);
             for (int t = t0; t < t1; t++) {
-                int ctx_t = j->n_past + t + 1;
-                for (int g = 0; g < group; g++) {
-                    int h = kvh * group + g;
-                    const float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
-                    float *o = j->out->data + (int64_t)t * j->out->cols + (int64_t)h * hd;
-                    for (int i = 0; i < ns && s0 + i < ctx_t; i++)
-                        if (row[s0 + i] != 0.0f) k->axpy_f32(row[s0 + i], vtile + (size_t)i * hd, o, hd);
-                }
+                int ctx_t = j->n_past + t + 1, nt = ctx_t - s0 < ns ? ctx_t - s0 : ns;
+                if (nt <= 0) continue;
+                k->attn_values(sc + (size_t)(t - t0) * group * n_max + s0, n_max, group, vtile, nt, hd,
+                               j->out->data + (int64_t)t * j->out->cols + (int64_t)kvh * group * hd);
             }
         }
     }

@@ -34,6 +34,18 @@ typedef struct cpu_kernels {
     void (*axpy_f32)(float a, const float *x, float *y, int64_t n);      // y += a*x
     float (*dot_f16_f32)(const uint16_t *a, const float *b, int64_t n);  // fp16 a, f32 b
     void (*axpy_f16_f32)(float a, const uint16_t *x, float *y, int64_t n); // y += a*fp16 x
+    // Attention over one tile of ns cached slots for the G query heads that share a kv head
+    // (head dim hd; q is G rows of hd floats, k and v are ns rows of hd floats):
+    //   scores: s[g*lds + i] = scale * dot(q[g], k[i])
+    //   values: o[g] += sum_i p[g*ldp + i] * v[i]          (o is G rows of hd floats)
+    void (*attn_scores)(const float *q, int G, const float *k, int ns, int hd, float scale,
+                        float *s, int64_t lds);
+    void (*attn_values)(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o);
+    // Softmax numerator: x[i] = exp(x[i] - mx) (exactly 0 where x[i] is -inf); returns the sum.
+    float (*exp_shift)(float *x, int64_t n, float mx);
+    // RoPE on n rows (row r at rows + r*ld): pairs (2i, 2i+1), or (i, i+half) when neox, rotated
+    // by cs + r*2*half = (cos, sin) per pair, i < half.
+    void (*rope_rows)(const float *cs, int half, int neox, int n, float *rows, int64_t ld);
 } cpu_kernels;
 
 // Tables. cpu_kernels_avx2/avx512 return NULL when the processor (and OS) can't run them.
@@ -59,6 +71,11 @@ const cpu_features *cpu_get_features(void);
 extern const cpu_kernels cpu_kernels_scalar_table;
 extern const cpu_kernels cpu_kernels_avx2_table;
 extern const cpu_kernels cpu_kernels_avx512_table;
+// The scalar attention pieces, shared by tables without their own.
+void attn_scores_ref(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds);
+void attn_values_ref(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o);
+float exp_shift_ref(float *x, int64_t n, float mx);
+void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int64_t ld);
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and
 // is freed when the thread exits.

@@ -350,6 +350,16 @@ static void axpy_f16_f32(float a, const uint16_t *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+static void attn_scores(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) s[g * lds + i] = dot_f32(q + (size_t)g * hd, k + (size_t)i * hd, hd) * scale;
+}
+
+static void attn_values(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) axpy_f32(p[g * ldp + i], v + (size_t)i * hd, o + (size_t)g * hd, hd);
+}
+
 const cpu_kernels cpu_kernels_avx2_table = {
     .name = "avx2",
     .matmul = {
@@ -365,4 +375,8 @@ const cpu_kernels cpu_kernels_avx2_table = {
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,
     .axpy_f16_f32 = axpy_f16_f32,
+    .attn_scores = attn_scores,
+    .attn_values = attn_values,
+    .exp_shift = exp_shift_ref,
+    .rope_rows = rope_rows_ref,
 };

@@ -14,6 +14,7 @@
 #include "engine/cpu/kernels.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define INLINE static inline __attribute__((always_inline))
@@ -448,6 +449,154 @@ static void axpy_f16_f32(float a, const uint16_t *x, float *y, int64_t n) {
     }
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Attention pieces. Head dims that are multiples of 16 (64 and 128 in practice) take the
+// register-blocked paths; others fall back to the row helpers above.
+
+// scores for up to 4 query heads at once: each key row is loaded once and used by every head.
+static void attn_scores(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds) {
+    if (hd % 16) {
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < ns; i++) s[g * lds + i] = dot_f32(q + (size_t)g * hd, k + (size_t)i * hd, hd) * scale;
+        return;
+    }
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int gn = G - g0 < 4 ? G - g0 : 4;
+        const float *q0 = q + (size_t)g0 * hd;
+        // heads past G repeat the last one (their results are not stored)
+        const float *q1 = q0 + (size_t)(gn > 1 ? 1 : 0) * hd, *q2 = q0 + (size_t)(gn > 2 ? 2 : gn - 1) * hd,
+                    *q3 = q0 + (size_t)(gn > 3 ? 3 : gn - 1) * hd;
+        for (int i = 0; i < ns; i++) {
+            const float *kr = k + (size_t)i * hd;
+            __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(),
+                   a3 = _mm512_setzero_ps();
+            for (int c = 0; c < hd; c += 16) {
+                const __m512 kv = _mm512_loadu_ps(kr + c);
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + c), kv, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + c), kv, a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + c), kv, a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q3 + c), kv, a3);
+            }
+            float *si = s + (int64_t)g0 * lds + i;
+            si[0] = _mm512_reduce_add_ps(a0) * scale;
+            if (gn > 1) si[lds] = _mm512_reduce_add_ps(a1) * scale;
+            if (gn > 2) si[2 * lds] = _mm512_reduce_add_ps(a2) * scale;
+            if (gn > 3) si[3 * lds] = _mm512_reduce_add_ps(a3) * scale;
+        }
+    }
+}
+
+// values: blocks of up to 4 heads x 64 dims stay in 16 registers across the whole tile.
+static void attn_values(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o) {
+    if (hd % 64) {
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < ns; i++) axpy_f32(p[g * ldp + i], v + (size_t)i * hd, o + (size_t)g * hd, hd);
+        return;
+    }
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int gn = G - g0 < 4 ? G - g0 : 4;
+        for (int c0 = 0; c0 < hd; c0 += 64) {
+            __m512 acc[4][4];
+            for (int g = 0; g < 4; g++)
+                for (int c = 0; c < 4; c++)
+                    acc[g][c] = g < gn ? _mm512_loadu_ps(o + (size_t)(g0 + g) * hd + c0 + 16 * c) : _mm512_setzero_ps();
+            const float *pg = p + (int64_t)g0 * ldp;
+            for (int i = 0; i < ns; i++) {
+                const float *vr = v + (size_t)i * hd + c0;
+                const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + 16),
+                             v2 = _mm512_loadu_ps(vr + 32), v3 = _mm512_loadu_ps(vr + 48);
+                for (int g = 0; g < 4; g++) {
+                    const __m512 pb = _mm512_set1_ps(g < gn ? pg[g * ldp + i] : 0.0f);
+                    acc[g][0] = _mm512_fmadd_ps(pb, v0, acc[g][0]);
+                    acc[g][1] = _mm512_fmadd_ps(pb, v1, acc[g][1]);
+                    acc[g][2] = _mm512_fmadd_ps(pb, v2, acc[g][2]);
+                    acc[g][3] = _mm512_fmadd_ps(pb, v3, acc[g][3]);
+                }
+            }
+            for (int g = 0; g < gn; g++)
+                for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + (size_t)(g0 + g) * hd + c0 + 16 * c, acc[g][c]);
+        }
+    }
+}
+
+// e^x for x <= 0 (softmax arguments): x = n ln2 + r, |r| <= ln2/2 (ln2 split in two so r is
+// exact to ~1e-10), e^r by its Taylor series to r^7 (remainder < 6e-9 relative), times 2^n.
+// Below -87.3 (e^x under the smallest normal float, -inf included) the result is 0.
+INLINE __m512 exp_neg512(__m512 x) {
+    const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 e = _mm512_set1_ps(1.0f / 5040);
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 720));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 120));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 24));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 6));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(0.5f));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps((__mmask16)~tiny, _mm512_scalef_ps(e, n));
+}
+
+static float exp_shift(float *x, int64_t n, float mx) {
+    if (mx == -INFINITY) { memset(x, 0, (size_t)n * sizeof *x); return 0.0f; }   // every slot masked
+    const __m512 m = _mm512_set1_ps(mx);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 e0 = exp_neg512(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+        const __m512 e1 = exp_neg512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m));
+        _mm512_storeu_ps(x + i, e0);
+        _mm512_storeu_ps(x + i + 16, e1);
+        s0 = _mm512_add_ps(s0, e0);
+        s1 = _mm512_add_ps(s1, e1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 t = n - i >= 16 ? (__mmask16)0xffff : tail_mask(n - i);
+        const __m512 e = _mm512_maskz_mov_ps(t, exp_neg512(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), m)));
+        _mm512_mask_storeu_ps(x + i, t, e);
+        s0 = _mm512_add_ps(s0, e);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+// RoPE, 8 pairs per step. Interleaved pairs: x' = x*cos -/+ swap(x)*sin (fmaddsub); neox pairs
+// (i, i + half): the (cos, sin) table is de-interleaved first.
+static void rope_rows(const float *cs, int half, int neox, int n, float *rows, int64_t ld) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int r = 0; r < n; r++) {
+        const float *c = cs + (size_t)r * half * 2;
+        float *x = rows + (size_t)r * ld;
+        int i = 0;
+        if (!neox) {
+            for (; i + 8 <= half; i += 8) {
+                const __m512 xv = _mm512_loadu_ps(x + 2 * i), cv = _mm512_loadu_ps(c + 2 * i);
+                const __m512 co = _mm512_moveldup_ps(cv), si = _mm512_movehdup_ps(cv);
+                const __m512 sw = _mm512_permute_ps(xv, 0xB1);     // (b, a) per pair
+                _mm512_storeu_ps(x + 2 * i, _mm512_fmaddsub_ps(xv, co, _mm512_mul_ps(sw, si)));
+            }
+        } else {
+            for (; i + 16 <= half; i += 16) {
+                const __m512 c0 = _mm512_loadu_ps(c + 2 * i), c1 = _mm512_loadu_ps(c + 2 * i + 16);
+                const __m512 co = _mm512_permutex2var_ps(c0, even, c1), si = _mm512_permutex2var_ps(c0, odd, c1);
+                const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + half);
+                _mm512_storeu_ps(x + i, _mm512_fmsub_ps(a, co, _mm512_mul_ps(b, si)));
+                _mm512_storeu_ps(x + i + half, _mm512_fmadd_ps(a, si, _mm512_mul_ps(b, co)));
+            }
+        }
+        for (; i < half; i++) {   // the pairs left over (rope dims not a multiple of 16 or 32)
+            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            float a = x[i0], b = x[i1], co = c[2 * i], si = c[2 * i + 1];
+            x[i0] = a * co - b * si;
+            x[i1] = a * si + b * co;
+        }
+    }
+}
+
 const cpu_kernels cpu_kernels_avx512_table = {
     .name = "avx512",
     .matmul = {
@@ -463,4 +612,8 @@ const cpu_kernels cpu_kernels_avx512_table = {
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,
     .axpy_f16_f32 = axpy_f16_f32,
+    .attn_scores = attn_scores,
+    .attn_values = attn_values,
+    .exp_shift = exp_shift,
+    .rope_rows = rope_rows,
 };

@@ -5,6 +5,8 @@
 #include "engine/cpu/kernels.h"
 #include "engine/util.h"
 
+#include <math.h>
+
 enum {
     CHUNK = 256, // weights converted per step: (CHUNK) floats on the stack, a multiple of 32
     TOK_GROUP = 8, // tokens sharing one converted chunk
@@ -73,6 +75,38 @@ static void axpy_f16_f32(float a, const uint16_t *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * fp16_to_f32(x[i]);
 }
 
+void attn_scores_ref(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) s[g * lds + i] = dot_f32(q + (size_t)g * hd, k + (size_t)i * hd, hd) * scale;
+}
+
+void attn_values_ref(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) axpy_f32(p[g * ldp + i], v + (size_t)i * hd, o + (size_t)g * hd, hd);
+}
+
+float exp_shift_ref(float *x, int64_t n, float mx) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = x[i] == -INFINITY ? 0.0f : expf(x[i] - mx);
+        sum += x[i];
+    }
+    return (float)sum;
+}
+
+void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int64_t ld) {
+    for (int r = 0; r < n; r++) {
+        const float *c = cs + (size_t)r * half * 2;
+        float *x = rows + (size_t)r * ld;
+        for (int i = 0; i < half; i++) {
+            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            float a = x[i0], b = x[i1], co = c[2 * i], si = c[2 * i + 1];
+            x[i0] = a * co - b * si;
+            x[i1] = a * si + b * co;
+        }
+    }
+}
+
 const cpu_kernels cpu_kernels_scalar_table = {
     .name = "scalar",
     .matmul = {
@@ -88,4 +122,8 @@ const cpu_kernels cpu_kernels_scalar_table = {
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,
     .axpy_f16_f32 = axpy_f16_f32,
+    .attn_scores = attn_scores_ref,
+    .attn_values = attn_values_ref,
+    .exp_shift = exp_shift_ref,
+    .rope_rows = rope_rows_ref,
 };
