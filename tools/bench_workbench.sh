@@ -4,6 +4,8 @@
 # redrawn live) on the same model, same prompt, greedy, one thread, N tokens past end-of-
 # generation; REPS interleaved repetitions of each, medians compared. The workbench's figure is
 # the session's decode tok/s from its autosave (written after every turn).
+# generate runs in a session of its own (setsid), as the workbench does in tmux: with the
+# kernel's autogroup scheduling each session gets an even share of a loaded machine.
 # Usage: sh tools/bench_workbench.sh [BUILD] [N] [REPS]
 set -e
 BUILD=${1:-build}
@@ -39,8 +41,10 @@ workbench_tps() {
     tmux kill-server 2>/dev/null || true
 }
 
+# generate gets the text the workbench's chat template renders for "hello there" (this model has
+# no template: the plain one), so both decode from the same depth: 29 prompt tokens
 generate_tps() {
-    "$CABIN" generate -m "$M" -p "hello there" $OPTS --stats 2>&1 >/dev/null \
+    setsid -w "$CABIN" generate -m "$M" -p "$(printf 'User: hello there\nAssistant:')" $OPTS --stats 2>&1 >/dev/null \
         | sed -n 's/.* \([0-9.]*\) tok\/s decode.*/\1/p; s/.*decode \([0-9.]*\) tok\/s.*/\1/p' | head -n 1
 }
 
