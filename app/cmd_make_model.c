@@ -20,6 +20,9 @@ int cmd_make_model(int argc, char **argv) {
                    "  --arch A           llama | qwen2\n"
                    "  --dim N --layers N --heads N --kv-heads N --ffn N --vocab N --ctx N\n"
                    "  --rope-base F      (default 10000)\n"
+                   "  --embd-scale F     standard deviation of token_embd (default 1); tied models\n"
+                   "                     (llama-1b) give near one-hot outputs at 1, use 0.02 for\n"
+                   "                     a spread-out distribution (KL comparisons)\n"
                    "  --tied             no output.weight (the token embedding is reused)\n"
                    "  --type T           layer matrices: f32 | f16 | bf16 | q8_0 | q4_0 (default f32)\n"
                    "  --embd-type T      token_embd/output type (default: same as --type)\n"
@@ -51,6 +54,7 @@ int cmd_make_model(int argc, char **argv) {
         if (arg_int(&a, "--vocab", NULL, &o.n_vocab)) continue;
         if (arg_int(&a, "--ctx", NULL, &o.n_ctx)) continue;
         if (arg_float(&a, "--rope-base", NULL, &o.rope_base)) continue;
+        if (arg_float(&a, "--embd-scale", NULL, &o.embd_scale)) continue;
         if (arg_flag(&a, "--tied", NULL)) { o.tied = true; continue; }
         if (arg_str(&a, "--type", NULL, &type)) continue;
         if (arg_str(&a, "--embd-type", NULL, &embd_type)) continue;

@@ -158,7 +158,7 @@ int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
     int head_dim = o->dim / o->n_head;
     int q_dim = o->n_head * head_dim, kv_dim = o->n_kv_head * head_dim;
     float s_in = 1.0f / sqrtf((float)o->dim), s_ffn = 1.0f / sqrtf((float)o->ffn_dim);
-    rc = add_tensor(&g, "token_embd.weight", o->embd_type, o->dim, n_vocab, 1.0f, 0.0f, err);
+    rc = add_tensor(&g, "token_embd.weight", o->embd_type, o->dim, n_vocab, o->embd_scale > 0 ? o->embd_scale : 1.0f, 0.0f, err);
     if (!rc) rc = add_tensor(&g, "output_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f, err);
     if (!rc && !o->tied) rc = add_tensor(&g, "output.weight", o->embd_type, o->dim, n_vocab, s_in, 0.0f, err);
     for (int l = 0; l < o->n_layer && !rc; l++) {

@@ -19,6 +19,9 @@ typedef struct modelgen_opts {
     uint32_t embd_type;      // type of token_embd / output
     const char *vocab_from;  // GGUF whose tokenizer.* keys are copied, or NULL
     uint64_t seed;
+    float embd_scale;        // sd of token_embd (1 by default). Tied, it is also the output matrix:
+                             // at 1 the logits' sd is about sqrt(dim), a one-hot distribution on
+                             // which every KL is 0; 1/sqrt(dim) gives logits near 1.
 } modelgen_opts;
 
 modelgen_opts modelgen_defaults(void);   // a tiny llama: dim 64, 2 layers, 4/2 heads, ffn 192
