@@ -153,6 +153,7 @@ void kv_cache_free(kv_cache *kv) {
     if (!kv->k) return;
     free_storage(kv);
     free(kv->rope_cs);
+    free(kv->rope_t);
     free_stats(kv);
     memset(kv, 0, sizeof *kv);
 }
@@ -189,15 +190,21 @@ int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
     kv->shape = *sh;
     if (!same_rope) {
         free(kv->rope_cs);
-        kv->rope_cs = NULL;
+        free(kv->rope_t);
+        kv->rope_cs = kv->rope_t = NULL;
         int half = sh->rope_dim / 2;
         if (half > 0) {
-            kv->rope_cs = xmalloc((size_t)kv->n_ctx * (size_t)half * 2 * sizeof(float));
-            for (int s = 0; s < kv->n_ctx; s++)
+            size_t n = (size_t)kv->n_ctx;
+            kv->rope_cs = xmalloc(n * (size_t)half * 2 * sizeof(float));
+            kv->rope_t = xmalloc(n * (size_t)half * 2 * sizeof(float));
+            for (size_t s = 0; s < n; s++)
                 for (int i = 0; i < half; i++) {   // as the rope op computes it: double, then float
                     double th = (double)s * pow((double)sh->rope_base, -2.0 * i / sh->rope_dim);
-                    kv->rope_cs[((size_t)s * half + i) * 2] = (float)cos(th);
-                    kv->rope_cs[((size_t)s * half + i) * 2 + 1] = (float)sin(th);
+                    float c = (float)cos(th), si = (float)sin(th);
+                    kv->rope_cs[(s * half + i) * 2] = c;
+                    kv->rope_cs[(s * half + i) * 2 + 1] = si;
+                    kv->rope_t[(size_t)2 * i * n + s] = c;
+                    kv->rope_t[(size_t)(2 * i + 1) * n + s] = si;
                 }
         }
     }
@@ -331,13 +338,13 @@ void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v)
     }
 }
 
-static void f16_span(const uint16_t *src, float *dst, int n, kv_f16_axpy_fn f16_axpy) {
-    if (f16_axpy) { memset(dst, 0, (size_t)n * sizeof(float)); f16_axpy(1.0f, src, dst, n); }
+static void f16_span(const uint16_t *src, float *dst, int n, kv_f16_cvt_fn f16_to_f32) {
+    if (f16_to_f32) f16_to_f32(src, dst, n);
     else f16_row_to_f32(src, dst, n);
 }
 
 void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0, int nc, float *out, int ld,
-                   kv_f16_axpy_fn f16_axpy) {
+                   kv_f16_cvt_fn f16_to_f32) {
     void *rows = which ? kv->v[l] : kv->k[l];
     size_t D = (size_t)kv->kv_dim;
     if (!is_q(kv->format)) {
@@ -345,7 +352,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
             const uint8_t *r = (const uint8_t *)rows + (size_t)s * kv->row_bytes;
             float *o = out + (size_t)(s - s0) * ld;
             if (kv->format == KV_F32) memcpy(o, (const float *)r + c0, (size_t)nc * sizeof(float));
-            else f16_span((const uint16_t *)r + c0, o, nc, f16_axpy);
+            else f16_span((const uint16_t *)r + c0, o, nc, f16_to_f32);
         }
         return;
     }
@@ -384,7 +391,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
     }
     for (; s < s1; s++) {   // the recent windows (keys: shifting rows; values: a ring)
         const uint16_t *r = (const uint16_t *)rows + (size_t)(which ? s % kv->vcap : s - nq) * D;
-        f16_span(r + c0, out + (size_t)(s - s0) * ld, nc, f16_axpy);
+        f16_span(r + c0, out + (size_t)(s - s0) * ld, nc, f16_to_f32);
     }
 }
 
@@ -445,6 +452,7 @@ void kv_cache_compact_layer(kv_cache *kv, int l, const int32_t *keep, int n_keep
 
 int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *err) {
     if (recent <= 0) recent = kv->recent;
+    if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PULL, err)) return -1;   // a device's copy into the host arrays
     kv_cache nk;
     if (kv_cache_init_ex(&nk, format, recent, kv->n_layer, kv->n_ctx, kv->kv_dim, err)) return -1;
     size_t D = (size_t)kv->kv_dim;
@@ -458,7 +466,7 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     free(kf);
     free(vf);
     // swap the storage; shape, rope table, policy and statistics stay
-    free_storage(kv);
+    kv_cache old = *kv;
     kv->format = nk.format;
     kv->k = nk.k; kv->v = nk.v; kv->nq = nk.nq; kv->nqv = nk.nqv;
     kv->kq = nk.kq; kv->kp = nk.kp; kv->vq = nk.vq; kv->vp = nk.vp;
@@ -468,6 +476,12 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     kv->q_groups = nk.q_groups;
     kv->res_cap = nk.res_cap;
     kv->vcap = nk.vcap;
+    if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PUSH, err)) {   // the device cannot take it: keep the old
+        free_storage(kv);
+        *kv = old;
+        return -1;
+    }
+    free_storage(&old);
     return 0;
 }
 

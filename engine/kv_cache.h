@@ -69,6 +69,8 @@ typedef struct kv_cache {
     // attention position encoding and statistics
     kv_shape shape;
     float *rope_cs;      // (n_ctx, rope_dim/2, 2): cos, sin of slot * base^(-2i/rope_dim)
+    float *rope_t;       // (rope_dim/2, 2, n_ctx): the same values slot-major (frequency i: its
+                         // cos of every slot, then its sin), for attention along slots
     kv_policy policy;
     bool track;          // keep attention statistics (mass, last); on for h2o/entropy
     float *mass;         // (n_layer, n_head, n_ctx): attention weight accumulated per slot
@@ -78,7 +80,13 @@ typedef struct kv_cache {
     int evictions;       // eviction passes so far
     uint64_t evicted;    // slots evicted so far (per layer)
     void *bk;            // backend-side storage, if any
+    // Set by a backend that keeps its own copy of the cache (NULL otherwise). Whole-cache
+    // operations (eviction, format conversion) call it with KV_SYNC_PULL before they read the host
+    // arrays and KV_SYNC_PUSH after they change them (PUSH re-creates the device store when the
+    // format or window changed; on failure the device keeps its former store). 0, or -1 with err.
+    int (*bk_sync)(struct kv_cache *kv, int dir, errbuf *err);
 } kv_cache;
+enum { KV_SYNC_PULL = 0, KV_SYNC_PUSH = 1 };
 
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
                   errbuf *err);
@@ -97,10 +105,11 @@ void kv_cache_set_tracking(kv_cache *kv, bool on);
 // in order (slot <= rows written so far); rewriting a quantized slot requantizes its group.
 void kv_cache_put(kv_cache *kv, int layer, int slot, const float *k, const float *v);
 // Dequantizes channels [c0, c0+nc) of slots [s0, s1) of keys (which 0) or values (which 1) into
-// out: (s1-s0, ld) floats. f16_axpy (y += a*x over fp16 x) speeds F16 rows up; NULL: scalar.
-typedef void (*kv_f16_axpy_fn)(float a, const uint16_t *x, float *y, int64_t n);
+// out: (s1-s0, ld) floats. f16_to_f32 (y[i] = fp16 x[i], n elements) converts F16 rows (a
+// backend's vector kernel); NULL: scalar.
+typedef void (*kv_f16_cvt_fn)(const uint16_t *x, float *y, int64_t n);
 void kv_cache_read(const kv_cache *kv, int layer, int which, int s0, int s1, int c0, int nc,
-                   float *out, int ld, kv_f16_axpy_fn f16_axpy);
+                   float *out, int ld, kv_f16_cvt_fn f16_to_f32);
 // Rotates rows of one head (head_dim floats at stride ld) by their slots s0, s0+1, ...
 void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld);
 

@@ -144,7 +144,7 @@ int kv_cache_make_room(kv_cache *kv, int n_new, errbuf *err) {
     if (kv->policy.kind == KVP_NONE)
         return err_set(err, "context full: %d + %d tokens exceed the context length %d (an eviction policy, "
                        "e.g. --kv-policy window:%d, keeps going)", kv->n_used, n_new, kv->n_ctx, kv->n_ctx);
-    if (kv->bk)
+    if (kv->bk && !kv->bk_sync)
         return err_set(err, "kv policy: eviction compacts the host copy of the cache, and this backend keeps "
                        "it on the device (use the cpu backend with --kv-policy)");
     int budget = budget_of(kv), sinks = sinks_of(kv, budget);
@@ -157,6 +157,8 @@ int kv_cache_make_room(kv_cache *kv, int n_new, errbuf *err) {
     if ((kv->policy.kind == KVP_H2O || kv->policy.kind == KVP_ENTROPY) && !kv->track) kv_cache_set_tracking(kv, true);
     if (kv->policy.kind == KVP_ENTROPY && !kv->mask && kv->shape.n_kv_head > 0)
         kv->mask = xcalloc((size_t)kv->n_layer * (size_t)kv->shape.n_kv_head * (size_t)kv->n_ctx, 1);
+    // a device copy (and its statistics) into the host arrays; compacted here, pushed back below
+    if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PULL, err)) return -1;
     int32_t *keep = xmalloc((size_t)kv->n_used * sizeof(int32_t));
     ranked *tmp = xmalloc((size_t)kv->n_used * sizeof(ranked));
     for (int l = 0; l < kv->n_layer; l++) {
@@ -169,5 +171,5 @@ int kv_cache_make_room(kv_cache *kv, int n_new, errbuf *err) {
     kv->evictions++;
     kv->n_used = target;
     if (kv->last_n > target) kv->last_n = target;
-    return 0;
+    return kv->bk_sync ? kv->bk_sync(kv, KV_SYNC_PUSH, err) : 0;
 }

@@ -422,12 +422,12 @@ int session_set_kv(session *s, const char *format, const char *policy, errbuf *e
     if (format && kv_format_parse(format, &f, err)) return -1;
     if (policy && kv_policy_parse(policy, &p, err)) return -1;
     if (f != s->kv.format) {
-        if (s->kv.bk)
+        if (s->kv.bk && !s->kv.bk_sync)
             return err_set(err, "kv: backend %s keeps the cache on the device; a live format switch needs the "
                            "cpu backend (start with --kv %s instead)", s->b->name, kv_format_name(f));
         if (kv_cache_convert(&s->kv, f, 0, err)) return -1;
     }
-    if (p.kind != KVP_NONE && s->kv.bk)
+    if (p.kind != KVP_NONE && s->kv.bk && !s->kv.bk_sync)
         return err_set(err, "kv: eviction policies need the cpu backend (backend %s keeps the cache on the device)",
                        s->b->name);
     if (p.kind != KVP_ENTROPY) { free(s->kv.mask); s->kv.mask = NULL; }

@@ -354,6 +354,12 @@ static void test_helpers(const cpu_kernels *fast) {
 // Attention pieces on random tiles: head dims with and without the fast paths, 1..8 heads per kv
 // head, odd tile lengths; nothing written outside the rows asked for.
 
+static float max_abs(const float *x, int64_t n) {
+    float m = 0;
+    for (int64_t i = 0; i < n; i++) m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
+    return m;
+}
+
 static void test_attention(const cpu_kernels *fast) {
     const cpu_kernels *ref = cpu_kernels_scalar();
     static const int hds[] = { 64, 128, 80, 32, 16, 8, 96 };
@@ -435,16 +441,169 @@ static void test_attention(const cpu_kernels *fast) {
             }
             fill_row(rr, (int64_t)n * ld);
             memcpy(rf, rr, sizeof(float) * (size_t)n * ld);
+            const float in_mag = max_abs(rr, (int64_t)n * ld);
             ref->rope_rows(cs, half, neox, n, rr, ld);
             fast->rope_rows(cs, half, neox, n, rf, ld);
             for (int i = 0; i < n * ld; i++) {
-                // each output is a*c +/- b*s: fused or not, two roundings apart at most
-                if (!(fabsf(rr[i] - rf[i]) <= 0x1p-21f * (fabsf(rr[i]) + 1.0f) * 4.0f)) bad_r++;
+                // each output is a*c +/- b*s: fused or not, two roundings of the products apart at
+                // most (relative to the inputs: a result may be small by cancellation)
+                if (!(fabsf(rr[i] - rf[i]) <= 0x1p-21f * (fabsf(rr[i]) + 2.0f * in_mag + 1.0f) * 4.0f)) bad_r++;
             }
             free(cs); free(rr); free(rf);
         }
     CHECK(bad_r == 0, "%s rope_rows: %d values off", fast->name, bad_r);
     printf("%s attention pieces: %d tile shapes, exp and rope checked\n", fast->name, cases);
+}
+
+// ---------------------------------------------------------------------------------------------
+// KV cache tiles (engine/cpu/attn_kv.c): channel-major key tiles from per-channel codes (q8, q4,
+// odd and even first slots) and from F16 rows, RoPE by slot (interleaved, NeoX, partial, none),
+// scores over them, values summed from per-slot codes and from F16 rows, softmax with masked
+// slots. Outputs are checked within rounding of the reference, and nothing is written past them.
+
+// rows (hd) of ldt floats: [0, ns) within tol of the reference, [ns, ldt) untouched
+static int tile_bad(const float *r, const float *f, int hd, int ns, int64_t ldt, float tol) {
+    int bad = 0;
+    for (int c = 0; c < hd; c++)
+        for (int64_t i = 0; i < ldt; i++) {
+            float a = r[c * ldt + i], b = f[c * ldt + i];
+            if (i >= ns ? b != SENTINEL : !(fabsf(a - b) <= tol)) bad++;
+        }
+    return bad;
+}
+
+static void test_kv_tiles(const cpu_kernels *fast) {
+    const cpu_kernels *ref = cpu_kernels_scalar();
+    static const int hds[] = { 64, 128, 40, 72, 8 };
+    static const int nss[] = { 1, 5, 16, 17, 63, 64, 65, 100, 128 };
+    int bad_k = 0, bad_f = 0, bad_r = 0, bad_s = 0, bad_vq = 0, bad_vf = 0, cases = 0;
+    const int64_t ldc = 211;                     // slot-major cos/sin: (half, 2, ldc)
+    float *cst = xmalloc(sizeof(float) * 64 * 2 * ldc);
+    for (int f = 0; f < 64; f++)
+        for (int i = 0; i < ldc; i++) {
+            float th = rng_uniform() * 3.14159265f;
+            cst[2 * f * ldc + i] = cosf(th);
+            cst[(2 * f + 1) * ldc + i] = sinf(th);
+        }
+    for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
+        for (size_t b = 0; b < sizeof nss / sizeof nss[0]; b++) {
+            const int hd = hds[a], ns = nss[b], bits = rng_int(2) ? 8 : 4, neox = rng_int(2);
+            const int halves[3] = { 0, hd / 2, hd / 4 };
+            const int half = halves[rng_int(3)];
+            const int i0 = ns >= 128 ? 0 : rng_int(128 - ns + 1);   // odd first slots too
+            const int64_t ldt = ns + 3;
+            const size_t cstride = 128 * (size_t)bits / 8;
+            uint8_t *codes = xmalloc(cstride * (size_t)hd);
+            uint16_t *sm = xmalloc(sizeof(uint16_t) * 2 * (size_t)hd), *rows = xmalloc(sizeof(uint16_t) * (size_t)ns * (hd + 5));
+            for (size_t i = 0; i < cstride * (size_t)hd; i++) codes[i] = (uint8_t)rng_int(256);
+            for (int c = 0; c < hd; c++) {
+                sm[2 * c] = f32_to_fp16(fabsf(rng_uniform()) * 0.05f);
+                sm[2 * c + 1] = f32_to_fp16(rng_uniform() * 4.0f);
+            }
+            for (int i = 0; i < ns * (hd + 5); i++) rows[i] = f32_to_fp16(rng_uniform() * 8.0f);
+            float *kr = xmalloc(sizeof(float) * (size_t)hd * ldt), *kf = xmalloc(sizeof(float) * (size_t)hd * ldt);
+            // keys from codes, rotated
+            for (int64_t i = 0; i < hd * ldt; i++) kr[i] = kf[i] = SENTINEL;
+            ref->kq_tile(codes, cstride, bits, i0, sm, hd, ns, cst + i0, ldc, half, neox, kr, ldt);
+            fast->kq_tile(codes, cstride, bits, i0, sm, hd, ns, cst + i0, ldc, half, neox, kf, ldt);
+            bad_k += tile_bad(kr, kf, hd, ns, ldt, 4e-6f * 20.0f);
+            // keys from F16 rows (stride hd + 5), rotated
+            for (int64_t i = 0; i < hd * ldt; i++) kr[i] = kf[i] = SENTINEL;
+            ref->f16_rows_t(rows, hd + 5, ns, hd, cst + i0, ldc, half, neox, kr, ldt);
+            fast->f16_rows_t(rows, hd + 5, ns, hd, cst + i0, ldc, half, neox, kf, ldt);
+            bad_f += tile_bad(kr, kf, hd, ns, ldt, 4e-6f * 16.0f);
+            // RoPE alone, on that tile
+            memcpy(kf, kr, sizeof(float) * (size_t)hd * ldt);
+            if (hd / 2 > 0) {
+                ref->rope_t(cst + 3, ldc, hd / 2, neox, ns, kr, ldt);
+                fast->rope_t(cst + 3, ldc, hd / 2, neox, ns, kf, ldt);
+                bad_r += tile_bad(kr, kf, hd, ns, ldt, 4e-6f * 16.0f);
+            }
+            // scores of G heads over the tile
+            const int G = 1 + rng_int(7);
+            float *q = xmalloc(sizeof(float) * (size_t)G * hd);
+            float *sr = xmalloc(sizeof(float) * (size_t)G * ldt), *sf = xmalloc(sizeof(float) * (size_t)G * ldt);
+            fill_row(q, (int64_t)G * hd);
+            for (int64_t i = 0; i < G * ldt; i++) sr[i] = sf[i] = SENTINEL;
+            ref->attn_scores_t(q, G, kr, ldt, ns, hd, 0.125f, sr, ldt);
+            fast->attn_scores_t(q, G, kr, ldt, ns, hd, 0.125f, sf, ldt);
+            for (int g = 0; g < G; g++)
+                for (int64_t i = 0; i < ldt; i++) {
+                    double mag = 0;
+                    for (int c = 0; c < hd && i < ns; c++) mag += fabs((double)q[g * hd + c] * kr[c * ldt + i]);
+                    if (i >= ns ? sf[g * ldt + i] != SENTINEL
+                                : !(fabs(sr[g * ldt + i] - sf[g * ldt + i]) <= REL_TOL * mag * 0.125 + 1e-30)) bad_s++;
+                }
+            // values: ns slots of per-slot codes (row stride rb, channels c0.. of one group) and F16 rows
+            const int c0 = rng_int(3), rb = (c0 + hd + 7) * bits / 8 + 1;
+            uint8_t *vq = xmalloc((size_t)ns * rb);
+            uint16_t *vp = xmalloc(sizeof(uint16_t) * 3 * (size_t)ns);
+            for (int i = 0; i < ns * rb; i++) vq[i] = (uint8_t)rng_int(256);
+            for (int i = 0; i < ns; i++) {
+                vp[3 * i] = f32_to_fp16(fabsf(rng_uniform()) * 0.05f);
+                vp[3 * i + 1] = f32_to_fp16(rng_uniform() * 4.0f);
+            }
+            for (int i = 0; i < G * ns; i++) sr[i] = fabsf(rng_uniform());   // weights, ldp = ns
+            float *o0 = xmalloc(sizeof(float) * (size_t)(G * hd + 4)), *or = xmalloc(sizeof(float) * (size_t)(G * hd + 4)),
+                  *of = xmalloc(sizeof(float) * (size_t)(G * hd + 4));
+            fill_row(o0, (int64_t)G * hd);
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < G * hd + 4; i++) or[i] = of[i] = i < G * hd ? o0[i] : SENTINEL;
+                if (pass == 0) {
+                    ref->attn_values_q(sr, ns, G, vq, (size_t)rb, bits, c0, vp, 3, ns, hd, or, hd);
+                    fast->attn_values_q(sr, ns, G, vq, (size_t)rb, bits, c0, vp, 3, ns, hd, of, hd);
+                } else {
+                    ref->attn_values_f16(sr, ns, G, rows, hd + 5, ns, hd, or);
+                    fast->attn_values_f16(sr, ns, G, rows, hd + 5, ns, hd, of);
+                }
+                // terms are at most |p| * (4 + 0.05 * 255) or |p| * 8
+                double tol = 1e-5 * (max_abs(o0, (int64_t)G * hd) + ns * 17.0);
+                int bad = 0;
+                for (int i = 0; i < G * hd + 4; i++)
+                    if (i >= G * hd ? of[i] != SENTINEL : !(fabs(or[i] - of[i]) <= tol)) bad++;
+                *(pass ? &bad_vf : &bad_vq) += bad;
+            }
+            cases++;
+            free(codes); free(sm); free(rows); free(kr); free(kf); free(q); free(sr); free(sf);
+            free(vq); free(vp); free(o0); free(or); free(of);
+        }
+    free(cst);
+    CHECK(bad_k == 0, "%s kq_tile: %d values off", fast->name, bad_k);
+    CHECK(bad_f == 0, "%s f16_rows_t: %d values off", fast->name, bad_f);
+    CHECK(bad_r == 0, "%s rope_t: %d values off", fast->name, bad_r);
+    CHECK(bad_s == 0, "%s attn_scores_t: %d scores off", fast->name, bad_s);
+    CHECK(bad_vq == 0, "%s attn_values_q: %d outputs off", fast->name, bad_vq);
+    CHECK(bad_vf == 0, "%s attn_values_f16: %d outputs off", fast->name, bad_vf);
+
+    // softmax (masked slots, a fully masked row) and f16 -> f32
+    int bad_m = 0, bad_c = 0;
+    static const int64_t mns[] = { 1, 7, 16, 33, 1000, 4097 };
+    for (size_t c = 0; c < sizeof mns / sizeof mns[0]; c++)
+        for (int all_masked = 0; all_masked < 2; all_masked++) {
+            const int64_t n = mns[c];
+            float *xr = xmalloc(sizeof(float) * (size_t)(n + 2)), *xf = xmalloc(sizeof(float) * (size_t)(n + 2));
+            uint16_t *h = xmalloc(sizeof(uint16_t) * (size_t)n);
+            for (int64_t i = 0; i < n + 2; i++)
+                xr[i] = xf[i] = i >= n ? SENTINEL : all_masked || rng_int(9) == 0 ? -INFINITY : rng_uniform() * 30.0f;
+            ref->softmax(xr, n);
+            fast->softmax(xf, n);
+            for (int64_t i = 0; i < n; i++)
+                if (!(fabsf(xf[i] - xr[i]) <= 1e-5f * xr[i] + 1e-7f)) bad_m++;
+            if (xf[n] != SENTINEL || xf[n + 1] != SENTINEL) bad_m++;
+            for (int64_t i = 0; i < n; i++) h[i] = (uint16_t)rng_u64();
+            for (int64_t i = 0; i < n + 2; i++) xf[i] = SENTINEL;
+            fast->f16_to_f32(h, xf, n);
+            for (int64_t i = 0; i < n; i++) {
+                float want = fp16_to_f32(h[i]);
+                if (memcmp(&want, &xf[i], sizeof want) != 0 && !(want != want && xf[i] != xf[i])) bad_c++;
+            }
+            if (xf[n] != SENTINEL) bad_c++;
+            free(xr); free(xf); free(h);
+        }
+    CHECK(bad_m == 0, "%s softmax: %d values off", fast->name, bad_m);
+    CHECK(bad_c == 0, "%s f16_to_f32: %d values differ", fast->name, bad_c);
+    printf("%s kv tiles: %d tile shapes (q8/q4 codes, f16 rows, rope variants), softmax, f16 rows checked\n",
+           fast->name, cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -504,6 +663,7 @@ int main(void) {
         test_quantize(fast[i].k);
         test_helpers(fast[i].k);
         test_attention(fast[i].k);
+        test_kv_tiles(fast[i].k);
         test_matmul(fast[i].k);
     }
     // The scalar table's own helpers on the reference quantizer (they are the same function).

@@ -1,6 +1,7 @@
 // The Vulkan backend against the CPU scalar reference: every op on random inputs of odd sizes
 // (both reduction variants: subgroup and shared memory; attention also split across
-// workgroups), then whole models (generated, every weight type, llama and qwen2; prefill and
+// workgroups; attention over q8/q4 caches too), the device KV store pulled back against
+// kv_cache_put's, then whole models (generated, every weight type, llama and qwen2; prefill and
 // token-by-token decode) and the reference models of ../shared/ref. Skips, saying why, when no
 // Vulkan device is present. CABIN_TEST_SEED fixes the random inputs; CABIN_VK_VALIDATE=1 also
 // counts validation-layer errors.
@@ -250,6 +251,53 @@ static void attention_case(backend *b[2], enum kv_format f, int n_head, int n_kv
     for (int i = 0; i < 2; i++) { b[i]->kv_release(b[i], &kv[i]); kv_cache_free(&kv[i]); }
 }
 
+// Attention over a q8/q4 (or f16/f32) cache as model_forward builds it: keys rotated by slot
+// (rope_dim of head_dim, normal or NeoX pairs), the past stored in two batches, then the n new
+// tokens stored and attended in one, so the key and value folds happen inside batches (recent
+// window 16: keys fold every 128 slots past 143, values one by one past 16). The device reads
+// the codes the CPU would have written (test_kv_store), so the tolerance is float rounding: 1e-4
+// of the largest output.
+static double q_worst[KV_FORMAT_COUNT];   // largest attention_q_case difference per format
+
+static void attention_q_case(backend *b[2], enum kv_format f, int n_head, int n_kv, int hd, int rope_dim, bool neox,
+                             int n_past, int n, const char *tag) {
+    int kv_dim = n_kv * hd, n_ctx = n_past + n + 5;
+    kv_cache kv[2];
+    errbuf err = {{0}};
+    kv_shape sh = { n_head, n_kv, hd, rope_dim, 10000.0f, neox };
+    for (int i = 0; i < 2; i++)
+        if (kv_cache_init_ex(&kv[i], f, 16, 1, n_ctx, kv_dim, &err) || kv_cache_set_shape(&kv[i], &sh, &err) ||
+            b[i]->kv_prepare(b[i], &kv[i], &err)) {
+            CHECK(0, "%s", err.msg);
+            return;
+        }
+    int cut = n_past / 3;   // the past in batches [0, cut), [cut, n_past), then the new tokens
+    int bounds[4] = { 0, cut, n_past, n_past + n };
+    act2 q = act_rand(b, n, (int64_t)n_head * hd), o = act_rand(b, n, (int64_t)n_head * hd);
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd) };
+    int32_t *slots = xmalloc((size_t)(n_past + n) * sizeof *slots);
+    for (int s = 0; s < n_past + n; s++) slots[s] = s;
+    for (int bi = 0; bi < 3; bi++) {
+        int m = bounds[bi + 1] - bounds[bi];
+        if (m <= 0) continue;
+        act2 kp = act_rand(b, m, kv_dim), vp = act_rand(b, m, kv_dim);
+        for (int i = 0; i < 2; i++) {
+            b[i]->begin_batch(b[i]);
+            b[i]->kv_store(b[i], &kv[i], 0, kp.a[i], vp.a[i], m, slots + bounds[bi]);
+            if (bi == 2) b[i]->attention(b[i], q.a[i], &kv[i], 0, n, n_past, &ap, o.a[i]);
+            run_end(b[i], "attention");
+        }
+        act_free2(b, &kp); act_free2(b, &vp);
+    }
+    double d = act_diff(b, &o, n);
+    if (!(d <= q_worst[f])) q_worst[f] = d;
+    CHECK(d <= 1e-4, "%s attention %s heads %d/%d hd %d rope %d%s n_past %d n %d: rel diff %g (tolerance 1e-4)", tag,
+          kv_format_name(f), n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_past, n, d);
+    free(slots);
+    act_free2(b, &q); act_free2(b, &o);
+    for (int i = 0; i < 2; i++) { b[i]->kv_release(b[i], &kv[i]); kv_cache_free(&kv[i]); }
+}
+
 static void test_attention(backend *b[2], const char *tag, bool long_ctx) {
     static const int pasts[] = { 0, 1, 7, 40 };
     for (int pi = 0; pi < 4; pi++) {
@@ -259,6 +307,103 @@ static void test_attention(backend *b[2], const char *tag, bool long_ctx) {
     }
     attention_case(b, KV_F16, 2, 1, 256, 9, 2, tag);   // the largest head size
     if (long_ctx) attention_case(b, KV_F16, 4, 2, 64, 700, 1, tag);   // split automatically
+    static const int qpasts[] = { 0, 20, 150, 290 };
+    for (int pi = 0; pi < 4; pi++) {
+        attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, qpasts[pi], 1, tag);
+        attention_q_case(b, KV_Q4, 4, 2, 32, 32, false, qpasts[pi], 9, tag);
+        attention_q_case(b, pi % 2 ? KV_Q4 : KV_Q8, 3, 1, 64, 32, true, qpasts[pi], 5, tag);   // partial NeoX rope
+    }
+    attention_q_case(b, KV_F16, 4, 2, 32, 32, false, 150, 3, tag);   // f16/f32 keys rotated by slot too
+    attention_q_case(b, KV_F32, 3, 1, 64, 32, true, 40, 2, tag);
+    if (long_ctx) attention_q_case(b, KV_Q4, 4, 2, 64, 64, false, 700, 1, tag);   // split automatically
+    printf("note: %s attention over built caches, cpu vs vulkan: rel diff q8 %.3g, q4 %.3g, f16 %.3g, f32 %.3g\n", tag,
+           q_worst[KV_Q8], q_worst[KV_Q4], q_worst[KV_F16], q_worst[KV_F32]);
+    memset(q_worst, 0, sizeof q_worst);
+}
+
+// Element i of a q8 (one byte) or q4 (nibble, low first) code array.
+static int code_of(enum kv_format f, const uint8_t *base, size_t i) {
+    return f == KV_Q8 ? base[i] : (base[i / 2] >> ((i & 1) * 4)) & 15;
+}
+
+// The device store against kv_cache_put's: the same rows stored in batches of varied size on
+// both backends (key folds inside a batch, a batch longer than the value ring, single tokens),
+// then the device copy pulled back (kv->bk_sync) and compared section by section. F16 rows,
+// f16 scales and mins must be identical; codes too, except that a device whose division is not
+// correctly rounded may put a value at an exact half step one code away: allowed for at most
+// 1 code in 1000, by one step at most.
+static void store_case(backend *b[2], const char *tag, enum kv_format f, int kv_dim, int recent, int n_ctx) {
+    kv_cache kv[2];
+    errbuf err = {{0}};
+    for (int i = 0; i < 2; i++)
+        if (kv_cache_init_ex(&kv[i], f, recent, 2, n_ctx, kv_dim, &err) || b[i]->kv_prepare(b[i], &kv[i], &err)) {
+            CHECK(0, "store %s: %s", kv_format_name(f), err.msg);
+            return;
+        }
+    static const int batches[] = { 1, 5, 37, 1, 1, 130, 3, 64, 2, 90, 1, 7 };
+    int used = 0;
+    int32_t slots[256];
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0] && used + batches[bi] <= n_ctx; bi++) {
+        int n = batches[bi];
+        act2 ka = act_rand(b, n, kv_dim), va = act_rand(b, n, kv_dim);
+        for (int t = 0; t < n; t++) slots[t] = used + t;
+        for (int i = 0; i < 2; i++) {
+            b[i]->begin_batch(b[i]);
+            for (int l = 0; l < 2; l++) b[i]->kv_store(b[i], &kv[i], l, ka.a[i], va.a[i], n, slots);
+            run_end(b[i], "kv_store");
+            kv[i].n_used = used + n;
+        }
+        used += n;
+        act_free2(b, &ka); act_free2(b, &va);
+    }
+    if (kv[1].bk_sync(&kv[1], KV_SYNC_PULL, &err)) { CHECK(0, "pull: %s", err.msg); goto out; }
+    size_t D = (size_t)kv_dim, rb = kv[0].row_bytes;
+    long codes = 0, code_diff = 0, bad = 0;
+    int worst = 0;
+    for (int l = 0; l < 2; l++) {
+        if (f == KV_F16 || f == KV_F32) {
+            bad += memcmp(kv[0].k[l], kv[1].k[l], (size_t)used * rb) != 0;
+            bad += memcmp(kv[0].v[l], kv[1].v[l], (size_t)used * rb) != 0;
+            continue;
+        }
+        int nq = kv[0].nq[l], nqv = kv[0].nqv[l], ng = kv_dim / kv[0].gv;
+        if (nq != kv[1].nq[l] || nqv != kv[1].nqv[l]) {
+            CHECK(0, "store %s: counters cpu %d/%d, vulkan %d/%d", kv_format_name(f), nq, nqv, kv[1].nq[l], kv[1].nqv[l]);
+            goto out;
+        }
+        bad += memcmp(kv[0].k[l], kv[1].k[l], (size_t)(used - nq) * rb) != 0;            // key window
+        bad += memcmp(kv[0].v[l], kv[1].v[l], (size_t)kv[0].vcap * rb) != 0;             // value ring
+        bad += memcmp(kv[0].kp[l], kv[1].kp[l], (size_t)nq / KV_GROUP * D * 4) != 0;     // key scale, min
+        bad += memcmp(kv[0].vp[l], kv[1].vp[l], (size_t)nqv * (size_t)ng * 4) != 0;      // value scale, min
+        for (int which = 0; which < 2; which++) {
+            size_t n = which ? (size_t)nqv * D : (size_t)nq * D;
+            const uint8_t *c0 = which ? kv[0].vq[l] : kv[0].kq[l], *c1 = which ? kv[1].vq[l] : kv[1].kq[l];
+            for (size_t i = 0; i < n; i++) {
+                int d = abs(code_of(f, c0, i) - code_of(f, c1, i));
+                code_diff += d != 0;
+                if (d > worst) worst = d;
+            }
+            codes += (long)n;
+        }
+    }
+    CHECK(bad == 0, "store %s kv_dim %d: %ld F16 row or (scale, min) sections differ", kv_format_name(f), kv_dim, bad);
+    CHECK(worst <= 1 && code_diff * 1000 <= codes, "store %s kv_dim %d: %ld of %ld codes differ (at most %d steps)",
+          kv_format_name(f), kv_dim, code_diff, codes, worst);
+    if (f == KV_Q8 || f == KV_Q4)
+        printf("note: %s device store %s kv_dim %d (value groups of %d): %d slots, %d key / %d value slots quantized, "
+               "%ld of %ld codes differ from the cpu's\n", tag, kv_format_name(f), kv_dim, kv[0].gv, used, kv[0].nq[0],
+               kv[0].nqv[0], code_diff, codes);
+out:
+    for (int i = 0; i < 2; i++) { b[i]->kv_release(b[i], &kv[i]); kv_cache_free(&kv[i]); }
+}
+
+static void test_kv_store(backend *b[2], const char *tag) {
+    store_case(b, tag, KV_Q8, 64, 16, 400);
+    store_case(b, tag, KV_Q4, 64, 16, 400);
+    store_case(b, tag, KV_Q8, 192, 32, 400);    // one value group of 192
+    store_case(b, tag, KV_Q4, 512, 32, 360);    // value groups of 128
+    store_case(b, tag, KV_F16, 64, 0, 400);
+    store_case(b, tag, KV_F32, 64, 0, 400);
 }
 
 // ---- models ----
@@ -452,6 +597,7 @@ int main(void) {
     test_rmsnorm_add_swiglu_bias(b, "default");
     test_rope(b);
     test_attention(b, "default", true);
+    test_kv_store(b, "default");
     printf("note: ops checked in %.1f s\n", now_sec() - t0);
 
     // Both matmul shapes whatever the device prefers (row per invocation: CPU devices;
@@ -483,6 +629,18 @@ int main(void) {
         test_attention(b3, "split", false);
         CHECK(backend_vulkan_validation_errors(sp) == 0, "validation errors: %d", backend_vulkan_validation_errors(sp));
         backend_destroy(sp);
+    }
+    // device buffers that are not host-visible (a discrete GPU's): the KV store's pull, the rope
+    // table and statistics uploads go through staging buffers
+    backend *um = vk_with_env(&err, "CABIN_VK_UNMAPPED", "1", NULL, NULL);
+    if (!um) CHECK(0, "%s", err.msg);
+    else {
+        backend *b4[2] = { cpu, um };
+        test_kv_store(b4, "unmapped");
+        attention_q_case(b4, KV_Q4, 4, 2, 32, 32, false, 290, 9, "unmapped");
+        attention_q_case(b4, KV_Q8, 3, 1, 64, 32, true, 150, 1, "unmapped");
+        CHECK(backend_vulkan_validation_errors(um) == 0, "validation errors: %d", backend_vulkan_validation_errors(um));
+        backend_destroy(um);
     }
     printf("note: variants checked in %.1f s\n", now_sec() - t0);
 

@@ -32,7 +32,7 @@ void vk_fail(vk_backend *v, const char *fmt, ...) {
 
 // ---- buffers that may die while a batch is being recorded ----
 
-static void buf_retire(vk_backend *v, vk_buf *b) {
+void vk_buf_retire(vk_backend *v, vk_buf *b) {
     if (!b->buf) return;
     if (v->recording) {
         v->grave = xrealloc(v->grave, (size_t)(v->n_grave + 1) * sizeof *v->grave);
@@ -47,7 +47,7 @@ static void buf_retire(vk_backend *v, vk_buf *b) {
 
 bool vk_scratch(vk_backend *v, vk_buf *slot, VkDeviceSize bytes) {
     if (slot->buf && slot->size >= bytes) return true;
-    buf_retire(v, slot);
+    vk_buf_retire(v, slot);
     errbuf e;
     if (vk_buf_create(&v->d, slot, bytes + bytes / 2, VKM_DEVICE, &e)) { vk_fail(v, "%s", e.msg); return false; }
     return true;
@@ -68,7 +68,7 @@ vk_weight *vk_weight_of(vk_backend *v, const tensor *t) {
 static void weight_free(vk_backend *v, vk_weight *w) {
     for (vk_weight **pp = &v->weights; *pp; pp = &(*pp)->next)
         if (*pp == w) { *pp = w->next; break; }
-    for (int i = 0; i < w->n_parts; i++) buf_retire(v, &w->parts[i].buf);
+    for (int i = 0; i < w->n_parts; i++) vk_buf_retire(v, &w->parts[i].buf);
     free(w->parts);
     free(w);
 }
@@ -215,7 +215,7 @@ static bk_act *vkb_act_new(backend *b, int64_t rows, int64_t cols) {
 
 static void vkb_act_free(backend *b, bk_act *a) {
     if (!a) return;
-    buf_retire(VKB(b), &a->buf);
+    vk_buf_retire(VKB(b), &a->buf);
     free(a);
 }
 
@@ -246,92 +246,6 @@ static void vkb_act_read(backend *b, const bk_act *a, int64_t row0, int64_t n_ro
     if (vk_run_once(&v->d, record_read, &j, &e) == 0) memcpy(dst, stage.map, bytes);
     else memset(dst, 0, bytes);
     vk_buf_destroy(&v->d, &stage);
-}
-
-// ---- KV cache ----
-
-static void kvdev_free(vk_backend *v, vk_kv *k) {
-    for (vk_kv **pp = &v->kvs; *pp; pp = &(*pp)->next)
-        if (*pp == k) { *pp = k->next; break; }
-    for (int l = 0; l < k->n_layer; l++) { buf_retire(v, &k->k[l]); buf_retire(v, &k->v[l]); }
-    free(k->k);
-    free(k->v);
-    free(k);
-}
-
-static void record_fill(VkCommandBuffer cb, void *ud) {
-    vk_kv *k = ud;
-    for (int l = 0; l < k->n_layer; l++) {
-        vkCmdFillBuffer(cb, k->k[l].buf, 0, VK_WHOLE_SIZE, 0);
-        vkCmdFillBuffer(cb, k->v[l].buf, 0, VK_WHOLE_SIZE, 0);
-    }
-    VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT };
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
-                         NULL, 0, NULL);
-}
-
-static int kvdev_make(vk_backend *v, kv_cache *kv, errbuf *err) {
-    if (kv->format != KV_F16 && kv->format != KV_F32)
-        return err_set(err, "vulkan: KV cache format %s is not supported yet (f16, f32; the quantized formats "
-                       "run on the cpu backend)", kv_format_name(kv->format));
-    if (kv->policy.kind != KVP_NONE) {   // the device copy's slots cannot be compacted yet
-        char pol[32];
-        kv_policy_format(&kv->policy, pol, sizeof pol);
-        return err_set(err, "vulkan: KV eviction (--kv-policy %s) is not supported yet (policy none; eviction "
-                       "runs on the cpu backend)", pol);
-    }
-    uint64_t bytes;
-    if (!mul_u64((uint64_t)kv->n_ctx, kv->row_bytes, &bytes) || bytes > v->d.props.limits.maxStorageBufferRange)
-        return err_set(err, "vulkan: KV cache layer of %d positions x %zu bytes exceeds the device's buffer range",
-                       kv->n_ctx, kv->row_bytes);
-    vk_kv *k = xcalloc(1, sizeof *k);
-    k->owner = kv;
-    k->k = xcalloc((size_t)kv->n_layer, sizeof *k->k);
-    k->v = xcalloc((size_t)kv->n_layer, sizeof *k->v);
-    k->next = v->kvs;
-    v->kvs = k;
-    bool mapped = true;
-    for (int l = 0; l < kv->n_layer; l++) {
-        k->n_layer = l + 1;
-        if (vk_buf_create(&v->d, &k->k[l], bytes, VKM_DEVICE, err) ||
-            vk_buf_create(&v->d, &k->v[l], bytes, VKM_DEVICE, err)) {
-            err_prefix(err, "vulkan: KV cache layer %d", l);
-            kvdev_free(v, k);
-            return -1;
-        }
-        if (k->k[l].map) memset(k->k[l].map, 0, bytes); else mapped = false;
-        if (k->v[l].map) memset(k->v[l].map, 0, bytes); else mapped = false;
-    }
-    if (!mapped && vk_run_once(&v->d, record_fill, k, err)) { kvdev_free(v, k); return -1; }
-    kv->bk = k;
-    return 0;
-}
-
-vk_kv *vk_kv_of(vk_backend *v, kv_cache *kv) {
-    for (vk_kv *k = v->kvs; k; k = k->next)
-        if (k == kv->bk && k->owner == kv && k->n_layer == kv->n_layer) return k;
-    // Not prepared (or prepared by another backend): prepare now; only outside a batch can the
-    // one-off fill be submitted, so a batch that finds no cache fails instead.
-    if (v->recording) { vk_fail(v, "vulkan: KV cache used without kv_prepare"); return NULL; }
-    errbuf e;
-    if (kvdev_make(v, kv, &e)) { vk_fail(v, "%s", e.msg); return NULL; }
-    return kv->bk;
-}
-
-static int vkb_kv_prepare(backend *b, kv_cache *kv, errbuf *err) {
-    vk_backend *v = VKB(b);
-    for (vk_kv *k = v->kvs; k; k = k->next)
-        if (k == kv->bk && k->owner == kv) { kvdev_free(v, k); break; }
-    kv->bk = NULL;
-    return kvdev_make(v, kv, err);
-}
-
-static void vkb_kv_release(backend *b, kv_cache *kv) {
-    vk_backend *v = VKB(b);
-    for (vk_kv *k = v->kvs; k; k = k->next)
-        if (k == kv->bk && k->owner == kv) { kvdev_free(v, k); break; }
-    kv->bk = NULL;
 }
 
 // ---- recording ----
@@ -536,15 +450,21 @@ static void vkb_destroy(backend *b) {
         vkDeviceWaitIdle(v->d.dev);
         v->recording = false;
         while (v->weights) weight_free(v, v->weights);
-        while (v->kvs) kvdev_free(v, v->kvs);
+        while (v->kvs) vk_kv_free(v, v->kvs);
         for (int i = 0; i < v->n_grave; i++) vk_buf_destroy(&v->d, &v->grave[i]);
         for (int i = 0; i < v->n_chunks; i++) vk_buf_destroy(&v->d, &v->chunks[i].buf);
         vk_buf_destroy(&v->d, &v->attn_scratch);
-        vk_pipe *all[] = { &v->rmsnorm, &v->attn_combine, &v->kv_store[0], &v->kv_store[1], &v->rope, &v->swiglu,
-                           &v->add, &v->bias, &v->attention[0][0], &v->attention[0][1], &v->attention[1][0],
-                           &v->attention[1][1] };
+        vk_buf_destroy(&v->d, &v->attn_ml);
+        vk_buf_destroy(&v->d, &v->kv_scratch);
+        vk_pipe *all[] = { &v->rmsnorm, &v->attn_combine, &v->rope, &v->swiglu, &v->add, &v->bias };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]->pipe) vkDestroyPipeline(v->d.dev, all[i]->pipe, NULL);
+        for (int f = 0; f < KV_FORMAT_COUNT; f++) {
+            vk_pipe *kvp[] = { &v->attention[f][0], &v->attention[f][1], &v->attn_stats[f], &v->kv_store[f][0],
+                               &v->kv_store[f][1], &v->kv_store[f][2], &v->kv_store[f][3] };
+            for (size_t i = 0; i < sizeof kvp / sizeof kvp[0]; i++)
+                if (kvp[i]->pipe) vkDestroyPipeline(v->d.dev, kvp[i]->pipe, NULL);
+        }
         for (int t = 0; t < VT_COUNT; t++) {
             if (v->embed[t].pipe) vkDestroyPipeline(v->d.dev, v->embed[t].pipe, NULL);
             for (int k = 0; k < 2; k++) {
@@ -568,8 +488,11 @@ static void vkb_destroy(backend *b) {
             free((char *)v->matmul_rows[t][k].name);
         }
     }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) free((char *)v->attention[i][j].name);
+    for (int f = 0; f < KV_FORMAT_COUNT; f++) {
+        free((char *)v->attention[f][0].name);
+        free((char *)v->attention[f][1].name);
+        free((char *)v->attn_stats[f].name);
+    }
     free((char *)v->rmsnorm.name);
     free(v);
     free(b);
@@ -582,27 +505,36 @@ static void name_pipes(vk_backend *v) {
     for (int t = 0; t < VT_COUNT; t++) {
         for (int k = 0; k < 2; k++) {
             snprintf(n, sizeof n, "matmul_%s_n%d_%s", tn[t], k ? 8 : 1, red);
-            v->matmul[t][k] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE };
+            v->matmul[t][k] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE, 0, { 0, 0 } };
             snprintf(n, sizeof n, "matmul_rows_%s_n%d", tn[t], k ? 8 : 1);
-            v->matmul_rows[t][k] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE };
+            v->matmul_rows[t][k] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE, 0, { 0, 0 } };
         }
         snprintf(n, sizeof n, "embed_%s", tn[t]);
-        v->embed[t] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE };
+        v->embed[t] = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE, 0, { 0, 0 } };
     }
-    for (int f = 0; f < 2; f++)
+    // The KV shaders take the format (and a mode) as specialization constants, whose codes are
+    // 0 f32, 1 f16, 2 q8, 3 q4 (shaders/kvq.glsl); the build's f32/f16 variants of a file differ
+    // only in the constant's default, so every format uses the f16 blob but f32 its own.
+    for (int f = 0; f < KV_FORMAT_COUNT; f++) {
+        uint32_t code = f == KV_F32 ? 0u : f == KV_F16 ? 1u : (uint32_t)f;
+        const char *blob = f == KV_F32 ? "f32" : "f16";
         for (int s = 0; s < 2; s++) {
-            snprintf(n, sizeof n, "attention_%s_%s_%s", f ? "f16" : "f32", s ? "split" : "full", red);
-            v->attention[f][s] = (vk_pipe){ xstrdup(n), 4, VK_NULL_HANDLE };
+            snprintf(n, sizeof n, "attention_%s_%s_%s", blob, s ? "split" : "full", red);
+            v->attention[f][s] = (vk_pipe){ xstrdup(n), 6, VK_NULL_HANDLE, 2, { code, 0 } };
         }
+        snprintf(n, sizeof n, "attention_%s_full_%s", blob, red);
+        v->attn_stats[f] = (vk_pipe){ xstrdup(n), 6, VK_NULL_HANDLE, 2, { code, 1 } };
+        for (uint32_t mode = 0; mode < 4; mode++)
+            v->kv_store[f][mode] = (vk_pipe){ f == KV_F32 ? "kv_store_f32" : "kv_store_f16", 5, VK_NULL_HANDLE, 2,
+                                              { code, mode } };
+    }
     snprintf(n, sizeof n, "rmsnorm_%s", red);
-    v->rmsnorm = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE };
-    v->attn_combine = (vk_pipe){ "attn_combine", 2, VK_NULL_HANDLE };
-    v->kv_store[0] = (vk_pipe){ "kv_store_f32", 6, VK_NULL_HANDLE };
-    v->kv_store[1] = (vk_pipe){ "kv_store_f16", 6, VK_NULL_HANDLE };
-    v->rope = (vk_pipe){ "rope", 2, VK_NULL_HANDLE };
-    v->swiglu = (vk_pipe){ "swiglu", 2, VK_NULL_HANDLE };
-    v->add = (vk_pipe){ "add", 2, VK_NULL_HANDLE };
-    v->bias = (vk_pipe){ "bias", 2, VK_NULL_HANDLE };
+    v->rmsnorm = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->attn_combine = (vk_pipe){ "attn_combine", 3, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->rope = (vk_pipe){ "rope", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->swiglu = (vk_pipe){ "swiglu", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->add = (vk_pipe){ "add", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->bias = (vk_pipe){ "bias", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
 }
 
 backend *backend_vulkan_new(int device_index, errbuf *err) {
@@ -638,8 +570,8 @@ backend *backend_vulkan_new(int device_index, errbuf *err) {
     b->act_new = vkb_act_new;
     b->act_free = vkb_act_free;
     b->act_read = vkb_act_read;
-    b->kv_prepare = vkb_kv_prepare;
-    b->kv_release = vkb_kv_release;
+    b->kv_prepare = vk_kv_prepare;
+    b->kv_release = vk_kv_release;
     b->begin_batch = vkb_begin_batch;
     b->end_batch = vkb_end_batch;
     b->set_profiling = vkb_set_profiling;

@@ -2,8 +2,10 @@
 // engine/backend.h and vulkan/vulkan_backend.h).
 //   vk_device.c   instance, physical device choice and listing, device, buffers and memory
 //   vk_pipes.c    embedded SPIR-V -> pipelines (lazily), pipeline cache file, descriptor-set cache
-//   backend_vulkan.c  the backend: weights, activations, KV cache, batch recording, profiling
+//   backend_vulkan.c  the backend: weights, activations, batch recording, profiling
 //   vk_ops.c      the ops: one or two dispatches each
+//   vk_kv.c       the device copy of the KV cache: layout, pull/push for eviction and format switches
+//   vk_attn.c     the KV ops: kv_store (store + fold into the quantized store), attention (+ statistics)
 #ifndef CABIN_VK_H
 #define CABIN_VK_H
 
@@ -49,6 +51,8 @@ typedef struct vk_dev {
     bool timestamps;                      // the queue can write timestamps
     float ts_period;                      // ns per timestamp tick
     uint64_t heap_used[VK_MAX_MEMORY_HEAPS];  // bytes allocated per heap by this backend
+    bool unmapped_device;                 // CABIN_VK_UNMAPPED=1: VKM_DEVICE buffers are never mapped, as
+                                          // on a discrete GPU (tests the staging paths on lavapipe)
 } vk_dev;
 
 // Opens device `want` (-1: discrete, then integrated, then any other, then CPU), with validation
@@ -73,6 +77,8 @@ typedef struct vk_pipe {
     const char *name;          // SPIR-V blob name (vulkan/shaders/NAME.comp + variant)
     int n_bind;
     VkPipeline pipe;           // created on first use
+    int n_spec;                // specialization constants 0..n_spec-1 (uint32 each)
+    uint32_t spec[2];
 } vk_pipe;
 
 typedef struct vk_desc_key {
@@ -135,11 +141,29 @@ typedef struct vk_weight {
     struct vk_weight *next;
 } vk_weight;
 
-// The device copy of a KV cache: per layer K and V buffers of n_ctx rows.
+// The device copy of a KV cache (vk_kv.c): one buffer per layer holding the host layer of
+// engine/kv_cache.h byte for byte, one section per host array at a word offset (layout:
+// shaders/kvq.glsl), so eviction and format switches copy sections between host and device and
+// run the CPU code in between. The counters (n_used, nq, nqv) live in the host kv_cache only:
+// kv_store advances nq/nqv as it records the folds.
+enum { VKS_K, VKS_V, VKS_KQ, VKS_KP, VKS_VQ, VKS_VP, VKS_COUNT };   // F formats: K, V only
 typedef struct vk_kv {
-    const kv_cache *owner;
+    kv_cache *owner;
+    struct vk_backend *v;
     int n_layer;
-    vk_buf *k, *v;
+    // the layout the device store was made for (a format switch re-creates it)
+    enum kv_format format;
+    int n_ctx, kv_dim, recent, res_cap, vcap, q_groups, gv;
+    uint32_t off[VKS_COUNT];       // word offset of each section in a layer buffer
+    uint64_t bytes[VKS_COUNT];     // bytes of each section
+    vk_buf *L;                     // per layer
+    vk_buf rope;                   // (n_ctx, rope_dim/2, 2) f32 cos/sin of kv->rope_cs (16 bytes if none)
+    int rope_dim;
+    float rope_base;
+    vk_buf stats;                  // (2, n_layer, n_head, n_ctx) f32: mass, then last (h2o/entropy)
+    int stats_heads;
+    vk_buf mask;                   // (n_layer, n_kv_head, n_ctx) bytes (entropy)
+    int mask_n;                    // slots the device mask holds; later slots are visible
     struct vk_kv *next;
 } vk_kv;
 
@@ -157,8 +181,11 @@ typedef struct vk_chunk {    // host-visible buffer for small host arrays (ids, 
 typedef struct vk_backend {
     vk_dev d;
     vk_pipes p;
-    vk_pipe matmul[VT_COUNT][2], matmul_rows[VT_COUNT][2], embed[VT_COUNT], rmsnorm, attention[2][2], attn_combine,
-            kv_store[2], rope, swiglu, add, bias;   // [..][0]: n = 1, [..][1]: tiles of 8 tokens
+    vk_pipe matmul[VT_COUNT][2], matmul_rows[VT_COUNT][2], embed[VT_COUNT], rmsnorm, attn_combine, rope, swiglu,
+            add, bias;   // [..][0]: n = 1, [..][1]: tiles of 8 tokens
+    // KV pipelines by kv_format (KV_F16, KV_F32, KV_Q8, KV_Q4): attention [..][split], the
+    // statistics pass, kv_store [..][mode: store, fold keys, fold values, copy]
+    vk_pipe attention[KV_FORMAT_COUNT][2], attn_stats[KV_FORMAT_COUNT], kv_store[KV_FORMAT_COUNT][4];
     VkCommandBuffer cb;
     VkFence fence;
     bool recording;
@@ -179,6 +206,8 @@ typedef struct vk_backend {
     vk_bind rope_bind;
     bool rope_valid;
     vk_buf attn_scratch;     // split attention partials
+    vk_buf attn_ml;          // (n, n_head, 2) final softmax max and sum, for the statistics pass
+    vk_buf kv_scratch;       // kv_store: the key window while it moves down after a fold
     vk_buf *grave;           // buffers replaced during a batch, destroyed at end_batch
     int n_grave;
     bool desc_stale;         // a buffer was destroyed while recording: clear the cache after
@@ -210,9 +239,27 @@ void vk_prof_end(vk_backend *v, enum op_kind k);
 // A buffer for this batch that stays valid until end_batch (attention partials).
 bool vk_scratch(vk_backend *v, vk_buf *slot, VkDeviceSize bytes);
 vk_weight *vk_weight_of(vk_backend *v, const tensor *t);
-vk_kv *vk_kv_of(vk_backend *v, kv_cache *kv);
+// Destroys b now, or at end_batch when a batch is being recorded.
+void vk_buf_retire(vk_backend *v, vk_buf *b);
 
 // vk_ops.c
 void vk_ops_install(backend *b);
+
+// vk_kv.c
+int vk_kv_prepare(backend *b, kv_cache *kv, errbuf *err);
+void vk_kv_release(backend *b, kv_cache *kv);
+void vk_kv_free(vk_backend *v, vk_kv *k);
+// The device copy of kv, checked against the cache's layout (fails the batch otherwise).
+vk_kv *vk_kv_of(vk_backend *v, kv_cache *kv);
+// Binding of the rope table (uploaded from kv->rope_cs when the shape changed).
+bool vk_kv_rope(vk_backend *v, kv_cache *kv, vk_kv *k, vk_bind *out);
+// The statistics buffer for n_head heads (created zeroed on first use) and the mask buffer.
+bool vk_kv_stats(vk_backend *v, kv_cache *kv, vk_kv *k, int n_head);
+
+// vk_attn.c
+void vk_op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *val, int n,
+                    const int32_t *slots);
+void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
+                     const attn_params *p, bk_act *out);
 
 #endif

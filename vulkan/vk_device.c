@@ -203,6 +203,8 @@ int vk_dev_open(vk_dev *d, int want, errbuf *err) {
     subgroup_info(d->phys, &d->subgroup_size, &d->subgroup_arith);
     const char *nosg = getenv("CABIN_VK_NO_SUBGROUP");
     if (nosg && strcmp(nosg, "1") == 0) d->subgroup_arith = false;
+    const char *unmapped = getenv("CABIN_VK_UNMAPPED");
+    d->unmapped_device = unmapped && strcmp(unmapped, "1") == 0;
 
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -368,7 +370,8 @@ int vk_buf_create(vk_dev *d, vk_buf *b, VkDeviceSize size, enum vk_mem_kind kind
     b->heap = (int)d->mem.memoryTypes[type].heapIndex;
     d->heap_used[b->heap] += req.size;
     VkMemoryPropertyFlags f = d->mem.memoryTypes[type].propertyFlags;
-    if ((f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
+    if ((f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) &&
+        !(kind == VKM_DEVICE && d->unmapped_device)) {
         if (vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map) != VK_SUCCESS) b->map = NULL;
     }
     return 0;

@@ -1,6 +1,7 @@
-// The ops of engine/backend.h as dispatches of vulkan/shaders/*.comp. Each checks what the
-// shader cannot (sizes against buffers, uploaded weights), records its dispatches, and leaves
-// any error for end_batch to report. Push-constant structs mirror the shaders' `PC` blocks.
+// The ops of engine/backend.h as dispatches of vulkan/shaders/*.comp (kv_store and attention:
+// vk_attn.c). Each checks what the shader cannot (sizes against buffers, uploaded weights),
+// records its dispatches, and leaves any error for end_batch to report. Push-constant structs
+// mirror the shaders' `PC` blocks.
 #include "vulkan/vk.h"
 #include "engine/wtype.h"
 
@@ -158,85 +159,6 @@ static void op_rope(backend *b, bk_act *x, int n, const int32_t *positions, cons
     vk_prof_end(v, OP_ROPE);
 }
 
-static void op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *val, int n,
-                        const int32_t *slots) {
-    vk_backend *v = VKB(b);
-    if (n <= 0 || !act_ok(v, k, n, "kv_store") || !act_ok(v, val, n, "kv_store")) return;
-    vk_kv *kd = vk_kv_of(v, kv);
-    if (!kd) return;
-    if (layer < 0 || layer >= kd->n_layer || k->cols < kv->kv_dim || val->cols < kv->kv_dim || kv->kv_dim % 2) {
-        vk_fail(v, "vulkan: kv_store: layer %d or width %d does not fit the cache", layer, kv->kv_dim);
-        return;
-    }
-    for (int t = 0; t < n; t++)
-        if (slots[t] < 0 || slots[t] >= kv->n_ctx) { vk_fail(v, "vulkan: kv_store: slot %d out of range", slots[t]); return; }
-    vk_bind sb;
-    if (!vk_upload(v, slots, (size_t)n * sizeof *slots, &sb)) return;
-    // Keys arrive un-rotated; the device copy stores them rotated by slot (kv_store.comp).
-    const kv_shape *sh = &kv->shape;
-    bool rope = sh->rope_dim > 0 && sh->n_kv_head * sh->head_dim == kv->kv_dim;
-    vk_bind rb = sb;
-    if (rope) {
-        rope_params rp = { sh->n_kv_head, sh->head_dim, sh->rope_dim, sh->rope_base, sh->rope_neox };
-        if (!rope_table(v, slots, n, &rp, &rb)) return;
-    }
-    struct { uint32_t kv_dim, k_stride, v_stride, head_dim, half, neox, rope; } pc = {
-        (uint32_t)kv->kv_dim, (uint32_t)k->cols, (uint32_t)val->cols, (uint32_t)(rope ? sh->head_dim : 2),
-        (uint32_t)(rope ? sh->rope_dim / 2 : 0), sh->rope_neox ? 1u : 0u, rope ? 1u : 0u };
-    vk_bind bind[6] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->k[layer], true),
-                        whole(&kd->v[layer], true), sb, rb };
-    vk_prof_begin(v);
-    vk_dispatch(v, &v->kv_store[kv->format == KV_F16], bind, 6, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
-                (uint32_t)n, 1);
-    vk_prof_end(v, OP_KV_STORE);
-}
-
-static void op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
-                         const attn_params *p, bk_act *out) {
-    vk_backend *v = VKB(b);
-    if (n <= 0 || !act_ok(v, q, n, "attention") || !act_ok(v, out, n, "attention")) return;
-    vk_kv *kd = vk_kv_of(v, kv);
-    if (!kd) return;
-    int64_t q_dim = (int64_t)p->n_head * p->head_dim;
-    if (layer < 0 || layer >= kd->n_layer || p->head_dim > 256 || p->head_dim % 2 || p->n_kv_head < 1 ||
-        p->n_head % p->n_kv_head || (int64_t)p->n_kv_head * p->head_dim != kv->kv_dim || q->cols < q_dim ||
-        out->cols < q_dim || n_past < 0 || n_past + n > kv->n_ctx) {
-        vk_fail(v, "vulkan: attention: layer %d, %d/%d heads of %d, %d past + %d do not fit (head size <= 256)",
-                layer, p->n_head, p->n_kv_head, p->head_dim, n_past, n);
-        return;
-    }
-    int n_ctx = n_past + n;
-    // Split the context across workgroups when there are few (token, head) pairs to spread
-    // over the device and many slots (decoding a long context).
-    int nz = 1;
-    if (v->attn_split_force > 0) nz = v->attn_split_force;
-    else if ((int64_t)n * p->n_head < 32 && n_ctx >= 512) nz = (n_ctx + 255) / 256;
-    if (nz > 64) nz = 64;
-    if (nz > n_ctx) nz = n_ctx;
-    uint32_t span = (uint32_t)((n_ctx + nz - 1) / nz);
-    struct { uint32_t n_past, head_dim, n_head, group, kv_dim, q_stride, out_stride; float scale; uint32_t span; } pc = {
-        (uint32_t)n_past, (uint32_t)p->head_dim, (uint32_t)p->n_head, (uint32_t)(p->n_head / p->n_kv_head),
-        (uint32_t)kv->kv_dim, (uint32_t)q->cols, (uint32_t)out->cols, p->scale, span };
-    int f16 = kv->format == KV_F16;
-    vk_prof_begin(v);
-    if (nz == 1) {
-        vk_bind bind[4] = { whole(&q->buf, false), whole(&kd->k[layer], false), whole(&kd->v[layer], false),
-                            whole(&out->buf, true) };
-        vk_dispatch(v, &v->attention[f16][0], bind, 4, &pc, sizeof pc, (uint32_t)p->n_head, (uint32_t)n, 1);
-    } else {
-        VkDeviceSize bytes = (VkDeviceSize)n * p->n_head * nz * (p->head_dim + 2) * sizeof(float);
-        if (!vk_scratch(v, &v->attn_scratch, bytes)) return;
-        vk_bind bind[4] = { whole(&q->buf, false), whole(&kd->k[layer], false), whole(&kd->v[layer], false),
-                            whole(&v->attn_scratch, true) };
-        vk_dispatch(v, &v->attention[f16][1], bind, 4, &pc, sizeof pc, (uint32_t)p->n_head, (uint32_t)n, (uint32_t)nz);
-        struct { uint32_t head_dim, n_head, nz, out_stride; } cp = {
-            (uint32_t)p->head_dim, (uint32_t)p->n_head, (uint32_t)nz, (uint32_t)out->cols };
-        vk_bind cb[2] = { whole(&v->attn_scratch, false), whole(&out->buf, true) };
-        vk_dispatch(v, &v->attn_combine, cb, 2, &cp, sizeof cp, (uint32_t)p->n_head, (uint32_t)n, 1);
-    }
-    vk_prof_end(v, OP_ATTENTION);
-}
-
 static void op_swiglu(backend *b, bk_act *gate, const bk_act *up, int n) {
     vk_backend *v = VKB(b);
     if (n <= 0 || !act_ok(v, gate, n, "swiglu") || !act_ok(v, up, n, "swiglu")) return;
@@ -265,8 +187,8 @@ void vk_ops_install(backend *b) {
     b->matmul = op_matmul;
     b->add_bias = op_add_bias;
     b->rope = op_rope;
-    b->kv_store = op_kv_store;
-    b->attention = op_attention;
+    b->kv_store = vk_op_kv_store;     // vk_attn.c
+    b->attention = vk_op_attention;
     b->swiglu = op_swiglu;
     b->add = op_add;
 }

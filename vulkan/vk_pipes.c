@@ -131,10 +131,17 @@ int vk_pipe_get(vk_pipes *p, vk_pipe *pipe, errbuf *err) {
     VkShaderModule mod;
     VkResult r = vkCreateShaderModule(p->d->dev, &mci, NULL, &mod);
     if (r != VK_SUCCESS) return err_set(err, "vulkan: shader %s: cannot create module: %s", pipe->name, vk_result_str(r));
+    // specialization constants 0..n_spec-1: one uint32 each (e.g. the KV format and a mode)
+    VkSpecializationMapEntry map[2];
+    int ns = pipe->n_spec < 0 ? 0 : pipe->n_spec > 2 ? 2 : pipe->n_spec;
+    for (int i = 0; i < ns; i++)
+        map[i] = (VkSpecializationMapEntry){ (uint32_t)i, (uint32_t)(i * sizeof(uint32_t)), sizeof(uint32_t) };
+    VkSpecializationInfo si = { (uint32_t)ns, map, (size_t)ns * sizeof(uint32_t), pipe->spec };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main" },
+                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main",
+                   .pSpecializationInfo = ns ? &si : NULL },
         .layout = p->layout[pipe->n_bind] };
     r = vkCreateComputePipelines(p->d->dev, p->cache, 1, &ci, NULL, &pipe->pipe);
     vkDestroyShaderModule(p->d->dev, mod, NULL);

@@ -1,6 +1,7 @@
 // CPU backend: runs each op at once, in parallel over a thread pool, with the kernel table
 // chosen at creation ("scalar" is the reference; "auto" the fastest this machine can run).
 #include "engine/backend.h"
+#include "engine/cpu/attn_kv.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/threadpool.h"
 #include "engine/wtype.h"
@@ -202,10 +203,11 @@ static void cpu_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, c
 
 // ---- attention ----
 // Keys are stored un-rotated (engine/kv_cache.h); q arrives rotated by its slot. One job is one
-// kv head and a block of ATT_QB query tokens: it dequantizes tiles of ATT_TS slots of that head's
-// keys once (rotated by slot) and scores them for every query token and q head of the group,
-// takes the softmax of each row (keeping the weights when the cache tracks statistics), then
-// sums value tiles. Scratch per thread: scores (ATT_QB*group, n_ctx), two (ATT_TS, head_dim) tiles
+// kv head and a block of ATT_QB query tokens: it reads tiles of ATT_TS slots of that head's keys
+// once (dequantized, channel-major, rotated by slot: engine/cpu/attn_kv.c) and scores them for
+// every query token and q head of the group, takes the softmax of each row (keeping the weights
+// when the cache tracks statistics), then sums value tiles. Scratch per thread: scores
+// (ATT_QB*group, n_ctx), a (head_dim, ATT_TS) key tile and an (ATT_TS, head_dim) value tile,
 // and, when tracking, the attention mass (n_head, n_ctx), summed over threads afterwards.
 #define ATT_QB 16
 #define ATT_TS 64
@@ -234,23 +236,22 @@ static void attn_worker(void *ctx, int ith, int nth) {
     float *ktile = scratch, *vtile = ktile + ATT_TS * hd;
     float *mass = vtile + ATT_TS * hd;                // (n_head, n_max) when tracking
     float *sc = mass + (j->track ? (size_t)p->n_head * n_max : 0);   // (ATT_QB, group, n_max)
-    int half = kv->rope_cs ? kv->shape.rope_dim / 2 : 0;
     for (int64_t job = lo; job < hi; job++) {
         int kvh = (int)(job / j->n_qblocks), t0 = (int)(job % j->n_qblocks) * ATT_QB;
         int t1 = t0 + ATT_QB < j->n ? t0 + ATT_QB : j->n;
         int ctx_hi = j->n_past + t1;                  // slots any token of the block sees
         const uint8_t *mask = kv->mask ? kv->mask + ((size_t)j->layer * p->n_kv_head + kvh) * kv->n_ctx : NULL;
-        // scores, one tile of keys at a time: the group's query heads share each key row
+        // scores, one tile of keys at a time (channel-major, rotated: engine/cpu/attn_kv.c); the
+        // group's query heads share each tile
         for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
-            kv_cache_read(kv, j->layer, 0, s0, s0 + ns, kvh * hd, hd, ktile, hd, k->axpy_f16_f32);
-            if (half > 0) k->rope_rows(kv->rope_cs + (size_t)s0 * half * 2, half, kv->shape.rope_neox, ns, ktile, hd);
+            attn_kv_keys_t(k, kv, j->layer, kvh, hd, s0, ns, ktile, ATT_TS);
             for (int t = t0; t < t1; t++) {
                 int ctx_t = j->n_past + t + 1, nt = ctx_t - s0 < ns ? ctx_t - s0 : ns;
                 if (nt <= 0) continue;
                 const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)kvh * group * hd;
                 float *rows = sc + (size_t)(t - t0) * group * n_max + s0;
-                k->attn_scores(q, group, ktile, nt, hd, p->scale, rows, n_max);
+                k->attn_scores_t(q, group, ktile, ATT_TS, nt, hd, p->scale, rows, n_max);
                 if (mask)
                     for (int g = 0; g < group; g++)
                         for (int i = 0; i < nt; i++)
@@ -262,11 +263,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
             for (int g = 0; g < group; g++) {
                 int h = kvh * group + g;
                 float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
-                float mx = -INFINITY;
-                for (int s = 0; s < ctx_t; s++) mx = row[s] > mx ? row[s] : mx;
-                float sum = k->exp_shift(row, ctx_t, mx);
-                float inv = sum > 0 ? 1.0f / sum : 0.0f;
-                for (int s = 0; s < ctx_t; s++) row[s] *= inv;
+                k->softmax(row, ctx_t);
                 if (j->track) {
                     float *m = mass + (size_t)h * n_max;
                     for (int s = 0; s < ctx_t; s++) m[s] += row[s];
@@ -276,15 +273,16 @@ static void attn_worker(void *ctx, int ith, int nth) {
             }
             memset(j->out->data + (int64_t)t * j->out->cols + (int64_t)kvh * group * hd, 0, (size_t)group * hd * sizeof(float));
         }
-        // values, one tile at a time, accumulated into the group's output rows
+        // values, one tile at a time, accumulated into the group's output rows (straight from the
+        // store; quantized rows made float rows once when a block of queries shares the tile)
         for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
-            kv_cache_read(kv, j->layer, 1, s0, s0 + ns, kvh * hd, hd, vtile, hd, k->axpy_f16_f32);
+            int nrows = attn_kv_values_tile(k, kv, j->layer, kvh, hd, s0, ns, vtile, t1 - t0 > 1);
             for (int t = t0; t < t1; t++) {
                 int ctx_t = j->n_past + t + 1, nt = ctx_t - s0 < ns ? ctx_t - s0 : ns;
                 if (nt <= 0) continue;
-                k->attn_values(sc + (size_t)(t - t0) * group * n_max + s0, n_max, group, vtile, nt, hd,
-                               j->out->data + (int64_t)t * j->out->cols + (int64_t)kvh * group * hd);
+                attn_kv_values(k, kv, j->layer, kvh, hd, s0, nt, sc + (size_t)(t - t0) * group * n_max + s0, n_max,
+                               group, j->out->data + (int64_t)t * j->out->cols + (int64_t)kvh * group * hd, vtile, nrows);
             }
         }
     }

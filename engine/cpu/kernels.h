@@ -43,9 +43,43 @@ typedef struct cpu_kernels {
     void (*attn_values)(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o);
     // Softmax numerator: x[i] = exp(x[i] - mx) (exactly 0 where x[i] is -inf); returns the sum.
     float (*exp_shift)(float *x, int64_t n, float mx);
+    // Softmax in place: x[i] = exp(x[i] - max) / sum (all 0 when every x[i] is -inf).
+    void (*softmax)(float *x, int64_t n);
     // RoPE on n rows (row r at rows + r*ld): pairs (2i, 2i+1), or (i, i+half) when neox, rotated
     // by cs + r*2*half = (cos, sin) per pair, i < half.
     void (*rope_rows)(const float *cs, int half, int neox, int n, float *rows, int64_t ld);
+    // y[i] = fp16 x[i] as float (n any size).
+    void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);
+    // Key tiles for attention over the KV cache (engine/cpu/attn_kv.c), CHANNEL-major: kt is
+    // (hd, ns) floats, channel c's ns slots at kt + c*ldt, so every step runs along slots.
+    //   kq_tile: dequantizes the per-channel key store (KIVI): channel c's codes are contiguous
+    //     along slots, starting at codes + c*cstride bytes (bits 8: one byte per slot; bits 4:
+    //     two slots per byte, the even slot in the low nibble); slots i0 .. i0+ns of it;
+    //     kt[c][i] = min_c + scale_c * code(c, i0 + i), sm = (hd, 2) f16 (scale, min); then
+    //     rotates the tile as rope_t does with (cst, ldc, half, neox) (half 0: no rotation).
+    //   f16_rows_t: kt[c][i] = rows[i*ldr + c] (ns F16 rows of hd channels, transposed), then
+    //     rotated as kq_tile is.
+    //   rope_t: rotates channel pairs (2f, 2f+1), or (f, f+half) when neox, f < half, of each
+    //     slot i by cos = cst[2f*ldc + i], sin = cst[(2f+1)*ldc + i] (the slot-major table).
+    //   attn_scores_t: s[g*lds + i] = scale * sum_c q[g][c] * kt[c][i]  (q: G rows of hd).
+    void (*kq_tile)(const uint8_t *codes, size_t cstride, int bits, int i0, const uint16_t *sm,
+                    int hd, int ns, const float *cst, int64_t ldc, int half, int neox, float *kt,
+                    int64_t ldt);
+    void (*f16_rows_t)(const uint16_t *rows, int64_t ldr, int ns, int hd, const float *cst, int64_t ldc,
+                       int half, int neox, float *kt, int64_t ldt);
+    void (*rope_t)(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt);
+    void (*attn_scores_t)(const float *q, int G, const float *kt, int64_t ldt, int ns, int hd,
+                          float scale, float *s, int64_t lds);
+    // Values from the per-slot quantized store, dequantized as they are summed:
+    //   o[g*ldo + c] += sum_i p[g*ldp + i] * (min_i + scale_i * code(i, c0 + c)), c < nc,
+    // slot i's codes at codes + i*rstride (bits 8: byte per channel; bits 4: nibbles, even
+    // channel low), its f16 (scale, min) at sm + i*smstride; the nc channels share one group.
+    void (*attn_values_q)(const float *p, int64_t ldp, int G, const uint8_t *codes, size_t rstride,
+                          int bits, int c0, const uint16_t *sm, int64_t smstride, int ns, int nc,
+                          float *o, int64_t ldo);
+    // Values from F16 rows: o[g*hd + c] += sum_i p[g*ldp + i] * v[i*ldv + c], c < hd.
+    void (*attn_values_f16)(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns,
+                            int hd, float *o);
 } cpu_kernels;
 
 // Tables. cpu_kernels_avx2/avx512 return NULL when the processor (and OS) can't run them.
@@ -75,7 +109,44 @@ extern const cpu_kernels cpu_kernels_avx512_table;
 void attn_scores_ref(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds);
 void attn_values_ref(const float *p, int64_t ldp, int G, const float *v, int ns, int hd, float *o);
 float exp_shift_ref(float *x, int64_t n, float mx);
+void softmax_ref(float *x, int64_t n);
 void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int64_t ld);
+void f16_to_f32_ref(const uint16_t *x, float *y, int64_t n);
+void kq_tile_ref(const uint8_t *codes, size_t cstride, int bits, int i0, const uint16_t *sm, int hd, int ns,
+                 const float *cst, int64_t ldc, int half, int neox, float *kt, int64_t ldt);
+void f16_rows_t_ref(const uint16_t *rows, int64_t ldr, int ns, int hd, const float *cst, int64_t ldc,
+                    int half, int neox, float *kt, int64_t ldt);
+void rope_t_ref(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt);
+void attn_scores_t_ref(const float *q, int G, const float *kt, int64_t ldt, int ns, int hd, float scale,
+                       float *s, int64_t lds);
+void attn_values_q_ref(const float *p, int64_t ldp, int G, const uint8_t *codes, size_t rstride, int bits,
+                       int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo);
+void attn_values_f16_ref(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd, float *o);
+// The AVX2 KV tile kernels (engine/cpu/attn_kv_avx2.c), in the avx2 table.
+void kq_tile_avx2(const uint8_t *codes, size_t cstride, int bits, int i0, const uint16_t *sm, int hd, int ns,
+                  const float *cst, int64_t ldc, int half, int neox, float *kt, int64_t ldt);
+void f16_rows_t_avx2(const uint16_t *rows, int64_t ldr, int ns, int hd, const float *cst, int64_t ldc,
+                     int half, int neox, float *kt, int64_t ldt);
+void rope_t_avx2(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt);
+void attn_scores_t_avx2(const float *q, int G, const float *kt, int64_t ldt, int ns, int hd, float scale,
+                        float *s, int64_t lds);
+void attn_values_q_avx2(const float *p, int64_t ldp, int G, const uint8_t *codes, size_t rstride, int bits,
+                        int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo);
+void attn_values_f16_avx2(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd,
+                          float *o);
+// The AVX-512 KV tile kernels (engine/cpu/attn_kv_avx512.c), in the avx512 table.
+void cvt_f16_f32_avx512(const uint16_t *x, float *y, int64_t n);
+void kq_tile_avx512(const uint8_t *codes, size_t cstride, int bits, int i0, const uint16_t *sm, int hd, int ns,
+                    const float *cst, int64_t ldc, int half, int neox, float *kt, int64_t ldt);
+void f16_rows_t_avx512(const uint16_t *rows, int64_t ldr, int ns, int hd, const float *cst, int64_t ldc,
+                       int half, int neox, float *kt, int64_t ldt);
+void rope_t_avx512(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt);
+void attn_scores_t_avx512(const float *q, int G, const float *kt, int64_t ldt, int ns, int hd, float scale,
+                          float *s, int64_t lds);
+void attn_values_q_avx512(const float *p, int64_t ldp, int G, const uint8_t *codes, size_t rstride, int bits,
+                          int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo);
+void attn_values_f16_avx512(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd,
+                            float *o);
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and
 // is freed when the thread exits.

@@ -350,6 +350,12 @@ static void axpy_f16_f32(float a, const uint16_t *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+static void f16_to_f32(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_f16(x + i));
+    for (; i < n; i++) y[i] = _cvtsh_ss(x[i]);
+}
+
 static void attn_scores(const float *q, int G, const float *k, int ns, int hd, float scale, float *s, int64_t lds) {
     for (int g = 0; g < G; g++)
         for (int i = 0; i < ns; i++) s[g * lds + i] = dot_f32(q + (size_t)g * hd, k + (size_t)i * hd, hd) * scale;
@@ -378,5 +384,13 @@ const cpu_kernels cpu_kernels_avx2_table = {
     .attn_scores = attn_scores,
     .attn_values = attn_values,
     .exp_shift = exp_shift_ref,
+    .softmax = softmax_ref,
     .rope_rows = rope_rows_ref,
+    .f16_to_f32 = f16_to_f32,
+    .kq_tile = kq_tile_avx2,
+    .f16_rows_t = f16_rows_t_avx2,
+    .rope_t = rope_t_avx2,
+    .attn_scores_t = attn_scores_t_avx2,
+    .attn_values_q = attn_values_q_avx2,
+    .attn_values_f16 = attn_values_f16_avx2,
 };

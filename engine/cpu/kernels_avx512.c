@@ -497,8 +497,10 @@ static void attn_values(const float *p, int64_t ldp, int G, const float *v, int 
     for (int g0 = 0; g0 < G; g0 += 4) {
         const int gn = G - g0 < 4 ? G - g0 : 4;
         for (int c0 = 0; c0 < hd; c0 += 64) {
-            __m512 acc[4][4];
+            __m512 acc[4][4];   // (the unrolled loops keep these in registers)
+            UNROLL
             for (int g = 0; g < 4; g++)
+                UNROLL
                 for (int c = 0; c < 4; c++)
                     acc[g][c] = g < gn ? _mm512_loadu_ps(o + (size_t)(g0 + g) * hd + c0 + 16 * c) : _mm512_setzero_ps();
             const float *pg = p + (int64_t)g0 * ldp;
@@ -506,6 +508,7 @@ static void attn_values(const float *p, int64_t ldp, int G, const float *v, int 
                 const float *vr = v + (size_t)i * hd + c0;
                 const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + 16),
                              v2 = _mm512_loadu_ps(vr + 32), v3 = _mm512_loadu_ps(vr + 48);
+                UNROLL
                 for (int g = 0; g < 4; g++) {
                     const __m512 pb = _mm512_set1_ps(g < gn ? pg[g * ldp + i] : 0.0f);
                     acc[g][0] = _mm512_fmadd_ps(pb, v0, acc[g][0]);
@@ -514,8 +517,11 @@ static void attn_values(const float *p, int64_t ldp, int G, const float *v, int 
                     acc[g][3] = _mm512_fmadd_ps(pb, v3, acc[g][3]);
                 }
             }
-            for (int g = 0; g < gn; g++)
-                for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + (size_t)(g0 + g) * hd + c0 + 16 * c, acc[g][c]);
+            UNROLL
+            for (int g = 0; g < 4; g++)
+                if (g < gn)
+                    UNROLL
+                    for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + (size_t)(g0 + g) * hd + c0 + 16 * c, acc[g][c]);
         }
     }
 }
@@ -561,6 +567,17 @@ static float exp_shift(float *x, int64_t n, float mx) {
         s0 = _mm512_add_ps(s0, e);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+static void softmax(float *x, int64_t n) {
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
+    if (i < n) m = _mm512_mask_max_ps(m, tail_mask(n - i), m, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+    const float sum = exp_shift(x, n, _mm512_reduce_max_ps(m));
+    const __m512 inv = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+    if (i < n) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(n - i), x + i), inv));
 }
 
 // RoPE, 8 pairs per step. Interleaved pairs: x' = x*cos -/+ swap(x)*sin (fmaddsub); neox pairs
@@ -615,5 +632,13 @@ const cpu_kernels cpu_kernels_avx512_table = {
     .attn_scores = attn_scores,
     .attn_values = attn_values,
     .exp_shift = exp_shift,
+    .softmax = softmax,
     .rope_rows = rope_rows,
+    .f16_to_f32 = cvt_f16_f32_avx512,
+    .kq_tile = kq_tile_avx512,
+    .f16_rows_t = f16_rows_t_avx512,
+    .rope_t = rope_t_avx512,
+    .attn_scores_t = attn_scores_t_avx512,
+    .attn_values_q = attn_values_q_avx512,
+    .attn_values_f16 = attn_values_f16_avx512,
 };

@@ -94,6 +94,14 @@ float exp_shift_ref(float *x, int64_t n, float mx) {
     return (float)sum;
 }
 
+void softmax_ref(float *x, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float sum = exp_shift_ref(x, n, mx);
+    float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
 void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int64_t ld) {
     for (int r = 0; r < n; r++) {
         const float *c = cs + (size_t)r * half * 2;
@@ -105,6 +113,74 @@ void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int6
             x[i1] = a * si + b * co;
         }
     }
+}
+
+void f16_to_f32_ref(const uint16_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fp16_to_f32(x[i]);
+}
+
+// The KV tile pieces compute exactly what engine/kv_cache.c's kv_cache_read, rope_rows_ref and
+// attn_scores_ref compute on row-major tiles (same float operations, same order), only laid
+// out channel-major.
+static int kv_code(const uint8_t *p, int bits, int64_t i) {
+    return bits == 8 ? p[i] : (p[i / 2] >> ((i & 1) * 4)) & 15;
+}
+
+void kq_tile_ref(const uint8_t *codes, size_t cstride, int bits, int i0, const uint16_t *sm, int hd, int ns,
+                 const float *cst, int64_t ldc, int half, int neox, float *kt, int64_t ldt) {
+    for (int c = 0; c < hd; c++) {
+        const uint8_t *p = codes + (size_t)c * cstride;
+        float sc = fp16_to_f32(sm[2 * c]), mn = fp16_to_f32(sm[2 * c + 1]);
+        for (int i = 0; i < ns; i++) kt[c * ldt + i] = mn + sc * (float)kv_code(p, bits, i0 + i);
+    }
+    if (half > 0) rope_t_ref(cst, ldc, half, neox, ns, kt, ldt);
+}
+
+void f16_rows_t_ref(const uint16_t *rows, int64_t ldr, int ns, int hd, const float *cst, int64_t ldc, int half,
+                    int neox, float *kt, int64_t ldt) {
+    for (int i = 0; i < ns; i++)
+        for (int c = 0; c < hd; c++) kt[c * ldt + i] = fp16_to_f32(rows[i * ldr + c]);
+    if (half > 0) rope_t_ref(cst, ldc, half, neox, ns, kt, ldt);
+}
+
+void rope_t_ref(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt) {
+    for (int f = 0; f < half; f++) {
+        float *x0 = kt + (neox ? f : 2 * f) * ldt, *x1 = kt + (neox ? f + half : 2 * f + 1) * ldt;
+        const float *co = cst + 2 * f * ldc, *si = co + ldc;
+        for (int i = 0; i < ns; i++) {
+            float a = x0[i], b = x1[i];
+            x0[i] = a * co[i] - b * si[i];
+            x1[i] = a * si[i] + b * co[i];
+        }
+    }
+}
+
+void attn_scores_t_ref(const float *q, int G, const float *kt, int64_t ldt, int ns, int hd, float scale,
+                       float *s, int64_t lds) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) {
+            double acc = 0;
+            for (int c = 0; c < hd; c++) acc += (double)q[g * hd + c] * kt[c * ldt + i];
+            s[g * lds + i] = (float)acc * scale;
+        }
+}
+
+void attn_values_q_ref(const float *p, int64_t ldp, int G, const uint8_t *codes, size_t rstride, int bits,
+                       int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) {
+            const uint8_t *r = codes + (size_t)i * rstride;
+            float pi = p[g * ldp + i], sc = fp16_to_f32(sm[i * smstride]), mn = fp16_to_f32(sm[i * smstride + 1]);
+            for (int c = 0; c < nc; c++) o[g * ldo + c] += pi * (mn + sc * (float)kv_code(r, bits, c0 + c));
+        }
+}
+
+void attn_values_f16_ref(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd, float *o) {
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < ns; i++) {
+            float pi = p[g * ldp + i];
+            for (int c = 0; c < hd; c++) o[g * hd + c] += pi * fp16_to_f32(v[i * ldv + c]);
+        }
 }
 
 const cpu_kernels cpu_kernels_scalar_table = {
@@ -125,5 +201,13 @@ const cpu_kernels cpu_kernels_scalar_table = {
     .attn_scores = attn_scores_ref,
     .attn_values = attn_values_ref,
     .exp_shift = exp_shift_ref,
+    .softmax = softmax_ref,
     .rope_rows = rope_rows_ref,
+    .f16_to_f32 = f16_to_f32_ref,
+    .kq_tile = kq_tile_ref,
+    .f16_rows_t = f16_rows_t_ref,
+    .rope_t = rope_t_ref,
+    .attn_scores_t = attn_scores_t_ref,
+    .attn_values_q = attn_values_q_ref,
+    .attn_values_f16 = attn_values_f16_ref,
 };
