@@ -25,7 +25,14 @@ int cmd_workbench(int argc, char **argv) {
                    "  --system TEXT        system prompt\n"
                    "  -n, --n-predict N    most tokens per reply (default 512)\n"
                    "  --scene FILE         play a scene file in the workbench first\n"
-                   "  --exit-after-scene   leave when the scene has run\n%s", RUN_OPTS_HELP);
+                   "  --exit-after-scene   leave when the scene has run\n"
+                   "  --audio-in DEV|FILE  push-to-talk (F5) from a capture device (default: the\n"
+                   "                       default one; cabin audio devices) or a WAV recording,\n"
+                   "                       played from its start at each F5 press\n"
+                   "  --audio-out DEV|FILE speak replies to a device (default: the default one; none\n"
+                   "                       with a WAV input) or a WAV file (with a WAV input, each\n"
+                   "                       turn's speech; with a device, the session's, at exit)\n"
+                   "  --no-voice           open no audio device (:voice FILE.wav still works)\n%s", RUN_OPTS_HELP);
             return 0;
         }
         if (run_opts_parse(&r, &a)) continue;
@@ -33,6 +40,9 @@ int cmd_workbench(int argc, char **argv) {
         if (arg_int(&a, "-n", "--n-predict", &r.s.max_reply_tokens)) continue;
         if (arg_str(&a, "--scene", NULL, &t.scene)) continue;
         if (arg_flag(&a, "--exit-after-scene", NULL)) { t.exit_after_scene = true; continue; }
+        if (arg_str(&a, "--audio-in", NULL, &t.audio_in)) continue;
+        if (arg_str(&a, "--audio-out", NULL, &t.audio_out)) continue;
+        if (arg_flag(&a, "--no-voice", NULL)) { t.no_voice = true; continue; }
         arg_unknown(&a);
         return 2;
     }

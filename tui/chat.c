@@ -245,6 +245,21 @@ int chat_save_json(const chat_log *c, const tui_snapshot *s, const char *path, e
     cJSON_AddStringToObject(js, "energy_from", st->energy.total_from);
     cJSON_AddBoolToObject(js, "energy_measured", st->energy.total_measured);
     cJSON_AddStringToObject(js, "backend", st->backend);
+    if (s->kl_state == KL_DONE || s->kl_state == KL_FILE) {   // the plan vs the file (tui/measure.c)
+        cJSON *q = cJSON_AddObjectToObject(root, "plan_vs_file");
+        cJSON_AddNumberToObject(q, "kl", s->kl);
+        cJSON_AddNumberToObject(q, "top1", s->agree);
+    }
+    if (s->voice.turns > 0) {   // the last spoken turn
+        cJSON *v = cJSON_AddObjectToObject(root, "voice");
+        char *t = utf8_clean(s->voice.transcript);
+        cJSON_AddStringToObject(v, "transcript", t);
+        free(t);
+        cJSON_AddNumberToObject(v, "turns", s->voice.turns);
+        cJSON_AddNumberToObject(v, "release_to_transcript_ms", s->voice.asr_ms);
+        cJSON_AddNumberToObject(v, "release_to_first_token_ms", s->voice.first_token_ms);
+        cJSON_AddNumberToObject(v, "release_to_first_audio_ms", s->voice.first_audio_ms);
+    }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     char tmp[1100];

@@ -86,7 +86,7 @@ static const char *const help_keys[][2] = {
     { "F2", "cycle weight precision f16 > q8_0 > q4_0 (live)" },
     { "F3", "cycle the KV cache format" },
     { "F4", "cycle the heat map: sensitivity, kv cache, attention" },
-    { "F5", "push-to-talk" },
+    { "F5", "push-to-talk: talk, F5 again when done" },
     { "Tab", "focus: input > conversation > panels" },
     { "PgUp PgDn wheel", "scroll the conversation" },
     { "Up Down", "history (input) / scroll (conversation)" },

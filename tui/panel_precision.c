@@ -1,6 +1,6 @@
 // Precision panel: the plan in force as a (layer × tensor kind) grid coloured by weight type,
 // the weight bytes by type, the KV cache format, a live switch's progress, and the plan's KL /
-// top-1 agreement against the file when a measurement exists.
+// top-1 agreement against the file (measured aside after a switch, tui/measure.c).
 #include "tui/tui.h"
 #include "engine/wtype.h"
 
@@ -63,8 +63,17 @@ static void precision_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool fo
         }
     tui_puts(w, y, in.x, o ? line : "bytes by type: -", in.w, tui_attr(TC_DIM));
     if (++y >= end) return;
-    if (s->kl >= 0) tui_printf(w, y, in.x, in.w, 0, "KV %s (%s)   KL %.4f  top-1 %.1f%%", s->kv_format, kb, s->kl, 100 * s->agree);
-    else tui_printf(w, y, in.x, in.w, 0, "KV %s (%s)   KL vs file: not measured", s->kv_format, kb);
+    int o3 = tui_printf(w, y, in.x, in.w, 0, "KV %s (%s)   ", s->kv_format, kb);
+    switch (s->kl_state) {   // the plan's weights vs the file's (tui/measure.c)
+    case KL_DONE:   // small KLs (f16, q8_0) keep their digits
+        if (s->kl < 1e-9) tui_printf(w, y, in.x + o3, in.w - o3, 0, "KL 0  top-1 %.1f%%", 100 * s->agree);   // rounding only
+        else tui_printf(w, y, in.x + o3, in.w - o3, 0, s->kl < 0.001 ? "KL %.1e  top-1 %.1f%%" : "KL %.4f  top-1 %.1f%%", s->kl, 100 * s->agree);
+        break;
+    case KL_FILE: tui_puts(w, y, in.x + o3, "KL 0 (the file's precision)", in.w - o3, tui_attr(TC_DIM)); break;
+    case KL_MEASURING: tui_puts(w, y, in.x + o3, tui_ascii ? "KL vs file: measuring..." : "KL vs file: measuring…", in.w - o3, tui_attr(TC_DIM)); break;
+    case KL_FAILED: tui_puts(w, y, in.x + o3, "KL vs file: could not measure", in.w - o3, tui_attr(TC_WARN)); break;
+    default: tui_puts(w, y, in.x + o3, "KL vs file: not measured", in.w - o3, tui_attr(TC_DIM)); break;
+    }
     if (++y >= end) return;
     // grid header
     tui_puts(w, y, in.x, "layer", 5, tui_attr(TC_DIM));

@@ -1,25 +1,99 @@
-// Voice panel: push-to-talk state. The voice pipeline (audio/) is not part of this build yet,
-// so the panel says so rather than pretending.
+// Voice panel: push-to-talk state, the input level, the last transcript and the last turn's
+// latency from the end of speech (F5 release, or the VAD's end for `:voice FILE`) to the final
+// transcript and to the first audio played ("release → transcript 130 ms, → audio 340 ms"). Fed by tui/voice.c through the snapshot's voice view.
 #include "tui/tui.h"
 
-static double ptt_pressed_at = -10;
+#include <stdio.h>
+#include <string.h>
 
-void tui_voice_ptt(double now) { ptt_pressed_at = now; }
+static const char *state_name(const tui_voice_view *v) {
+    switch (v->state) {
+    case TV_OFF: return "off";
+    case TV_STARTING: return "starting";
+    case TV_IDLE: return "idle";
+    case TV_LISTENING: return v->hands_free ? "listening (VAD)" : "listening";
+    case TV_RECOGNISING: return "recognising";
+    case TV_THINKING: return "thinking";
+    case TV_SPEAKING: return "speaking";
+    default: return "?";
+    }
+}
 
-static int voice_height(const tui_snapshot *s, int w) { (void)s; (void)w; return 3; }
+static int voice_height(const tui_snapshot *s, int w) {
+    (void)w;
+    return s->voice.state == TV_OFF ? 5 : 6;   // frame + 3 lines off (why, wrapped; a hint), + 4 on
+}
+
+// Draws text over at most `rows` rows of cols columns, cut at spaces; returns the rows used.
+static int wrap(WINDOW *w, int y, int x, int cols, int rows, const char *t, int attr) {
+    int used = 0;
+    while (*t && used < rows) {
+        int n = (int)strlen(t), cut = n;
+        if (tui_width(t, n) > cols) {   // the last space that keeps the row within cols
+            cut = 0;
+            for (int i = 0; i < n && tui_width(t, i) <= cols; i++) if (t[i] == ' ') cut = i;
+            if (cut == 0 || used == rows - 1) cut = n;   // no space, or the last row: clipped
+        }
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", cut < 255 ? cut : 255, t);
+        tui_puts(w, y + used, x, row, cols, attr);
+        used++;
+        t += cut;
+        while (*t == ' ') t++;
+    }
+    return used;
+}
 
 static void voice_update(const tui_snapshot *s) { (void)s; }
 
 static void voice_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
-    tui_rect in = tui_box(w, r, "Voice", focused);
+    tui_rect in = tui_box(w, r, "Voice  F5 push-to-talk", focused);
     if (in.h < 1) return;
-    if (!s->voice_available) {
-        bool recent = s->now - ptt_pressed_at < 2.0;
-        tui_puts(w, in.y, in.x, recent ? "F5: voice not available in this build" : "voice: not available in this build",
-                 in.w, tui_attr(recent ? TC_WARN : TC_DIM));
-    } else {
-        tui_puts(w, in.y, in.x, "F5 push-to-talk: idle", in.w, 0);
+    const tui_voice_view *v = &s->voice;
+    int y = in.y, end = in.y + in.h;
+    if (v->state == TV_OFF) {
+        y += wrap(w, y, in.x, in.w, end - y > 1 ? end - y - 1 : 1, v->line, tui_attr(TC_WARN));
+        if (y < end) tui_puts(w, y, in.x, "typing works; :voice FILE.wav plays a recording", in.w, tui_attr(TC_DIM));
+        return;
     }
+    // state and level: "listening   level ████····  -23 dB"
+    int active = v->state >= TV_LISTENING ? TC_GOOD : v->state == TV_STARTING ? TC_WARN : TC_NONE;
+    int x = in.x + tui_puts(w, y, in.x, state_name(v), in.w, tui_attr(active) | (v->state == TV_LISTENING ? A_BOLD : 0));
+    int meter = in.x + 17;
+    if (x < meter && in.w > 17 + 6 + 8) {
+        tui_puts(w, y, meter, "level", 5, tui_attr(TC_DIM));
+        int bw = in.w - 17 - 6 - 8;
+        if (v->have_level) {
+            double frac = (v->level_db + 60.0) / 60.0;   // -60 .. 0 dBFS
+            tui_bar(w, y, meter + 6, bw, frac, tui_attr(v->level_db > -3 ? TC_WARN : TC_GOOD));
+            tui_printf(w, y, meter + 6 + bw + 1, 7, tui_attr(TC_DIM), "%4.0f dB", v->level_db > -99 ? v->level_db : -99);
+        } else {
+            tui_bar(w, y, meter + 6, bw, 0, 0);
+            tui_puts(w, y, meter + 6 + bw + 1, "   - dB", 7, tui_attr(TC_DIM));
+        }
+    }
+    if (++y >= end) return;
+    // the last transcript
+    if (v->transcript[0]) {
+        int o = tui_puts(w, y, in.x, "heard: ", in.w, tui_attr(TC_DIM));
+        tui_puts(w, y, in.x + o, v->transcript, in.w - o, tui_attr(TC_USER));
+    } else {
+        tui_puts(w, y, in.x, v->state == TV_STARTING ? "" : "F5 to talk, F5 again when done", in.w, tui_attr(TC_DIM));
+    }
+    if (++y >= end) return;
+    // the last turn's latency, from the end of speech
+    if (v->turns > 0) {
+        const char *arrow = tui_ascii ? "->" : "→";
+        char a[32] = "-", t[32] = "-";
+        if (v->asr_ms >= 0) snprintf(t, sizeof t, "%.0f ms", v->asr_ms);
+        if (v->first_audio_ms >= 0) snprintf(a, sizeof a, "%.0f ms", v->first_audio_ms);
+        tui_printf(w, y, in.x, in.w, 0, "%s %s transcript %s, %s audio %s%s", v->turn_vad ? "end" : "release",
+                   arrow, t, arrow, a, v->barged_in ? " (cut off)" : "");
+    } else {
+        tui_puts(w, y, in.x, "latency: no spoken turn yet", in.w, tui_attr(TC_DIM));
+    }
+    if (++y >= end) return;
+    tui_puts(w, y, in.x, v->line, in.w, tui_attr(TC_DIM));
 }
 
 const tui_panel tui_panel_voice = { "voice", voice_height, voice_update, voice_draw };

@@ -18,6 +18,25 @@
 #define TUI_MAX_LAYERS 128
 #define TUI_MAX_VFIELDS 48
 
+// The voice pipeline as the Voice panel sees it (tui/voice.c fills it on the UI thread).
+enum tui_voice_state { TV_OFF, TV_STARTING, TV_IDLE, TV_LISTENING, TV_RECOGNISING, TV_THINKING, TV_SPEAKING };
+typedef struct tui_voice_view {
+    int state;                   // enum tui_voice_state
+    bool hands_free;             // a `:voice FILE` run: the VAD takes the turns
+    bool have_level;
+    float level_db;              // input level now, dBFS (when have_level)
+    char line[240];              // off: why; else the devices ("in: ... | out: ...")
+    char transcript[256];        // the last one ("" none yet)
+    int turns;                   // turns finished
+    double asr_ms, first_token_ms, first_audio_ms;   // last turn, ms from release; <0 unknown
+    bool audio_played;           // first_audio_ms is the first sample played (else handed over)
+    bool barged_in;              // the last turn's reply was cut off by a new press
+    bool turn_vad;               // the last turn ended by the VAD (else by a release)
+} tui_voice_view;
+
+// The KL of the plan in force against the file's precision (tui/measure.c).
+enum tui_kl_state { KL_NONE, KL_FILE, KL_MEASURING, KL_DONE, KL_FAILED };
+
 // Everything the panels draw from. The session half is made on the worker thread (the only one
 // that touches the session) and copied out under a lock; the rest is added by the UI thread.
 typedef struct tui_snapshot {
@@ -42,6 +61,7 @@ typedef struct tui_snapshot {
     int n_vfields;
     char switch_target[32];      // the plan being prepared ("" = none)
     double kl, agree;            // KL / top-1 agreement of the current plan vs the file; <0 unknown
+    int kl_state;                // enum tui_kl_state
     // from the UI thread
     power_reading pw[TEL_MAX_SOURCES];
     int n_pw;
@@ -51,7 +71,7 @@ typedef struct tui_snapshot {
     const sensitivity_map *heat; // NULL: no heat map yet
     char heat_status[96];        // "computing 12/42" or ""
     int heat_mode;               // see tui_heat_modes
-    bool voice_available;
+    tui_voice_view voice;
     double now;                  // seconds
 } tui_snapshot;
 
@@ -148,7 +168,7 @@ void le_history_add(line_edit *e, const char *line);
 void le_draw(WINDOW *w, int y, int x, int cols, line_edit *e, bool focused);
 
 // ---- the worker thread (tui/worker.c) ----
-enum ev_kind { EV_TOKEN, EV_LINE, EV_TURN_DONE, EV_HEATMAP };
+enum ev_kind { EV_TOKEN, EV_LINE, EV_TURN_DONE, EV_HEATMAP, EV_USER };   // EV_USER: a spoken turn's text
 typedef struct tui_event {
     int kind;
     int msg_kind;                // EV_LINE: enum msg_kind
@@ -162,6 +182,17 @@ worker *worker_start(app_ctx *c, errbuf *err);
 void worker_stop(worker *w);
 void worker_free(worker *w);
 void worker_say(worker *w, const char *text);
+// A spoken turn (any thread but the UI's): the text goes through app_say like a typed turn (the
+// UI shows it as the user's), and every reply piece is also given to piece (on the worker
+// thread; false stops the reply). Blocks until the turn is done: 0, -1 the turn failed (the
+// chat says why), -2 cancelled or the worker stopped before it ran.
+int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud);
+// Stops the spoken turn being generated, or drops a queued one (barge-in). Thread-safe.
+void worker_cancel_voice(worker *w);
+// A line in the conversation from any thread (enum msg_kind).
+void worker_post_line(worker *w, int msg_kind, const char *text);
+// The KL / top-1 agreement of the plan in force vs the file (measured aside, tui/measure.c).
+int worker_plan_quality(worker *w, double *kl, double *agree);   // enum tui_kl_state
 void worker_exec(worker *w, const char *line);        // a `:` command through cmdlang
 // A live plan switch: prepared on a helper thread, swapped in between two tokens.
 void worker_request_plan(worker *w, const precision_plan *p, const char *name);
@@ -180,10 +211,40 @@ typedef struct tui_opts {
     session_opts s;
     const char *scene;           // run this scene file in the workbench first (may be NULL)
     bool exit_after_scene;
+    const char *audio_in;        // capture device or FILE.wav (NULL: the default device)
+    const char *audio_out;       // playback device or FILE.wav (NULL: the default device; none
+                                 // when audio_in is a file)
+    bool no_voice;               // open no audio device (F5 off; `:voice FILE` still works)
 } tui_opts;
 int tui_workbench_run(const tui_opts *o);
 
 extern const char *const tui_heat_modes[];   // names, NULL-terminated
-void tui_voice_ptt(double now);              // F5 (tui/panel_voice.c)
+
+// ---- the voice pipeline in the workbench (tui/voice.c) ----
+typedef struct tvoice tvoice;
+// Opens nothing on this thread: a device is opened on a thread of its own (the panel says
+// "starting" and then "idle" or why voice is off).
+tvoice *tvoice_start(worker *w, const char *in, const char *out, bool off);
+void tvoice_stop(tvoice *tv);    // before worker_stop: a spoken turn in flight needs the worker
+// F5: talk / stop talking (a terminal has no key-up). Writes a short notice to msg; returns -1
+// when voice is off (msg says why), else 0.
+int tvoice_ptt(tvoice *tv, char *msg, size_t n);
+// `:voice FILE.wav`: the turns the VAD finds in the file, through the same pipeline and panel.
+int tvoice_file(tvoice *tv, const char *path, errbuf *err);
+bool tvoice_busy(tvoice *tv);    // a turn or a `:voice` run in progress (scenes wait)
+void tvoice_view(tvoice *tv, tui_voice_view *out);
+
+// ---- plan quality measured aside (tui/measure.c) ----
+// A thread at the lowest priority measures the KL / top-1 agreement of a precision plan against
+// the file's precision on tui_probe_text (engine/quality.h, as `cabin ppl --kl-base`), on a
+// session of its own, only while busy(ud) is false (between turns), and caches it per plan.
+typedef struct measurer measurer;
+measurer *measure_start(bool (*busy)(void *ud), void *ud);
+void measure_stop(measurer *m);
+// The plan in force and the options its session was opened with (worker thread; cheap when
+// nothing changed, so it may be called during a reply).
+void measure_note(measurer *m, const session_opts *o, const precision_plan *p);
+int measure_get(measurer *m, double *kl, double *agree);   // enum tui_kl_state
+extern const char tui_probe_text[];   // a short fixed in-car text (heat maps, plan KL)
 
 #endif

@@ -20,6 +20,7 @@
 typedef struct wb {
     app_ctx c;
     worker *w;
+    tvoice *tv;               // the voice pipeline (F5, :voice)
     power_monitor *pm;
     chat_log chat;
     line_edit le;
@@ -100,6 +101,17 @@ static void run_command(wb *b, const char *text) {
         worker_heatmap(b->w, arg);
         return;
     }
+    if (!strcmp(name, "voice")) {   // through the workbench's pipeline, so the Voice panel follows it
+        cmd_line l;
+        int r = cmdlang_parse(text, "command line", 1, &l, &err);
+        if (r < 0) { chat_add(&b->chat, MSG_ERROR, err.msg); return; }
+        char echo[1100];
+        snprintf(echo, sizeof echo, ":voice %s", l.argv[0]);
+        chat_add(&b->chat, MSG_INFO, echo);
+        if (tvoice_file(b->tv, l.argv[0], &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
+        cmdlang_free(&l);
+        return;
+    }
     if (!strcmp(name, "snapshot") && *arg) {
         if (layout_snapshot(arg, &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
         return;
@@ -154,7 +166,12 @@ static void on_key(wb *b, int is_key, wint_t ch) {
             return;
         }
         case KEY_F(4): b->snap.heat_mode = (b->snap.heat_mode + 1) % 3; return;
-        case KEY_F(5): tui_voice_ptt(now_sec()); notice(b, "voice not available in this build"); return;
+        case KEY_F(5): {
+            char m[300];
+            if (tvoice_ptt(b->tv, m, sizeof m) < 0) chat_add(&b->chat, MSG_INFO, m);   // voice off: why
+            notice(b, "%.120s", m);
+            return;
+        }
         case KEY_PPAGE: b->chat.scroll += page; return;
         case KEY_NPAGE: b->chat.scroll -= page; if (b->chat.scroll < 0) b->chat.scroll = 0; return;
         case KEY_BTAB: b->ls.focus = b->ls.focus > 0 ? b->ls.focus - 1 : FOCUS_CHAT; return;
@@ -208,6 +225,10 @@ static void drain_events(wb *b) {
             if (e->kind == EV_TOKEN) {
                 if (b->chat.streaming < 0) b->chat.streaming = chat_add(&b->chat, MSG_ASSIST, "");
                 chat_append(&b->chat, b->chat.streaming, e->text, strlen(e->text));
+            } else if (e->kind == EV_USER) {   // a spoken turn, recognised
+                chat_add(&b->chat, MSG_USER, e->text);
+                b->chat.streaming = chat_add(&b->chat, MSG_ASSIST, "");
+                b->chat.scroll = 0;
             } else if (e->kind == EV_LINE) {
                 chat_add(&b->chat, e->msg_kind, e->text);
             } else if (e->kind == EV_TURN_DONE) {
@@ -233,6 +254,23 @@ static void drain_events(wb *b) {
     b->snap.heat = b->heat;
 }
 
+// What changes off the worker's snapshot: the voice pipeline and the plan's measured KL.
+static void poll_aside(wb *b) {
+    tui_voice_view v;
+    tvoice_view(b->tv, &v);
+    double kl, agree;
+    int st = worker_plan_quality(b->w, &kl, &agree);
+    const tui_voice_view *o = &b->snap.voice;
+    bool changed = v.state != o->state || v.turns != o->turns || v.hands_free != o->hands_free ||
+                   v.have_level != o->have_level || (v.have_level && (int)v.level_db != (int)o->level_db) ||
+                   strcmp(v.transcript, o->transcript) != 0 || strcmp(v.line, o->line) != 0;
+    if (changed || st != b->snap.kl_state || kl != b->snap.kl) b->dirty = true;
+    b->snap.voice = v;
+    b->snap.kl_state = st;
+    b->snap.kl = kl;
+    b->snap.agree = agree;
+}
+
 static void read_power(wb *b) {
     tui_snapshot *s = &b->snap;
     s->n_pw = b->pm ? power_monitor_read(b->pm, s->pw, TEL_MAX_SOURCES) : 0;
@@ -255,7 +293,7 @@ static void read_power(wb *b) {
 
 // Scene lines, one at a time, each after the worker is idle (and a `wait` has passed).
 static void step_scene(wb *b) {
-    if (!b->have_scene || worker_busy(b->w) || now_sec() < b->scene_resume) return;
+    if (!b->have_scene || worker_busy(b->w) || tvoice_busy(b->tv) || now_sec() < b->scene_resume) return;
     if (b->scene_i >= b->sc.n) {
         if (b->exit_after_scene && b->chat.streaming < 0) b->quit = true;
         return;
@@ -300,6 +338,7 @@ int tui_workbench_run(const tui_opts *o) {
     b->snap.kl = b->snap.agree = -1;
     b->w = worker_start(&b->c, &err);
     if (!b->w) { fprintf(stderr, "cabin workbench: %s\n", err.msg); app_close(&b->c); free(b); return 1; }
+    b->tv = tvoice_start(b->w, o->audio_in, o->audio_out, o->no_voice);
 
     initscr();
     raw();
@@ -328,6 +367,7 @@ int tui_workbench_run(const tui_opts *o) {
         }
         drain_events(b);
         if (worker_snapshot(b->w, &b->snap)) b->dirty = true;
+        poll_aside(b);
         step_scene(b);
         double t = now_sec();
         if (b->notice_until && t > b->notice_until) { b->ls.notice[0] = 0; b->notice_until = 0; b->dirty = true; }
@@ -344,6 +384,7 @@ int tui_workbench_run(const tui_opts *o) {
         }
     }
     endwin();
+    tvoice_stop(b->tv);   // first: a spoken turn in flight waits for the worker
     worker_stop(b->w);
     drain_events(b);   // what the worker posted before it stopped
     worker_free(b->w);

@@ -14,8 +14,17 @@
 
 #define SNAP_EVERY_S 0.1
 
-enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP };
-typedef struct job { int kind; char *text; } job;
+enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP, JOB_VOICE };
+// A spoken turn's waiter (on the voice pipeline's reply thread): done and rc under the worker's mu.
+typedef struct voice_wait { bool done; int rc; } voice_wait;
+typedef struct job {
+    int kind;
+    char *text;
+    // JOB_VOICE: reply pieces also go to piece(ud, ...); the waiter is told when it is done
+    bool (*piece)(void *ud, const char *p, int len);
+    void *ud;
+    voice_wait *wait;
+} job;
 
 struct worker {
     app_ctx *c;
@@ -27,6 +36,12 @@ struct worker {
     bool stop;
     atomic_bool busy;
     session *cur_s;              // the session of the running job (for cancel); under mu
+    bool cur_voice;              // the running job is a spoken turn; under mu
+    pthread_cond_t voice_cv;     // a spoken turn is done (voice_wait.done)
+    // the running spoken turn's piece sink (worker thread only)
+    bool (*vpiece)(void *ud, const char *p, int len);
+    void *vud;
+    measurer *meas;              // the plan's KL vs the file, measured aside
     // a live plan request, picked up between tokens or in the idle loop
     atomic_bool plan_pending;
     precision_plan plan;
@@ -48,6 +63,12 @@ struct worker {
 };
 
 static worker *the_worker;   // for the app_ctx on_token hook (one workbench per process)
+
+// The measurer waits while this is true: a job running or queued, or a plan being prepared.
+static bool worker_busy_ud(void *ud) {
+    worker *w = ud;
+    return atomic_load(&w->busy) || atomic_load(&w->plan_pending) || atomic_load(&w->kv_pending);
+}
 
 static void post(worker *w, int kind, int msg_kind, const char *text, size_t len, sensitivity_map *heat) {
     pthread_mutex_lock(&w->mu);
@@ -105,6 +126,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     precision_plan p;
     session_get_plan(c->s, &p);
     plan_label(&p, t.plan_name, sizeof t.plan_name);
+    measure_note(w->meas, &c->opts, &p);   // cheap when the plan is unchanged
     snprintf(t.kv_format, sizeof t.kv_format, "%s", t.st.kv_format[0] ? t.st.kv_format : "f16");
     snprintf(t.kv_policy, sizeof t.kv_policy, "%s", t.st.kv_policy);
     for (int l = 0; l < t.n_layer; l++)
@@ -218,8 +240,8 @@ static void take_kv_request(worker *w) {
 
 static void on_token(app_ctx *c, const char *piece, int len) {
     worker *w = the_worker;
-    (void)c;
     post(w, EV_TOKEN, 0, piece, (size_t)len, NULL);
+    if (w->vpiece && !w->vpiece(w->vud, piece, len)) session_cancel(c->s);   // barge-in
     if (atomic_load(&w->plan_pending)) take_plan_request(w);
     if (w->switch_inflight) check_switch_done(w, false);
     if (now_sec() - w->last_snap >= SNAP_EVERY_S) make_snapshot(w, false);
@@ -259,14 +281,8 @@ static bool heat_cb(void *ud, int done, int total, int layer, int kind, const se
     return !hp->w->stop;
 }
 
-static const char heat_text[] =
-    "Set the driver temperature to twenty one degrees and turn on the seat heating. "
-    "Open the sunroof halfway, play the next track and navigate to the central station. "
-    "How much range is left? Close all the windows and switch the fog lights off. "
-    "Call the office, then lower the fan speed and turn the air conditioning on.";
-
 // A sensitivity map: from FILE (written by `cabin heatmap --json`), else computed for TYPE
-// (default q4_0) on a short text with a second session, so the conversation's cache is kept
+// (default q4_0) on tui_probe_text with a second session, so the conversation's cache is kept
 // (the command language's `heatmap` runs on the live session, which starts it over).
 static void run_heatmap(worker *w, const char *arg) {
     app_ctx *c = w->c;
@@ -298,7 +314,7 @@ static void run_heatmap(worker *w, const char *arg) {
     o.precision = NULL;
     session *s = session_open(&o, &err);
     int32_t *ids = NULL;
-    int n = s ? session_tokenize(s, heat_text, false, &ids, &err) : -1;
+    int n = s ? session_tokenize(s, tui_probe_text, false, &ids, &err) : -1;
     heat_progress hp = { w, 0 };
     if (n >= 0 && n < 32) n = -1, err_set(&err, "the heat map text is too short for this tokenizer");
     int rc = n < 0 ? -1 : sensitivity_run(s, ids, n < 96 ? n : 96, 32, 0, heat_cb, &hp, m, &err);
@@ -322,15 +338,29 @@ static void run_job(worker *w, job *j) {
     app_ctx *c = w->c;
     errbuf err = {{0}};
     size_t from = c->transcript_len;
-    if (w->switch_inflight && j->kind != JOB_SAY) { session_wait_switch(c->s); check_switch_done(w, false); }
-    if (j->kind == JOB_SAY) {
+    if (w->switch_inflight && j->kind != JOB_SAY && j->kind != JOB_VOICE) { session_wait_switch(c->s); check_switch_done(w, false); }
+    if (j->kind == JOB_SAY || j->kind == JOB_VOICE) {
+        if (j->kind == JOB_VOICE) {   // the UI shows the recognised text as the user's turn
+            post(w, EV_USER, MSG_USER, j->text, strlen(j->text), NULL);
+            w->vpiece = j->piece;
+            w->vud = j->ud;
+        }
         int rc = app_say(c, j->text, &err);
+        w->vpiece = NULL;
+        w->vud = NULL;
         w->turn++;
         make_snapshot(w, true);   // the turn's final stats, before EV_TURN_DONE autosaves them
         post_transcript(w, from, true);
         if (rc) {
             post_line(w, MSG_ERROR, err.msg);
             post(w, EV_TURN_DONE, 0, NULL, 0, NULL);
+        }
+        if (j->wait) {
+            pthread_mutex_lock(&w->mu);
+            j->wait->rc = rc ? -1 : 0;
+            j->wait->done = true;
+            pthread_cond_broadcast(&w->voice_cv);
+            pthread_mutex_unlock(&w->mu);
         }
     } else if (j->kind == JOB_EXEC) {
         int rc = cmdlang_exec(c, j->text, &err);
@@ -368,12 +398,14 @@ static void *worker_main(void *arg) {
         w->n_jobs--;
         atomic_store(&w->busy, true);
         w->cur_s = w->c->s;
+        w->cur_voice = j.kind == JOB_VOICE;
         pthread_mutex_unlock(&w->mu);
         make_snapshot(w, false);
         run_job(w, &j);
         free(j.text);
         pthread_mutex_lock(&w->mu);
         w->cur_s = NULL;
+        w->cur_voice = false;
         atomic_store(&w->busy, w->n_jobs > 0);
         pthread_mutex_unlock(&w->mu);
         make_snapshot(w, true);
@@ -388,12 +420,15 @@ worker *worker_start(app_ctx *c, errbuf *err) {
     w->c = c;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->voice_cv, NULL);
     session_stats st;
     session_get_stats(c->s, &st);
     w->switches_seen = st.switches;
     the_worker = w;
     c->on_token = on_token;
+    w->meas = measure_start(worker_busy_ud, w);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        measure_stop(w->meas);
         free(w);
         err_set(err, "cannot start the generation thread");
         return NULL;
@@ -409,7 +444,15 @@ void worker_stop(worker *w) {
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
+    measure_stop(w->meas);   // after the worker thread: make_snapshot notes plans to it
+    w->meas = NULL;
     if (w->switch_inflight) session_wait_switch(w->c->s);
+    // spoken turns still queued will not run: their waiters are told
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->n_jobs; i++)
+        if (w->jobs[i].wait) { w->jobs[i].wait->rc = -2; w->jobs[i].wait->done = true; w->jobs[i].wait = NULL; }
+    pthread_cond_broadcast(&w->voice_cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void worker_free(worker *w) {
@@ -424,22 +467,64 @@ void worker_free(worker *w) {
     the_worker = NULL;
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->voice_cv);
     free(w);
 }
 
-static void push_job(worker *w, int kind, const char *text) {
-    pthread_mutex_lock(&w->mu);
+// Appends a job (under mu).
+static void push_job_locked(worker *w, int kind, const char *text) {
     if (w->n_jobs == w->cap_jobs) {
         w->cap_jobs = w->cap_jobs ? w->cap_jobs * 2 : 8;
         w->jobs = xrealloc(w->jobs, (size_t)w->cap_jobs * sizeof *w->jobs);
     }
-    w->jobs[w->n_jobs].kind = kind;
-    w->jobs[w->n_jobs].text = xstrdup(text ? text : "");
-    w->n_jobs++;
+    job *j = &w->jobs[w->n_jobs++];
+    memset(j, 0, sizeof *j);
+    j->kind = kind;
+    j->text = xstrdup(text ? text : "");
     atomic_store(&w->busy, true);
     pthread_cond_signal(&w->cv);
+}
+
+static void push_job(worker *w, int kind, const char *text) {
+    pthread_mutex_lock(&w->mu);
+    push_job_locked(w, kind, text);
     pthread_mutex_unlock(&w->mu);
 }
+
+int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud) {
+    voice_wait vw = { false, -2 };
+    pthread_mutex_lock(&w->mu);
+    if (w->stop) { pthread_mutex_unlock(&w->mu); return -2; }
+    push_job_locked(w, JOB_VOICE, text);
+    job *j = &w->jobs[w->n_jobs - 1];
+    j->piece = piece;
+    j->ud = ud;
+    j->wait = &vw;
+    while (!vw.done) pthread_cond_wait(&w->voice_cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return vw.rc;
+}
+
+void worker_cancel_voice(worker *w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->cur_voice && w->cur_s) session_cancel(w->cur_s);
+    for (int i = 0; i < w->n_jobs; i++) {   // a queued spoken turn is dropped
+        job *j = &w->jobs[i];
+        if (j->kind != JOB_VOICE) continue;
+        if (j->wait) { j->wait->rc = -2; j->wait->done = true; }
+        free(j->text);
+        memmove(w->jobs + i, w->jobs + i + 1, (size_t)(w->n_jobs - i - 1) * sizeof *w->jobs);
+        w->n_jobs--;
+        i--;
+    }
+    if (!w->cur_s) atomic_store(&w->busy, w->n_jobs > 0);
+    pthread_cond_broadcast(&w->voice_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void worker_post_line(worker *w, int msg_kind, const char *text) { post_line(w, msg_kind, text); }
+
+int worker_plan_quality(worker *w, double *kl, double *agree) { return measure_get(w->meas, kl, agree); }
 
 void worker_say(worker *w, const char *text) { push_job(w, JOB_SAY, text); }
 void worker_exec(worker *w, const char *line) { push_job(w, JOB_EXEC, line); }
