@@ -10,7 +10,14 @@ contacts, destinations, street numbers) reserve values that never occur in train
 dialogues draw only from held-out phrasings (where a list has any) and often from held-out
 values, so the evaluation measures generalisation, not recall.
 
+Training-only augmentation (off by default; docs/ASSISTANT.md): --pseudo P (pseudo-word
+contacts/places/streets), --frames P (paraphrased frames, never a reserved one), --spoken-house P,
+--fillers P, --one-way 1, and --decontaminate 1 (no training dialogue repeats a held-out user
+text). None of them changes the held-out file.
+
 usage: gen_corpus.py [--train N] [--heldout N] [--seed S] [--train-out PATH] [--heldout-out PATH]
+                     [--no-heldout] [--pseudo P] [--frames P] [--spoken-house P] [--fillers P]
+                     [--one-way 0|1] [--decontaminate 0|1]
 """
 import argparse
 import json
@@ -54,11 +61,17 @@ TRAIN = "train"
 
 
 def pick(rng, items, split):
-    """A template from a phrasing list: index % 4 == 3 is held out (lists of 4 or more)."""
+    """A template from a phrasing list: index % 4 == 3 is held out (lists of 4 or more).
+    Training frames are often paraphrased further (augment_frame); held-out frames never are,
+    and the held-out draws consume the random stream exactly as before."""
     if len(items) < 4:
-        return rng.choice(items)
-    idx = [i for i in range(len(items)) if (i % 4 == 3) == (split == HELDOUT)]
-    return items[rng.choice(idx)]
+        t = rng.choice(items)
+    else:
+        idx = [i for i in range(len(items)) if (i % 4 == 3) == (split == HELDOUT)]
+        t = items[rng.choice(idx)]
+    if split == TRAIN and AUGMENT["frames"] > 0 and rng.random() < AUGMENT["frames"]:
+        t = augment_frame(rng, t)
+    return t
 
 
 def pick_syn(rng, items):
@@ -161,6 +174,9 @@ def slotify(words):
 
 
 def pick_contact(rng, split):
+    if split == TRAIN and AUGMENT["pseudo"] > 0 and rng.random() < AUGMENT["pseudo"]:
+        c = pseudo_contact(rng)
+        return c, slotify(c)
     c = pick_value(rng, CONTACTS_TRAIN, CONTACTS_HELD, split)
     return c, slotify(c)
 
@@ -168,12 +184,173 @@ def pick_contact(rng, split):
 def pick_place(rng, split):
     """-> (spoken, slot). Spoken may carry 'the'; addresses carry a house number."""
     if rng.random() < 0.15:
-        street = pick_value(rng, STREETS_TRAIN, STREETS_HELD, split)
+        if split == TRAIN and AUGMENT["pseudo"] > 0 and rng.random() < AUGMENT["pseudo"]:
+            street = pseudo_street(rng)
+        else:
+            street = pick_value(rng, STREETS_TRAIN, STREETS_HELD, split)
         num = pick_value(rng, HOUSE_NUMS_TRAIN, HOUSE_NUMS_HELD, split, 0.7)
+        if split == TRAIN and AUGMENT["spoken_house"] > 0 and rng.random() < AUGMENT["spoken_house"]:
+            return "%s %s" % (int_words(num), street), slotify("%d %s" % (num, street))
         return "%d %s" % (num, street), slotify("%d %s" % (num, street))
-    name, article = pick_value(rng, PLACES_TRAIN, PLACES_HELD, split)
+    if split == TRAIN and AUGMENT["pseudo"] > 0 and rng.random() < AUGMENT["pseudo"]:
+        name, article = pseudo_place(rng)
+    else:
+        name, article = pick_value(rng, PLACES_TRAIN, PLACES_HELD, split)
     spoken = ("the " + name) if article and rng.random() < 0.85 else name
     return spoken, slotify(name)
+
+
+# ---------------------------------------------------------------------------- training-only augmentation
+# None of this is used for the held-out split (its random stream and output are unchanged).
+# pseudo: share of contacts, places and streets that are random pseudo-words, so the model
+#   learns to copy a name it has never seen into contact=/dest= instead of recalling one it knows;
+# frames: share of training frames rewritten by augment_frame (phrase swaps, article dropout);
+# spoken_house: share of training addresses whose house number is spoken in words.
+AUGMENT = {"pseudo": 0.0, "frames": 0.0, "spoken_house": 0.0, "fillers": 0.0, "one_way": 0}
+
+PSEUDO_ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
+                 "w", "y", "z", "br", "ch", "sh", "th", "st", "tr", "gr", "kl", "pr", "dr", "fl",
+                 "sl", "bl", "kr", "sk", "", ""]
+PSEUDO_VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "ou", "ee", "oo", "ia", "y", "au"]
+PSEUDO_CODAS = ["", "", "", "", "n", "r", "l", "s", "m", "k", "th", "nd", "st", "x", "sh", "t", "d"]
+TITLES = ["aunt", "uncle", "dr", "coach", "grandma", "grandpa", "cousin", "mr", "mrs", "miss",
+          "professor", "nurse", "officer", "pastor", "captain", "sister", "brother"]
+PLACE_NOUNS = ["station", "park", "mall", "square", "plaza", "center", "market", "hall", "clinic",
+               "hospital", "library", "gym", "cafe", "hotel", "museum", "garden", "gardens",
+               "bridge", "tower", "point", "creek", "lake", "hill", "bay", "port", "gate", "court",
+               "field", "arena", "church", "school", "outlet", "theater", "lodge", "harbor",
+               "pier", "farm", "camp", "mill", "yard", "terminal", "stadium", "college", "bakery",
+               "pharmacy", "diner", "inn", "heights", "village", "springs", "falls", "beach",
+               "studio", "campus", "tavern", "gallery", "pavilion", "chapel", "cemetery",
+               "office", "factory", "depot", "warehouse", "marina", "zoo", "rink", "pool", "spa"]
+STREET_TYPES = ["street", "road", "lane", "avenue", "way", "drive", "row", "close", "court",
+                "place", "boulevard", "crescent", "terrace", "grove", "hill", "walk", "parkway"]
+
+
+def _held_words():
+    w = set()
+    for c in CONTACTS_HELD + STREETS_HELD + [p for p, _ in PLACES_HELD]:
+        w.update(c.split())
+    return w - set(TITLES) - set(PLACE_NOUNS) - set(STREET_TYPES)
+
+
+HELD_WORDS = None
+
+
+def pseudo_word(rng):
+    """A pronounceable random word of 1-4 syllables that is no word of a held-out value."""
+    global HELD_WORDS
+    if HELD_WORDS is None:
+        HELD_WORDS = _held_words()
+    while True:
+        n = rng.choice([1, 2, 2, 2, 3, 3, 3, 4])
+        w = "".join(rng.choice(PSEUDO_ONSETS) + rng.choice(PSEUDO_VOWELS) for _ in range(n))
+        w += rng.choice(PSEUDO_CODAS)
+        if 2 <= len(w) <= 12 and w not in HELD_WORDS and w not in ("home", "work"):
+            return w
+
+
+def pseudo_contact(rng):
+    r = rng.random()
+    if r < 0.55:
+        return pseudo_word(rng)
+    if r < 0.8:
+        return rng.choice(TITLES) + " " + pseudo_word(rng)
+    return pseudo_word(rng) + " " + pseudo_word(rng)
+
+
+def pseudo_place(rng):
+    """-> (words, takes an article)."""
+    r = rng.random()
+    if r < 0.6:
+        return pseudo_word(rng) + " " + rng.choice(PLACE_NOUNS), rng.random() < 0.6
+    if r < 0.8:
+        return pseudo_word(rng), rng.random() < 0.5
+    return pseudo_word(rng) + " " + pseudo_word(rng) + " " + rng.choice(PLACE_NOUNS), rng.random() < 0.5
+
+
+def pseudo_street(rng):
+    return pseudo_word(rng) + " " + rng.choice(STREET_TYPES)
+
+
+# Interchangeable phrases for training frames (meaning-preserving in every frame they occur in).
+# A rewritten frame that equals any reserved (held-out) frame is thrown away.
+PHRASE_GROUPS = [
+    ["turn on", "switch on"], ["turn off", "switch off", "shut off"],
+    ["turn up the", "raise the", "crank up the"], ["turn down the", "lower the", "bring down the"],
+    ["turn it up", "crank it up"], ["turn it down", "bring it down"],
+    ["increase", "raise", "boost"], ["decrease", "reduce", "cut"],
+    ["music", "tunes"], ["song", "track", "tune"], ["volume", "sound"],
+    ["temperature", "temp"], ["fan", "blower"],
+    ["can you", "could you", "would you", "will you"], ["i want", "i'd like", "i need"],
+    ["a bit", "a little", "a tad", "slightly", "a touch"], ["close", "shut"],
+    ["cold", "chilly"], ["freezing", "frozen"], ["warmer", "hotter"], ["cooler", "colder"],
+    ["navigation", "guidance"], ["take me", "bring me", "get me", "drive me"],
+    ["tyre", "tire"], ["tyres", "tires"], ["gas", "fuel", "petrol"], ["check", "inspect"],
+    ["enable", "activate", "engage"], ["disable", "deactivate", "disengage"],
+    ["start", "begin"], ["stop", "halt"], ["defroster", "demister", "defogger"],
+    ["fogged up", "misted up", "steamed up"], ["defrost", "defog", "demist"],
+    ["the car", "the vehicle"], ["air conditioning", "air conditioner", "air con"],
+    ["what's", "what is"], ["it's", "it is"], ["i'm", "i am"], ["don't", "do not"],
+    ["can't", "cannot"], ["set", "change", "adjust"], ["how long", "how much time"],
+    ["directions", "the route"], ["really", "very", "so"], ["in here", "inside"],
+]
+# One-way rewrites (the reverse would change the meaning somewhere): in a volume frame the
+# volume may be called the music or the audio.
+PHRASE_ONE_WAY = [("the volume", ["the music", "the audio"]), ("volume", ["audio"])]
+# Words a speaker may add anywhere without changing the request (training only).
+NEUTRAL_FILLERS = ["basically", "kinda", "maybe", "just", "really", "quickly", "so", "like",
+                   "you know", "i guess", "i think", "right", "yeah", "oh", "man", "okay so",
+                   "hmm", "well", "actually", "sort of", "erm", "ah"]
+DROPPABLE = {"the", "please", "a", "some", "just"}
+RESERVED_FRAMES = None
+
+
+def _reserved_frames():
+    """Every held-out frame of every phrasing list (index % 4 == 3 of lists of 4 or more)."""
+    out = set()
+
+    def add(lst):
+        if isinstance(lst, list) and len(lst) >= 4 and all(isinstance(x, str) for x in lst):
+            out.update(lst[i] for i in range(3, len(lst), 4))
+
+    for v in list(globals().values()):
+        add(v)
+        if isinstance(v, dict):
+            for x in v.values():
+                add(x)
+                if isinstance(x, tuple):
+                    for y in x:
+                        add(y)
+    return out
+
+
+def augment_frame(rng, t):
+    """A paraphrase of training frame t: one or two phrase swaps, sometimes an article or
+    'please' dropped. Never returns a reserved (held-out) frame."""
+    global RESERVED_FRAMES
+    if RESERVED_FRAMES is None:
+        RESERVED_FRAMES = _reserved_frames()
+    orig = t
+    for _ in range(rng.choice([1, 1, 2])):
+        padded = " " + t + " "
+        hits = [(g, ph) for g in PHRASE_GROUPS for ph in g if (" " + ph + " ") in padded]
+        if AUGMENT["one_way"]:
+            hits += [([ph] + alts, ph) for ph, alts in PHRASE_ONE_WAY if (" " + ph + " ") in padded]
+        if not hits:
+            break
+        g, ph = rng.choice(hits)
+        alt = rng.choice([x for x in g if x != ph])
+        padded = padded.replace(" " + ph + " ", " " + alt + " ", 1)
+        t = padded.strip()
+    if rng.random() < 0.3:
+        words = t.split(" ")
+        keep = [w for w in words if not (w in DROPPABLE and rng.random() < 0.5)]
+        if keep and any("{" not in w for w in keep):
+            t = " ".join(keep)
+    if t in RESERVED_FRAMES or not t.strip():
+        return orig
+    return t
 
 
 # ---------------------------------------------------------------------------- replies
@@ -1021,8 +1198,16 @@ def gen_dialogue(rng, split):
         if out is None:
             out = gen_fresh(rng, split, ctx)
         user, rep, ctx = out
+        if split == TRAIN and AUGMENT["fillers"] > 0 and rng.random() < AUGMENT["fillers"]:
+            words = user.split(" ")
+            i = rng.randint(0, len(words))
+            user = " ".join(words[:i] + [rng.choice(NEUTRAL_FILLERS)] + words[i:])
         turns.append({"user": add_noise(rng, user), "reply": rep})
     return {"turns": turns}
+
+
+def norm_text(text):
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c == " ").split())
 
 
 def write_jsonl(path, dialogues):
@@ -1041,17 +1226,45 @@ def main():
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--train-out", default="build/corpus/train.jsonl")
     ap.add_argument("--heldout-out", default="assets/eval/heldout.jsonl")
+    ap.add_argument("--pseudo", type=float, default=AUGMENT["pseudo"],
+                    help="training share of pseudo-word contacts/places/streets")
+    ap.add_argument("--frames", type=float, default=AUGMENT["frames"],
+                    help="training share of paraphrased frames")
+    ap.add_argument("--spoken-house", type=float, default=AUGMENT["spoken_house"])
+    ap.add_argument("--fillers", type=float, default=AUGMENT["fillers"],
+                    help="training share of turns with one neutral filler word inserted")
+    ap.add_argument("--one-way", type=int, default=AUGMENT["one_way"],
+                    help="1: also the one-way rewrites of PHRASE_ONE_WAY")
+    ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
+    ap.add_argument("--decontaminate", type=int, default=0,
+                    help="1: replace training dialogues with a held-out user text (case and "
+                    "punctuation ignored)")
     a = ap.parse_args()
+    AUGMENT.update(pseudo=a.pseudo, frames=a.frames, spoken_house=a.spoken_house, fillers=a.fillers,
+                   one_way=a.one_way)
     rng_train = random.Random(a.seed)
     rng_held = random.Random(a.seed + 1)
-    train = [gen_dialogue(rng_train, TRAIN) for _ in range(a.train)]
     held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]
+    # Decontamination: a training dialogue with a user turn that is also a held-out user text
+    # (the same words, ignoring case and punctuation: a short training frame plus a noise word can
+    # spell a held-out frame, "ac off" + " please") is replaced by the next one generated.
+    held_texts = {norm_text(t["user"]) for d in held for t in d["turns"]} if a.decontaminate else set()
+    train, dropped = [], 0
+    while len(train) < a.train:
+        d = gen_dialogue(rng_train, TRAIN)
+        if held_texts and any(norm_text(t["user"]) in held_texts for t in d["turns"]):
+            dropped += 1
+            continue
+        train.append(d)
     write_jsonl(a.train_out, train)
-    write_jsonl(a.heldout_out, held)
+    if not a.no_heldout:
+        write_jsonl(a.heldout_out, held)
     nt = sum(len(d["turns"]) for d in train)
     nh = sum(len(d["turns"]) for d in held)
-    print("gen_corpus: %d train dialogues (%d turns) -> %s; %d held-out dialogues (%d turns) -> %s"
-          % (len(train), nt, a.train_out, len(held), nh, a.heldout_out))
+    print("gen_corpus: %d train dialogues (%d turns) -> %s; %d held-out dialogues (%d turns) -> %s; "
+          "%d training dialogues dropped for a held-out user text"
+          % (len(train), nt, a.train_out, len(held), nh,
+             "(not written)" if a.no_heldout else a.heldout_out, dropped))
 
 
 if __name__ == "__main__":

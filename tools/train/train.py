@@ -10,7 +10,12 @@ loss is the weighted mean, so the logged figure is that weighted mean). Batches 
 
 Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
 
+--bf16 1 runs the forward pass under torch.autocast(bfloat16) (about 2.5x faster on this
+AVX512-BF16 CPU; weights, optimizer state and loss stay float32). Off by default: the shipped
+model was trained in float32.
+
 usage: train.py [--steps N] [--batch B] [--lr LR] [--dim D --layers L --heads H --kv-heads K --ffn F]
+                [--bf16 0|1] [--min-lr FRACTION]
 """
 import argparse
 import os
@@ -59,11 +64,11 @@ def pack_sessions(tok, corpus_path, ctx):
     return ids_arr, tgt_arr
 
 
-def lr_at(step, steps, lr, warmup):
+def lr_at(step, steps, lr, warmup, min_frac=0.1):
     if step < warmup:
         return lr * (step + 1) / warmup
     p = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+    return lr * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * p)))
 
 
 def main():
@@ -90,6 +95,10 @@ def main():
     ap.add_argument("--action-weight", type=float, default=3.0,
                     help="loss weight of the action tokens relative to the sentence's")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", type=int, default=0,
+                    help="1: matrix products in bfloat16 (torch.autocast; weights, optimizer and "
+                    "loss stay float32): about 2.5x faster on this AVX512-BF16 CPU")
+    ap.add_argument("--min-lr", type=float, default=0.1, help="final learning rate / peak")
     ap.add_argument("--init", default="", help="start from this checkpoint's weights (same shape) "
                     "instead of random ones: to continue a run with more steps")
     a = ap.parse_args()
@@ -149,13 +158,18 @@ def main():
     ema = None
     model.train()
     for step in range(a.steps):
-        lr = lr_at(step, a.steps, a.lr, a.warmup)
+        lr = lr_at(step, a.steps, a.lr, a.warmup, a.min_lr)
         for g in opt.param_groups:
             g["lr"] = lr
         ctx, idx = plan[step]
         x = torch.from_numpy(packs[ctx][0][idx])
         t = torch.from_numpy(packs[ctx][1][idx])
-        logits = model(x[:, :-1])
+        if a.bf16:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits = model(x[:, :-1])
+            logits = logits.float()
+        else:
+            logits = model(x[:, :-1])
         y = x[:, 1:]
         role = t[:, 1:].long()
         w = torch.where(role == 2, a.action_weight, 1.0) * (role > 0)
