@@ -20,6 +20,9 @@ T=$(mktemp -d /tmp/cabin-tui-XXXXXX)
 S=cabin-tui-$$
 TMUX_TMPDIR=$T; export TMUX_TMPDIR      # a private tmux server
 trap 'tmux kill-server 2>/dev/null; rm -rf "$T"' EXIT
+# A session that lives for the whole test keeps the server up: killing the last session makes the
+# server exit, and a new-session racing that exit fails with "server exited unexpectedly".
+tmux new-session -d -s keepalive -x 20 -y 5 "sleep 3600"
 "$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
 
 cap() { tmux capture-pane -t "$S" -p; }
