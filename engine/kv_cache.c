@@ -4,6 +4,7 @@
 // min rounded down and scale rounded up so every x of the group maps into [0, qmax] and the
 // error stays within scale/2 (docs/KV.md).
 #include "kv_cache.h"
+#include "engine/cpu/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -220,17 +221,7 @@ void kv_cache_set_tracking(kv_cache *kv, bool on) {
 void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld) {
     int half = kv->shape.rope_dim / 2;
     if (half <= 0 || !kv->rope_cs) return;
-    bool neox = kv->shape.rope_neox;
-    for (int r = 0; r < n; r++) {
-        const float *cs = kv->rope_cs + (size_t)(s0 + r) * half * 2;
-        float *x = rows + (size_t)r * ld;
-        for (int i = 0; i < half; i++) {
-            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-            float a = x[i0], b = x[i1], c = cs[2 * i], s = cs[2 * i + 1];
-            x[i0] = a * c - b * s;
-            x[i1] = a * s + b * c;
-        }
-    }
+    rope_rows_ref(kv->rope_cs + (size_t)s0 * half * 2, half, kv->shape.rope_neox, n, rows, ld);   // the reference kernel
 }
 
 // ---- quantized store ----
