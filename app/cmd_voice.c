@@ -82,7 +82,7 @@ static void app_turn(void *ud, const voice_turn_stats *st) {
     voice_app *a = ud;
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
     if (a->stats)
-        printf("latency turn %d: speech %.2f s | asr %s conf %.2f, RTF %.2f | end of speech -> transcript %.0f ms, "
+        printf("latency turn %d: speech %.2f s | asr %s agree %.2f, RTF %.2f | end of speech -> transcript %.0f ms, "
                "first token %.0f ms, first audio written %.0f ms, first audio played %.0f ms, last token %.0f ms%s\n",
                st->turn, st->speech_s, st->asr_search, st->asr_conf, st->asr_rtf, st->asr_final_ms,
                st->first_token_ms, st->first_write_ms, st->first_audio_ms, st->last_token_ms,
@@ -183,7 +183,7 @@ int cmd_voice(int argc, char **argv) {
                    "  --realtime            WAV devices run at the wall clock's pace (barge-in works)\n"
                    "  --fresh-turns         every turn starts a new conversation and car\n"
                    "  --asr domain|general  recogniser LM: the assistant's domain (default) or en-us\n"
-                   "  --asr-lm F --asr-dict F --asr-grammar F (\"\" for none)\n"
+                   "  --asr-lm F --asr-dict F --asr-grammar F (\"\" for none) --asr-fdict F (noise dictionary)\n"
                    "  --vad-margin DB       speech: this far above the noise floor (default 10)\n"
                    "  --vad-hangover MS     silence that ends a turn (default 400)\n"
                    "  --tts-voice NAME      espeak-ng voice (default en-us); --tts-wpm N speed\n"
@@ -202,6 +202,7 @@ int cmd_voice(int argc, char **argv) {
         if (arg_str(&a, "--asr-lm", NULL, &vo.asr.lm)) continue;
         if (arg_str(&a, "--asr-dict", NULL, &vo.asr.dict)) continue;
         if (arg_str(&a, "--asr-grammar", NULL, &vo.asr.jsgf)) continue;
+        if (arg_str(&a, "--asr-fdict", NULL, &vo.asr.fdict)) continue;
         if (arg_float(&a, "--vad-margin", NULL, &margin)) continue;
         if (arg_int(&a, "--vad-hangover", NULL, &hang)) continue;
         if (arg_str(&a, "--tts-voice", NULL, &vo.tts_voice)) continue;

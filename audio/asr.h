@@ -1,7 +1,10 @@
 // Speech recognition with pocketsphinx (5prealpha API): audio is fed while the person speaks
 // (ps_process_raw per chunk), so the final hypothesis is ready moments after the end of speech.
-// Two searches can run side by side on the same audio: a JSGF grammar of the assistant's
-// commands and an n-gram LM for free phrasing; the grammar's result wins when it is confident.
+// Two searches run side by side on the same audio, each on a thread of its own: a JSGF grammar
+// of the assistant's commands (its alternatives weighted by corpus frequency) and an n-gram LM
+// for free phrasing; the grammar's result is used when it parses the utterance and the LM
+// bears it out, the LM's otherwise. Hesitations ("um", "uh") are fillers of the grammar's noise
+// dictionary, allowed between any two of its words.
 #ifndef CABIN_AUDIO_ASR_H
 #define CABIN_AUDIO_ASR_H
 
@@ -17,8 +20,10 @@ typedef struct asr_opts {
     const char *dict;      // dictionary (default assets/asr/cabin.dict)
     const char *jsgf;      // grammar (default assets/asr/cabin.gram if present; "" = none)
     bool general;          // the general en-us LM and full dictionary instead of the domain's
-    float grammar_min_agree;// grammar result used when at least this share of its words are in
-                            // the LM's hypothesis, in order (default 0.7)
+    float grammar_min_agree;// grammar result used only when at least this share of its words are
+                            // in the LM's hypothesis, in order (default 0.2)
+    const char *fdict;     // noise/filler dictionary (default assets/asr/cabin.filler if present,
+                            // else the acoustic model's; "" = the acoustic model's)
 } asr_opts;
 
 asr_opts asr_opts_default(void);
@@ -26,9 +31,9 @@ asr_opts asr_opts_default(void);
 typedef struct asr_result {
     char text[512];
     const char *search;    // "grammar", "lm" or "" (nothing recognised)
-    double conf;           // the n-gram search's posterior (0..1)
+    double conf;           // share of the grammar's words the n-gram search also heard (0..1)
     double audio_s;        // seconds of audio in the utterance
-    double cpu_s;          // CPU time (this thread) spent decoding it, both searches (feed + end)
+    double cpu_s;          // CPU time spent decoding it, both searches on both threads (feed + end)
     bool redecoded;        // the first utterance: decoded twice (see asr_end)
 } asr_result;
 

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#define TTS_BLOCK_MS 20
+
 static int g_rate;
 
 typedef struct speak_ctx {
@@ -25,7 +27,9 @@ static int synth_cb(short *wav, int n, espeak_EVENT *ev) {
 
 int tts_init(const char *voice, int wpm, errbuf *err) {
     if (!g_rate) {
-        int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 60, NULL, 0);   // 60 ms blocks
+        // Blocks of 20 ms: the synth callback hands the first one to the device as soon as it is
+        // made (the first block waited for 60 ms of samples before).
+        int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, TTS_BLOCK_MS, NULL, 0);
         if (rate <= 0) return err_set(err, "tts: espeak-ng did not start (is espeak-ng-data installed?)");
         g_rate = rate;
         espeak_SetSynthCallback(synth_cb);

@@ -44,9 +44,13 @@ static vad_event vad_frame(vad *v, const int16_t *x) {
                   (db > v->floor_db + v->p.margin_db ||
                    (zcr > v->p.zcr_min && db > v->floor_db + v->p.zcr_margin_db));
     // The floor follows quiet frames fast (down) and everything else slowly (up), so a steady
-    // engine drone raises it within a second or two while speech barely moves it.
+    // engine drone raises it within a second or two while speech barely moves it. Inside an
+    // utterance a frame below the speech threshold is often speech too (a weak consonant, the
+    // gap before "thirteen"): it raises the floor five times slower than outside one. At the
+    // outside rate the floor climbed onto the speech in 10 dB of car noise, cut utterances
+    // short and split one in two (17 turns found in 16; 51 in 48).
     if (db < v->floor_db) v->floor_db += 0.2f * (db - v->floor_db);
-    else if (!speech) v->floor_db += 0.05f * (db - v->floor_db);
+    else if (!speech) v->floor_db += (v->in_speech ? 0.01f : 0.05f) * (db - v->floor_db);
     else v->floor_db += 0.002f * (db - v->floor_db);
     if (!v->in_speech) {
         v->run_speech = speech ? v->run_speech + 1 : 0;

@@ -13,6 +13,7 @@
 #define CHUNK 320             // capture read size: 20 ms
 #define PREROLL (RATE * 3 / 10)   // audio kept before a VAD onset: 300 ms
 #define MAX_CLAUSES 64
+#define LEAD_SILENCE 64       // |sample| below this before a reply's first sound is silence
 
 voice_opts voice_opts_default(void) {
     voice_opts o;
@@ -43,6 +44,7 @@ struct voice {
     double t_onset;
     voice_turn_stats cur;          // being filled (several threads; fields set once each)
     _Atomic double t_end, t_first_token, t_last_token, t_first_write;
+    _Atomic bool trim_lead;        // drop the reply's leading silence (TTS thread clears it)
     int turn_no;
     // reply thread
     pthread_t reply_thread;
@@ -77,6 +79,16 @@ static int tts_sink_fn(void *ud, const int16_t *x, size_t n) {
     voice *v = ud;
     if (atomic_load(&v->abort)) return 1;
     if (!v->out) return 0;
+    // espeak-ng starts every text with ~45 ms of digital silence: the reply's is not played, so
+    // its first sample out is its first audible one (the pauses between clauses are kept).
+    if (atomic_load(&v->trim_lead)) {
+        size_t i = 0;
+        while (i < n && x[i] > -LEAD_SILENCE && x[i] < LEAD_SILENCE) i++;
+        if (i == n) return 0;
+        x += i;
+        n -= i;
+        atomic_store(&v->trim_lead, false);
+    }
     double zero = 0;
     atomic_compare_exchange_strong(&v->t_first_write, &zero, now_sec());
     long w = audio_out_write(v->out, x, n, &v->abort);
@@ -248,6 +260,7 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     atomic_store(&v->t_first_token, 0.0);
     atomic_store(&v->t_last_token, 0.0);
     atomic_store(&v->t_first_write, 0.0);
+    atomic_store(&v->trim_lead, true);
     atomic_store(&v->abort, false);
     atomic_store(&v->reply_done, false);
     pthread_mutex_lock(&v->qlock);

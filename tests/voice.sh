@@ -1,9 +1,10 @@
 #!/bin/sh
 # Voice pipeline end to end: espeak-ng test utterances (held-out commands, several voices) run
 # through `cabin voice --audio-in FILE.wav`; word error rate (clean and with car noise at 10 dB
-# SNR) and, once the embedded model exists, action exact-match are asserted. Also: the PortAudio
-# path (ALSA's file plugin as the microphone), streaming TTS (first audio before the last token),
-# barge-in (a WAV that talks over the reply), malformed WAVs refused with one line.
+# SNR) and, once the embedded model exists, action exact-match (clean and noisy) are asserted.
+# Also: the PortAudio path (ALSA's file plugin as the microphone), streaming TTS (first audio
+# before the last token), barge-in (a WAV that talks over the reply), malformed WAVs refused
+# with one line. Latency is a benchmark, not asserted here: tools/voice/bench_latency.sh.
 BUILD=${1:-build}
 CABIN="$BUILD/cabin"
 T=$(mktemp -d /tmp/cabin-voice-XXXXXX)
@@ -16,23 +17,31 @@ for tool in espeak-ng sox; do
         echo "skipped: $tool is not installed (tools/install-deps.sh)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
     fi
 done
-# The issue's targets are WER <= 0.15 clean and <= 0.25 noisy; they are NOT met yet (measured
-# about 0.34 clean and 0.28 noisy with the command grammar + domain n-gram LM: docs/VOICE.md).
-# Until they are, the asserted bounds guard against regressions, and the targets are printed
-# beside the measured figures. VOICE_WER_CLEAN_MAX=0.15 VOICE_WER_NOISY_MAX=0.25 assert the targets.
+# The issue's targets are WER <= 0.15 clean and <= 0.25 noisy, actions >= 0.90 on the clean set.
+# Measured (docs/VOICE.md; the audio is the same every run): WER 0.342 clean, 0.177 noisy;
+# actions 6/16 clean, 6/16 noisy.
+# The noisy WER target is met and asserted; the clean WER and action bounds are regression
+# guards just beyond the measured figures, with the targets printed beside them
+# (VOICE_WER_CLEAN_MAX=0.15 VOICE_ACT_MIN=0.90 assert the targets). Actions cannot reach 0.90
+# through the recogniser alone: the embedded model gets under half of these 16 commands right
+# from their exact words (7/16 when this was written; printed below as the ceiling), and
+# score.py splits the failures into turns heard wrongly and turns heard right, answered wrongly.
 WER_CLEAN_TARGET=0.15
 WER_NOISY_TARGET=0.25
-WER_CLEAN_MAX=${VOICE_WER_CLEAN_MAX:-0.45}
-WER_NOISY_MAX=${VOICE_WER_NOISY_MAX:-0.45}
-# Actions: the target is >= 0.90 exact-match on the clean set; NOT met yet (recognition errors
-# compound with the embedded model's own 65% held-out accuracy). Asserted: a regression guard.
+WER_CLEAN_MAX=${VOICE_WER_CLEAN_MAX:-0.36}
+WER_NOISY_MAX=${VOICE_WER_NOISY_MAX:-0.25}
 ACT_TARGET=0.90
-ACT_MIN=${VOICE_ACT_MIN:-0.10}
+ACT_MIN=${VOICE_ACT_MIN:-0.30}
+ACT_NOISY_MIN=${VOICE_ACT_NOISY_MIN:-0.30}
 
 /usr/bin/python3 tools/voice/make_test_audio.py --out "$T" --n 16 >/dev/null || bad "make_test_audio"
 "$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
 MODEL=assets/models/cabin-tiny.gguf
 if [ -f "$MODEL" ]; then have_model=1; else have_model=0; MODEL="$T/m.gguf"; fi
+if [ $have_model = 1 ]; then   # the model alone, given each command's exact words: the ceiling
+    ceiling=$("$CABIN" eval-assistant -m "$MODEL" -f "$T/ref.jsonl" 2>/dev/null | awk -F'|' '/%/ {gsub(/ /, "", $6); print $6; exit}')
+    echo "model alone on the exact words of the $(wc -l <"$T/ref.tsv") commands: actions ${ceiling:-?} (the ceiling for actions from speech)"
+fi
 
 # --- recognition (and actions) over the clean and the noisy set
 for set in clean noisy; do
@@ -46,14 +55,14 @@ for set in clean noisy; do
     [ $set = noisy ] && { max=$WER_NOISY_MAX; target=$WER_NOISY_TARGET; }
     awk "BEGIN{exit !($wer <= $max)}" && ok || bad "$set: WER $wer above $max"
     awk "BEGIN{exit !($wer <= $target)}" || echo "note: $set: WER $wer is above the target $target (not met yet)"
-    if [ $set = clean ]; then
-        if [ $have_model = 1 ]; then
-            acts=$(echo "$score" | awk '{print $6}')
-            awk -v a="$acts" "BEGIN{split(a,x,\"/\"); exit !(x[1] >= $ACT_MIN * x[2])}" && ok || bad "actions $acts below $ACT_MIN"
-            awk -v a="$acts" "BEGIN{split(a,x,\"/\"); exit !(x[1] >= $ACT_TARGET * x[2])}" || echo "note: clean: actions $acts are below the target $ACT_TARGET (not met yet)"
-        else
-            skip=$((skip + 1)); echo "skipped: action exact-match: assets/models/cabin-tiny.gguf is not built yet (random-weight model used for plumbing)"
-        fi
+    if [ $have_model = 1 ]; then
+        acts=$(echo "$score" | awk '{print $6}')
+        amin=$ACT_MIN
+        [ $set = noisy ] && amin=$ACT_NOISY_MIN
+        awk -v a="$acts" "BEGIN{split(a,x,\"/\"); exit !(x[1] >= $amin * x[2])}" && ok || bad "$set: actions $acts below $amin"
+        awk -v a="$acts" "BEGIN{split(a,x,\"/\"); exit !(x[1] >= $ACT_TARGET * x[2])}" || echo "note: $set: actions $acts are below the target $ACT_TARGET (not met yet)"
+    else
+        skip=$((skip + 1)); echo "skipped: $set action exact-match: assets/models/cabin-tiny.gguf is not built yet (random-weight model used for plumbing)"
     fi
 done
 
@@ -85,8 +94,17 @@ pcm.nullpcm { type null }
 EOC
 ALSA_CONFIG_PATH="$T/asound.conf" "$CABIN" audio devices >"$T/dev.out" 2>&1
 grep -q 'default in' "$T/dev.out" && ok || bad "audio devices: $(cat "$T/dev.out")"
-ALSA_CONFIG_PATH="$T/asound.conf" timeout 12 "$CABIN" voice -m "$T/m2.gguf" -n 4 --audio-in default --no-audio-out \
-    --hands-free </dev/null >"$T/pa.out" 2>&1
+# A live device never ends by itself: wait (up to 90 s: ASan on a loaded machine is slow) for the
+# first transcript, then stop it.
+ALSA_CONFIG_PATH="$T/asound.conf" "$CABIN" voice -m "$T/m2.gguf" -n 4 --audio-in default --no-audio-out \
+    --hands-free </dev/null >"$T/pa.out" 2>&1 &
+pa_pid=$!
+waited=0
+while [ $waited -lt 180 ] && kill -0 $pa_pid 2>/dev/null && ! grep -q '^you: ' "$T/pa.out"; do
+    sleep 0.5; waited=$((waited + 1))
+done
+sleep 0.5   # the reply's line after the transcript, when it comes quickly
+kill $pa_pid 2>/dev/null; wait $pa_pid 2>/dev/null || true
 want=$(head -n 1 "$T/ref.tsv" | cut -f 1)
 got=$(sed -n 's/^you: //p' "$T/pa.out" | head -n 1)
 [ -n "$got" ] && grep -q 'in: default' "$T/pa.out" && ok || bad "portaudio capture: nothing recognised: $(cat "$T/pa.out")"

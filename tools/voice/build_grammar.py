@@ -11,10 +11,19 @@ of a command, weighted low. Out-of-scope requests are in the grammar as well (so
 joke" is heard as such); phrasing the generator never makes is left to the n-gram LM, which
 runs beside the grammar (audio/asr.c decides which result to use).
 
-usage: build_grammar.py [--out assets/asr/cabin.gram] [--words]   (--words: print the vocabulary)
+Alternatives are weighted (JSGF /w/) by how often the corpus uses them: a command frame gets
+its intent's share of the generator's sentences, spread evenly over that intent's phrasings
+(training and held-out phrasings alike: the held-out ones are product phrasings too); the
+optional prefix and suffix get the generator's rates. audio/asr.c scales the weights by the
+language weight, so they count against the acoustic scores as an n-gram LM's would.
+
+usage: build_grammar.py [--out assets/asr/cabin.gram] [--words] [--uniform]
+  (--words: print the vocabulary; --uniform: no weights, every alternative alike)
 """
 import argparse
+import collections
 import os
+import random
 import re
 import sys
 
@@ -24,8 +33,16 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "voice"))
 import gen_corpus as g  # noqa: E402
 from build_lm import normalise, num_words  # noqa: E402
 
+for _k in getattr(g, "AUGMENT", {}):   # the model's training-only augmentation: not speech
+    g.AUGMENT[_k] = 0
+
 HESITATIONS = ["uh", "um", "er", "like"]
 HESITATION_WEIGHT = 0.0    # share of word gaps given to an optional hesitation (0: none)
+# Rates of the optional parts around a command, as gen_corpus.add_noise and gen_climate_adjust
+# make them (a prefix before ~40% of commands, a suffix after 20%; "the driver says" and an
+# explicit zone after an adjustment are rare).
+P_PREFIX, P_SUFFIX, P_SAYS, P_ZONE_SUFFIX = 0.40, 0.20, 0.02, 0.03
+SIM_SENTENCES = 40000      # sentences simulated to count how often each frame list is used
 
 
 def alts(items):
@@ -119,7 +136,11 @@ NOT_FRAMES = {"ONES", "TENS", "TEMPS_ALL", "TEMPS_HELD", "TEMPS_TRAIN", "TEMPS_T
               "VOL_HELD", "VOL_TRAIN", "WIN_HELD", "WIN_TRAIN", "CONTACTS_TRAIN", "CONTACTS_HELD",
               "PLACES_TRAIN", "PLACES_HELD", "STREETS_TRAIN", "STREETS_HELD", "HOUSE_NUMS_TRAIN",
               "HOUSE_NUMS_HELD", "REFUSALS", "TEMP_UNIT", "COUNTRIES", "TOPICS", "CITIES",
-              "LANGS", "PREFIXES", "POLITE_PREFIXES", "SUFFIXES", "ZONE_SUFFIX", "GENERATORS"}
+              "LANGS", "PREFIXES", "POLITE_PREFIXES", "SUFFIXES", "ZONE_SUFFIX", "GENERATORS",
+              # training-only augmentation of the model's corpus (pseudo-word names, paraphrases):
+              # not phrasings a driver uses, so not in the grammar
+              "PSEUDO_ONSETS", "PSEUDO_VOWELS", "PSEUDO_CODAS", "TITLES", "PLACE_NOUNS",
+              "STREET_TYPES", "PHRASE_GROUPS", "PHRASE_ONE_WAY", "NEUTRAL_FILLERS"}
 
 
 def check_complete():
@@ -148,39 +169,99 @@ def with_hesitations(tokens):
     return (" <gap> " if HESITATION_WEIGHT > 0 else " ").join(tokens)
 
 
-def build():
+def list_usage():
+    """How many of SIM_SENTENCES generated sentences drew a frame from each list (by id):
+    gen_corpus.pick counted while dialogues of both splits are generated."""
+    counts = collections.Counter()
+    real_pick = g.pick
+
+    def counting_pick(rng, items, split):
+        counts[id(items)] += 1
+        return real_pick(rng, items, split)
+    g.pick = counting_pick
+    try:
+        rng = random.Random(1234)
+        n = 0
+        while n < SIM_SENTENCES:
+            d = g.gen_dialogue(rng, g.HELDOUT if n % 4 == 3 else g.TRAIN)
+            n += len(d["turns"])
+    finally:
+        g.pick = real_pick
+    return counts, n
+
+
+def jsgf_weight(w, top):
+    """A weight as sphinxbase's JSGF reader takes it (digits and a point, no exponent),
+    relative to the largest of its alternatives (the reader normalises each alternative)."""
+    return "/%.4f/" % max(100.0 * w / top, 0.0001)
+
+
+def weighted(items):
+    """A JSGF alternative over (phrase, weight) pairs; equal phrases add their weights."""
+    acc = collections.OrderedDict()
+    for it, w in items:
+        acc[it] = acc.get(it, 0.0) + w
+    if len(acc) == 1:
+        return next(iter(acc))
+    top = max(acc.values())
+    return "(" + " | ".join("%s %s" % (jsgf_weight(w, top), it) for it, w in acc.items()) + ")"
+
+
+def optional(rule, p):
+    """[rule] taken with probability p (JSGF's [..] gives 1/2 either way)."""
+    return "(/%.4f/ <NULL> | /%.4f/ %s)" % (1 - p, p, rule)
+
+
+def build(uniform=False):
     check_complete()
     rules = slot_rules()
     rules["temp_or_vol"] = alts(["<temp>", "<vol>"])
-    bodies = []
+    usage, n_sim = list_usage()
+    bodies = []   # (tokens, weight)
+
+    def add_list(items, slots):
+        # the list's share of sentences, spread evenly over its phrasings; a list the
+        # simulation never drew (only in follow-ups it did not reach) counts as drawn once
+        w = max(usage.get(id(items), 0), 1) / n_sim / len(items)
+        for frame in items:
+            bodies.append((frame_to_jsgf(frame, slots), w))
     for name, slots in FRAMES:
-        for frame in getattr(g, name):
-            bodies.append(frame_to_jsgf(frame, slots))
+        add_list(getattr(g, name), slots)
     for f in g.MEDIA.values():
-        bodies += [frame_to_jsgf(t, {}) for t in f[0]]
+        add_list(f[0], {})
     for f in g.STATUS.values():
-        bodies += [frame_to_jsgf(t, {}) for t in f]
+        add_list(f, {})
     # climate adjustments: an explicit zone after, "the driver says ..." before statements
     zone_suffix = alts(["(" + " ".join(frame_to_jsgf(z, {"z": "zone"})) + ")" for z in g.ZONE_SUFFIX])
     says = alts(["the driver says", "my passenger says", "the kids in the back say"])
-    seen, body_alts = set(), []
-    for b in bodies:
-        key = " ".join(b)
-        if key not in seen:
-            seen.add(key)
-            body_alts.append(with_hesitations(b))
+    body_w = collections.OrderedDict()
+    for b, w in bodies:
+        key = with_hesitations(b)
+        body_w[key] = body_w.get(key, 0.0) + w
     rules["says"] = says
     rules["zone_suffix"] = zone_suffix
-    pre = alts([p.strip() for p in g.PREFIXES + g.POLITE_PREFIXES])
-    suf = alts([s.strip() for s in g.SUFFIXES])
+    pre_items = [p.strip() for p in g.PREFIXES + g.POLITE_PREFIXES]
+    suf_items = [s.strip() for s in g.SUFFIXES]
     hes = alts(HESITATIONS)
     w_no = 1.0 - HESITATION_WEIGHT
+    if uniform:
+        pre, suf = alts(pre_items), alts(suf_items)
+        top = "[<pre>] [<says>] <body> [<zone_suffix>] [<suf>]"
+        body = "\n    | ".join(body_w)
+    else:
+        pre = weighted([(normalise(p), 1.0) for p in pre_items])
+        suf = weighted([(normalise(p), 1.0) for p in suf_items])
+        top = " ".join([optional("<pre>", P_PREFIX), optional("<says>", P_SAYS), "<body>",
+                        optional("<zone_suffix>", P_ZONE_SUFFIX), optional("<suf>", P_SUFFIX)])
+        top_w = max(body_w.values())
+        body = "\n    | ".join("%s %s" % (jsgf_weight(w, top_w), b) for b, w in body_w.items())
+    body_alts = list(body_w)
     lines = ["#JSGF V1.0;", "", "// Generated by tools/voice/build_grammar.py from tools/corpus/gen_corpus.py;",
              "// do not edit by hand.", "grammar cabin;", "",
-             "public <command> = [<pre>] [<says>] <body> [<zone_suffix>] [<suf>];",
+             "public <command> = %s;" % top,
              "<pre> = %s;" % pre, "<suf> = %s;" % suf,
              "<gap> = /%.3f/ <NULL> | /%.3f/ %s;" % (w_no, HESITATION_WEIGHT, hes) if HESITATION_WEIGHT > 0 else "",
-             "<body> = %s;" % ("\n    | ".join(body_alts))]
+             "<body> = %s;" % body]
     for k, v in rules.items():
         lines.append("<%s> = %s;" % (k, v))
     text = "\n".join(lines) + "\n"
@@ -197,8 +278,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "assets", "asr", "cabin.gram"))
     ap.add_argument("--words", action="store_true", help="print the grammar's words and exit")
+    ap.add_argument("--uniform", action="store_true", help="no weights: every alternative alike")
     a = ap.parse_args()
-    text, n = build()
+    text, n = build(a.uniform)
     if a.words:
         print("\n".join(vocabulary(text)))
         return

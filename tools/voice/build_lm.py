@@ -42,15 +42,26 @@ def num_words(n):
     return " ".join(ONES[int(d)] for d in str(n))
 
 
-def normalise(text):
-    """What a recogniser would output for text: words only, numbers spelled."""
+# Spellings of one spoken form: a recogniser cannot tell them apart, so it writes (and the
+# references are written in) one of them.
+SPELLINGS = {"ok": "okay"}
+PHRASE_SPELLINGS = [("a c", "ac")]
+
+
+def normalise(text, canonical=True):
+    """What a recogniser would output for text: words only, numbers spelled, one spelling per
+    spoken form ("ok" and "okay" are both "okay"; canonical=False keeps the text's own, for a
+    synthesizer that says "a c" and "ac" differently)."""
     t = text.lower()
     t = re.sub(r"(\d+)\.(\d)", lambda m: m.group(1) + " point " + m.group(2), t)
     t = re.sub(r"(\d+)%", r"\1 percent", t)
     t = re.sub(r"\d+", lambda m: " " + num_words(int(m.group(0))) + " ", t)
     t = re.sub(r"[^a-z' ]+", " ", t)
     words = [w.strip("'") for w in t.split()]
-    return " ".join(w for w in words if w)
+    t = " ".join(SPELLINGS.get(w, w) if canonical else w for w in words if w)
+    for a, b in PHRASE_SPELLINGS if canonical else []:
+        t = re.sub(r"\b%s\b" % a, b, t)
+    return t
 
 
 def load_dict(path):
@@ -84,6 +95,10 @@ def espeak_phones(word):
                              text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+    return ipa_to_phones(ipa)
+
+
+def ipa_to_phones(ipa):
     ipa = re.sub("[ˈˌ_‿ \n-]", "", ipa)
     out, i = [], 0
     while i < len(ipa):
@@ -113,20 +128,54 @@ def pronounce_missing(word, pron):
 # Abbreviations a synthesizer (and a person) reads as a word: an extra pronunciation each.
 ABBREVIATIONS = {"dr": "doctor"}
 
+# The noise dictionary (cabin.filler): the acoustic model's silence and noise words, and
+# hesitations as fillers. A filler may sit between any two words of either search (the grammar
+# gets a self-loop of each at every state), so "stop um um the song" needs no frame of its own;
+# audio/asr.c writes ++UM++ back as "um".
+NOISE_WORDS = [("<s>", "SIL"), ("</s>", "SIL"), ("<sil>", "SIL"), ("[NOISE]", "+NSN+"), ("[SPEECH]", "+SPN+")]
+HESITATION_FILLERS = [("++UM++", "AH M"), ("++UH++", "AH"), ("++ER++", "ER"), ("++HMM++", "HH M")]
 
-def corpus_sentences(n_dialogues, seed):
-    train = os.path.join(ROOT, "build", "corpus", "train.jsonl")
+
+def espeak_batch(words, voice="en-us"):
+    """espeak-ng's letter-to-sound for many words at once ({word: phones}); words whose IPA
+    does not map are left out."""
+    out = {}
+    try:
+        ipa = subprocess.run(["espeak-ng", "-q", "--ipa", "-v", voice], input="".join(w + ".\n" for w in words),
+                             capture_output=True, text=True, timeout=120).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return out
+    ipa = [line for line in ipa if line.strip()]
+    if len(ipa) != len(words):   # lines out of step: one word at a time
+        return {w: p for w in words for p in [espeak_phones(w)] if p}
+    for w, line in zip(words, ipa):
+        p = ipa_to_phones(line)
+        if p:
+            out[w] = p
+    return out
+
+
+def generator():
+    """tools/corpus/gen_corpus.py with its training-only augmentation (pseudo-word names,
+    paraphrased frames: material for the model, not what drivers say) switched off."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
+    import gen_corpus as g
+    for k in getattr(g, "AUGMENT", {}):
+        g.AUGMENT[k] = 0
+    return g
+
+
+def corpus_sentences(n_dialogues, seed, corpus=None):
     out = []
-    if os.path.exists(train):
-        with open(train) as f:
+    g = generator()
+    if corpus:
+        with open(corpus) as f:
             for i, line in enumerate(f):
                 if i >= n_dialogues:
                     break
                 out += [t["user"] for t in json.loads(line)["turns"]]
-        src = train
+        src = corpus
     else:
-        sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
-        import gen_corpus as g
         rng = random.Random(seed)
         for i in range(n_dialogues):
             split = g.HELDOUT if i % 4 == 3 else g.TRAIN
@@ -134,8 +183,6 @@ def corpus_sentences(n_dialogues, seed):
         src = "tools/corpus/gen_corpus.py (seed %d)" % seed
     # Held-out phrasings are always added from the generator: they are the product's phrasings
     # too, and a recogniser that cannot hear them is no use.
-    sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
-    import gen_corpus as g
     rng = random.Random(seed + 7)
     for _ in range(n_dialogues // 4):
         out += [t["user"] for t in g.gen_dialogue(rng, g.HELDOUT)["turns"]]
@@ -247,8 +294,11 @@ def main():
     ap.add_argument("--seed", type=int, default=4711)
     ap.add_argument("--order", type=int, default=3)
     ap.add_argument("--prune", type=int, default=2, help="keep top-order n-grams seen at least this often")
+    ap.add_argument("--corpus", help="user turns from this JSONL instead of the generator")
+    ap.add_argument("--espeak-alts", type=int, default=1,
+                    help="1: add espeak-ng's pronunciation of each word where cmudict's differ")
     a = ap.parse_args()
-    raw, src = corpus_sentences(a.dialogues, a.seed)
+    raw, src = corpus_sentences(a.dialogues, a.seed, a.corpus)
     pron = load_dict(CMUDICT)
     added = []
     import build_grammar
@@ -280,11 +330,21 @@ def main():
     unpronounced = [w for w in words if w not in pron]
     if unpronounced:
         sys.exit("build_lm: no pronunciation for %s" % " ".join(unpronounced))
+    n_alts = 0
+    if a.espeak_alts:
+        for w, p in espeak_batch(words).items():
+            if p not in pron[w]:
+                pron[w] = pron[w] + [p]
+                n_alts += 1
     with open(os.path.join(a.out_dir, "cabin.dict"), "w") as f:
         for w in words:
             for i, p in enumerate(pron[w]):
                 f.write("%s %s\n" % (w if i == 0 else "%s(%d)" % (w, i + 1), p))
+    with open(os.path.join(a.out_dir, "cabin.filler"), "w") as f:
+        for w, p in NOISE_WORDS + HESITATION_FILLERS:
+            f.write("%s %s\n" % (w, p))
     print("build_lm: pronounced from letters or parts: %s" % " ".join(added))
+    print("build_lm: %d espeak-ng pronunciations added beside cmudict's" % n_alts)
     print("build_lm: %d sentences from %s (%d dropped for %d words not in cmudict: %s); %d words; "
           "%s n-grams -> %s/cabin.lm, cabin.dict" % (
               len(sents), src, dropped, len(missing), " ".join(w for w, _ in missing.most_common(8)),

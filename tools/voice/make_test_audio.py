@@ -4,10 +4,18 @@ voices and speeds), one WAV of all turns with pauses between them, the same mixe
 noise (brown noise + 50/100 Hz hum) at a given SNR with sox, and a reference file.
 
 Commands are the first turns of assets/eval/heldout.jsonl (a first turn needs no context) whose
-action is not `none`. Reference words are normalised as the recogniser writes (build_lm.py).
+action is not `none`. Reference words are normalised as the recogniser writes (build_lm.py:
+numbers spelled, one spelling per spoken form, "ok" -> "okay"); espeak-ng speaks the text's
+own words.
 
-usage: make_test_audio.py --out DIR [--n 16] [--snr 10]
-out: DIR/clean.wav, DIR/noisy.wav (16 kHz mono), DIR/ref.tsv (words<TAB>action per turn)
+usage: make_test_audio.py --out DIR [--n 16] [--snr 10] [--skip K]
+out: DIR/clean.wav, DIR/noisy.wav (16 kHz mono), DIR/ref.tsv (words<TAB>action per turn),
+DIR/ref.jsonl and DIR/typed.jsonl (the same turns as one-turn dialogues, the words as a perfect
+recogniser would give them / as typed: `cabin eval-assistant -f` gives the model's own accuracy
+on them, the ceiling for actions from speech).
+--skip K leaves out the first K commands: `--skip 16 --n 48` is a development set disjoint from
+the test set (tests/voice.sh uses the first 16), to tune the recogniser on without tuning it to
+the test.
 """
 import argparse
 import json
@@ -38,9 +46,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--snr", type=float, default=10.0)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first K commands")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    picked = []
+    picked, skipped = [], 0
     with open(os.path.join(ROOT, "assets", "eval", "heldout.jsonl")) as f:
         for line in f:
             t = json.loads(line)["turns"][0]
@@ -48,40 +57,50 @@ def main():
             if not act or act.group(1) == "none":
                 continue
             words = normalise(t["user"])
+            spoken = normalise(t["user"], canonical=False)   # as typed: "a c" is not "ac" to espeak-ng
             if 2 <= len(words.split()) <= 9:
-                picked.append((words, act.group(1)))
+                if skipped < a.skip:
+                    skipped += 1
+                    continue
+                picked.append((words, act.group(1), t, spoken))
             if len(picked) == a.n:
                 break
     parts = []
     sil = os.path.join(a.out, "sil.wav")
-    sh("sox", "-n", "-r", "16000", "-c", "1", "-b", "16", sil, "trim", "0", "0.9")
+    sh("sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", sil, "trim", "0", "0.9")
     parts.append(sil)
-    for i, (words, _) in enumerate(picked):
+    for i, (_, _, _, spoken) in enumerate(picked):
         voice, wpm = VOICES[i % len(VOICES)]
         raw = os.path.join(a.out, "u%02d_raw.wav" % i)
         u = os.path.join(a.out, "u%02d.wav" % i)
-        sh("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, words)
-        sh("sox", raw, "-r", "16000", "-c", "1", "-b", "16", u)
+        sh("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, spoken)
+        sh("sox", "-R", raw, "-r", "16000", "-c", "1", "-b", "16", u)
         os.remove(raw)
         parts += [u, sil]
     clean = os.path.join(a.out, "clean.wav")
-    sh("sox", *parts, clean)
+    sh("sox", "-R", *parts, clean)
     # noise: brown noise plus engine hum, scaled to SNR against the speech's RMS
     dur = float(subprocess.run(["soxi", "-D", clean], capture_output=True, text=True).stdout)
     noise = os.path.join(a.out, "noise.wav")
-    # -R: sox's repeatable mode (fixed random seed), so the noisy set is the same every run
+    # -R (every sox call here): sox's repeatable mode (a fixed seed for its noise and for the
+    # dither of each conversion), so both sets are the same audio every run
     sh("sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", noise, "synth", "%.2f" % dur, "brownnoise",
        "synth", "%.2f" % dur, "sine", "mix", "50", "synth", "%.2f" % dur, "sine", "mix", "100", "vol", "0.5")
     speech_rms = sum(rms(os.path.join(a.out, "u%02d.wav" % i)) for i in range(len(picked))) / len(picked)
     gain = speech_rms / (rms(noise) * 10 ** (a.snr / 20))
     scaled = os.path.join(a.out, "noise_s.wav")
-    sh("sox", "-v", "%.5f" % gain, noise, scaled)
-    sh("sox", "-m", clean, scaled, os.path.join(a.out, "noisy.wav"))
+    sh("sox", "-R", "-v", "%.5f" % gain, noise, scaled)
+    sh("sox", "-R", "-m", clean, scaled, os.path.join(a.out, "noisy.wav"))
     for p in [noise, scaled, sil] + [os.path.join(a.out, "u%02d.wav" % i) for i in range(len(picked))]:
         os.remove(p)
     with open(os.path.join(a.out, "ref.tsv"), "w") as f:
-        for words, act in picked:
+        for words, act, _, _ in picked:
             f.write("%s\t%s\n" % (words, act))
+    for name, spoken in (("ref.jsonl", True), ("typed.jsonl", False)):
+        with open(os.path.join(a.out, name), "w") as f:
+            for words, _, t, _ in picked:
+                turn = {"user": words if spoken else t["user"], "reply": t["reply"]}
+                f.write(json.dumps({"turns": [turn]}) + "\n")
     print("make_test_audio: %d turns, %.1f s, noise at %.0f dB SNR -> %s" % (len(picked), dur, a.snr, a.out))
 
 
