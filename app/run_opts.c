@@ -24,7 +24,9 @@ const char *const RUN_OPTS_HELP =
     "  --kv-policy P        when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
     "                       (keep N slots and go on; cpu backend)\n"
     "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n"
-    "  --ignore-eos         keep generating past end-of-generation tokens (benchmarks)\n";
+    "  --ignore-eos         keep generating past end-of-generation tokens (benchmarks)\n"
+    "  --mmap               cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
+    "                       less anonymous memory, slower decode)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
@@ -54,6 +56,7 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_str(a, "--kv-policy", NULL, &r->s.kv_policy)) return true;
     if (arg_int(a, "--kv-recent", NULL, &r->s.kv_recent)) return true;
     if (arg_flag(a, "--ignore-eos", NULL)) { r->s.ignore_eog = true; return true; }
+    if (arg_flag(a, "--mmap", NULL)) { r->s.mmap_weights = true; return true; }
     return false;
 }
 

@@ -4,9 +4,12 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 const char *model_arch_name(enum model_arch a) { return a == ARCH_QWEN2 ? "qwen2" : "llama"; }
 
@@ -185,9 +188,88 @@ static void free_owned(tensor *t, void *ud) {
     t->owned = NULL;
 }
 
+// One weight to copy out of the file's mapping.
+typedef struct copy_item { tensor *t; const uint8_t *src; uint8_t *dst; size_t n; } copy_item;
+typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; } copy_list;
+typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_job;
+
+#define COPY_ALIGN 64   // bytes: each tensor starts on a cache line
+
+static void collect_copy(tensor *t, void *ud) {
+    copy_list *l = ud;
+    if (!t->data || t->data != t->src_data) return;   // converted (or absent): not read from the file
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->items = xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
+    }
+    l->items[l->n++] = (copy_item){ t, t->src_data, NULL, t->n_bytes };
+    l->total += (t->n_bytes + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN;
+}
+
+// The whole pages of [p, p+n) in the file's mapping are no longer read: drop them from this
+// process right away, so the resident set never holds a tensor twice (the page cache keeps the
+// file while memory allows; a later read would fault the pages back).
+static void drop_pages(const void *p, size_t n) {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + n) / pg * pg;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+// Thread ith of nth copies the ith slice of every weight: the kernel's zeroing of the new pages
+// and the page-cache reads, most of the time here, are shared out evenly.
+static void *copy_worker(void *arg) {
+    const copy_job *j = arg;
+    for (int i = 0; i < j->l->n; i++) {
+        const copy_item *it = &j->l->items[i];
+        size_t per = (it->n + (size_t)j->nth - 1) / (size_t)j->nth;
+        size_t a = per * (size_t)j->ith, b = a + per < it->n ? a + per : it->n;
+        if (a >= b) continue;
+        memcpy(it->dst + a, it->src + a, b - a);
+        if (j->drop) drop_pages(it->src + a, b - a);
+    }
+    return NULL;
+}
+
+uint64_t model_copy_weights(model *m, int n_threads) {
+    if (m->weights_copy) return 0;
+    copy_list l = { 0 };
+    model_for_each_tensor(m, collect_copy, &l);
+    if (l.n == 0) return 0;
+    uint8_t *dst = xmalloc_large(l.total);
+    uint64_t off = 0;
+    for (int i = 0; i < l.n; i++) {
+        l.items[i].dst = dst + off;
+        off += (l.items[i].n + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN;
+    }
+    if (n_threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = nc > 0 ? (int)nc : 1;
+    }
+    if (n_threads > 64) n_threads = 64;
+    copy_job jobs[64];
+    pthread_t th[64];
+    for (int i = 0; i < n_threads; i++) {
+        jobs[i] = (copy_job){ &l, i, n_threads, m->file.mapped };
+        if (i > 0 && pthread_create(&th[i], NULL, copy_worker, &jobs[i]) != 0) {
+            copy_worker(&jobs[i]);   // no thread: do it here
+            th[i] = 0;
+        }
+    }
+    copy_worker(&jobs[0]);
+    for (int i = 1; i < n_threads; i++)
+        if (th[i]) pthread_join(th[i], NULL);
+    for (int i = 0; i < l.n; i++) l.items[i].t->data = l.items[i].t->src_data = l.items[i].dst;
+    if (m->hp.tied_output) m->output = m->tok_embd;
+    m->weights_copy = dst;
+    m->weights_copy_bytes = l.total;
+    free(l.items);
+    return l.total;
+}
+
 void model_free(model *m) {
     if (!m) return;
     if (m->layers) model_for_each_tensor(m, free_owned, NULL);
+    free(m->weights_copy);
     free(m->layers);
     tokenizer_free(m->tok);
     free(m->chat_template);

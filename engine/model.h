@@ -53,6 +53,8 @@ typedef struct model {
     tensor output;             // (n_vocab, dim); aliases tok_embd when tied
     layer_weights *layers;
     uint64_t weight_bytes;     // bytes of all weight tensors as loaded
+    uint8_t *weights_copy;     // model_copy_weights: the file's weights in anonymous memory
+    uint64_t weights_copy_bytes;
 } model;
 
 int model_load(model **out, const char *path, errbuf *err);
@@ -60,6 +62,13 @@ void model_free(model *m);
 const char *model_arch_name(enum model_arch a);
 // Calls fn for every weight tensor (matrices and vectors; output once even when tied).
 void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
+// Copies every weight still read from the mapped file (data == src_data) into one block of
+// anonymous memory advised for 2 MiB pages and points data and src_data there, then lets go of
+// the file's pages in this mapping. Decode reads every weight once per token; from 4 KiB
+// page-cache pages it reaches about half the memory bandwidth on this class of machine, from
+// 2 MiB pages about two thirds (docs/PERF.md). n_threads copy (0: all cores). Returns the
+// bytes copied.
+uint64_t model_copy_weights(model *m, int n_threads);
 // ---- precision plans (engine/precision.h) ----
 // The tensor a plan names: layer matrices by (layer, kind); TK_TOKEN_EMBD / TK_OUTPUT with any
 // layer (a tied model's output is its token embedding).

@@ -27,6 +27,8 @@ typedef struct session_opts {
     const char *kv_format;       // NULL or "f16": F16; "f32", "q8", "q4" (docs/KV.md)
     const char *kv_policy;       // NULL or "none"; "window:N", "h2o:N", "entropy:N"
     int kv_recent;               // slots kept F16 by the quantized formats (0: 32)
+    bool mmap_weights;           // cpu: read weights from the mapped file instead of a copy in
+                                 // 2 MiB pages (model_copy_weights)
 } session_opts;
 
 session_opts session_opts_default(void);

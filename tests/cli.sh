@@ -49,6 +49,8 @@ expect_rc 0 "generate --ids" -- "$CABIN" generate -m "$T/m.gguf" -p "eta" -n 8 -
 cp "$T/out" "$T/greedy1"
 "$CABIN" generate -m "$T/m.gguf" -p "eta" -n 8 --temp 0 --ids --ignore-eos -t 1 >"$T/greedy2" 2>/dev/null
 cmp -s "$T/greedy1" "$T/greedy2" && ok || bad "greedy ids do not depend on threads"
+"$CABIN" generate -m "$T/m.gguf" -p "eta" -n 8 --temp 0 --ids --ignore-eos --mmap >"$T/greedy3" 2>/dev/null
+cmp -s "$T/greedy1" "$T/greedy3" && ok || bad "--mmap (weights read from the file) gives the same ids as the copy"
 "$CABIN" generate -m "$T/m.gguf" -p "eta" -n 16 --seed 9 --temp 1 --ids --ignore-eos >"$T/s1" 2>/dev/null
 "$CABIN" generate -m "$T/m.gguf" -p "eta" -n 16 --seed 9 --temp 1 --ids --ignore-eos >"$T/s2" 2>/dev/null
 cmp -s "$T/s1" "$T/s2" && ok || bad "same seed, same tokens"

@@ -169,6 +169,66 @@ static bool record_cb(void *ud, int32_t tok, const char *piece, int len) {
     return true;
 }
 
+// model_copy_weights: the copy holds the file's bytes, nothing points into the mapping any more,
+// the logits are bit-identical to reading the mapped file, and plans convert from the copy.
+typedef struct in_map_ctx { const uint8_t *lo, *hi; int n_in; } in_map_ctx;
+static void count_in_map(tensor *t, void *ud) {
+    in_map_ctx *c = ud;
+    const uint8_t *p = t->data;
+    if (p >= c->lo && p < c->hi) c->n_in++;
+}
+
+static void test_weights_copy(const char *arch, uint32_t type, uint64_t seed) {
+    const char *path = gen(arch, type, 96, 3, 1, 160, seed);
+    if (!path) return;
+    model *a = NULL, *b = NULL;
+    errbuf err = {{0}};
+    if (model_load(&a, path, &err) || model_load(&b, path, &err)) { CHECK(0, "%s", err.msg); goto out; }
+    uint64_t copied = model_copy_weights(b, 2);
+    in_map_ctx im = { b->file.base, b->file.base + b->file.size, 0 };
+    model_for_each_tensor(b, count_in_map, &im);
+    CHECK(copied >= a->weight_bytes / 2 && im.n_in == 0 && b->output.data == (b->hp.tied_output ? b->tok_embd.data : b->output.data),
+          "%s %s: %llu bytes copied, %d tensors still read from the mapping", arch, wtype_name(type),
+          (unsigned long long)copied, im.n_in);
+    CHECK(model_copy_weights(b, 2) == 0, "a second copy is a no-op");
+    int same = 1;
+    for (int l = 0; l < a->hp.n_layer; l++)
+        for (int k = 0; k < TK_LAYER_KINDS; k++) {
+            tensor *x = model_tensor_by_kind(a, l, k), *y = model_tensor_by_kind(b, l, k);
+            if (x && y && (x->n_bytes != y->n_bytes || memcmp(x->data, y->data, x->n_bytes) != 0)) same = 0;
+        }
+    CHECK(same && memcmp(a->tok_embd.data, b->tok_embd.data, a->tok_embd.n_bytes) == 0, "%s %s: copied bytes equal the file's",
+          arch, wtype_name(type));
+    int nv = a->hp.n_vocab, n = 7;
+    int32_t toks[7];
+    for (int i = 0; i < n; i++) toks[i] = (int32_t)((seed * 17 + (uint64_t)i * 53) % (uint64_t)nv);
+    float *la = xmalloc((size_t)nv * n * sizeof(float)), *lb = xmalloc((size_t)nv * n * sizeof(float));
+    runner r;
+    int rc = runner_open(&r, a, "auto", 2, KV_F16, 32, n, &err) || model_forward(&r.fc, &r.kv, toks, n, true, la, &err);
+    runner_close(&r);
+    rc = rc || runner_open(&r, b, "auto", 2, KV_F16, 32, n, &err) || model_forward(&r.fc, &r.kv, toks, n, true, lb, &err);
+    runner_close(&r);
+    CHECK(!rc && memcmp(la, lb, (size_t)nv * n * sizeof(float)) == 0, "%s %s: logits from the copy equal the mapped file's %s",
+          arch, wtype_name(type), rc ? err.msg : "");
+    // a plan converts from the copy, and "keep" returns to it
+    precision_plan p;
+    plan_init(&p);
+    p.default_type = type == WT_Q8_0 ? WT_Q4_0 : WT_Q8_0;
+    rc = model_apply_plan(b, &p, NULL, &err);
+    tensor *w = model_tensor_by_kind(b, 0, TK_ATTN_Q);
+    CHECK(!rc && w->type == p.default_type, "plan on a copied model: %s", rc ? err.msg : wtype_name(w->type));
+    plan_init(&p);
+    rc = model_apply_plan(b, &p, NULL, &err);
+    w = model_tensor_by_kind(b, 0, TK_ATTN_Q);
+    CHECK(!rc && w->data == w->src_data && w->type == type && (const uint8_t *)w->data >= b->weights_copy &&
+          (const uint8_t *)w->data < b->weights_copy + b->weights_copy_bytes, "back to the file's precision reads the copy");
+    free(la); free(lb);
+out:
+    model_free(a);
+    model_free(b);
+    unlink(path);
+}
+
 static void test_session(void) {
     const char *path = gen("llama", WT_Q4_0, 64, 4, 2, 192, 5);
     if (!path) return;
@@ -238,6 +298,9 @@ int main(void) {
         fast_vs_scalar("llama", types[i], seed + i);
         fast_vs_scalar("qwen2", types[i], seed + 10 + i);
     }
+    test_weights_copy("llama", WT_Q4_0, seed + 20);
+    test_weights_copy("qwen2", WT_F16, seed + 21);
+    test_weights_copy("llama", WT_Q8_0, seed + 22);
     test_sampler();
     test_templates();
     test_session();

@@ -127,6 +127,8 @@ static int measure_one(measurer *m, const plan_key *k, const session_opts *so, d
     o.kv_format = NULL;           // weights alone: the KV cache stays f16
     o.kv_policy = NULL;
     o.system_prompt = NULL;
+    o.mmap_weights = true;        // share the file's pages: no second copy of the weights for a
+                                  // short background job whose speed does not matter
     session *s = session_open(&o, err);
     if (!s) return -1;
     int32_t *ids = NULL;
