@@ -1,25 +1,7 @@
 #!/bin/sh
 # End-to-end checks of the cabin command line: every command's --help, the commands on a
 # generated model, and one clear line (no crash) for bad input.
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
-# expect_rc RC DESCRIPTION -- command...: runs it, checks the exit status, keeps output in $T/out
-expect_rc() {
-    want=$1; what=$2; shift 3
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; cat "$T/err" | head -5; fi
-}
-# one_line_error: stderr is exactly one line, mentions $1, and the process did not crash (rc < 128)
-one_line_error() {
-    lines=$(wc -l <"$T/err")
-    if [ "$lines" = 1 ] && grep -q -- "$1" "$T/err" && [ "$rc" -lt 128 ] && [ "$rc" -ne 0 ]; then ok
-    else bad "error for $2 should be one line naming '$1' (rc $rc):"; cat "$T/err"; fi
-}
+TAG=cli; . "$(dirname "$0")/lib.sh"
 
 expect_rc 0 "cabin help" -- "$CABIN" help
 grep -q "generate" "$T/out" && ok || bad "help lists commands"
@@ -101,5 +83,4 @@ one_line_error "warp" "an unknown backend"
 expect_rc 1 "bad template" -- "$CABIN" chat -m "$T/m.gguf" --template nope </dev/null
 one_line_error "nope" "an unknown template"
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+test_finish

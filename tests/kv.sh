@@ -2,25 +2,7 @@
 # KV cache from the command line (docs/KV.md): `cabin info --kv` sizes, `cabin bench --kv --depth`,
 # a generation far past the context under an eviction policy with a q4 cache, and one clear line
 # for bad --kv / --kv-policy values.
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-kv-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# expect_rc RC DESCRIPTION -- command...: runs it, checks the exit status, keeps output in $T/out, $T/err
-expect_rc() {
-    want=$1; what=$2; shift 3
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; head -5 "$T/err"; fi
-}
-# one_line_error TEXT DESCRIPTION: stderr is one line naming TEXT, nonzero exit, no crash
-one_line_error() {
-    lines=$(wc -l <"$T/err")
-    if [ "$lines" = 1 ] && grep -q -- "$1" "$T/err" && [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then ok
-    else bad "error for $2 should be one line naming '$1' (rc $rc):"; cat "$T/err"; fi
-}
+TAG=kv; . "$(dirname "$0")/lib.sh"
 
 # the llama-1b attention shape (8 kv heads of 64: kv_dim 512), 2 small layers, context 4096
 expect_rc 0 "make-model" -- "$CABIN" make-model -o "$T/m.gguf" --dim 512 --layers 2 --heads 8 --kv-heads 8 \
@@ -68,5 +50,4 @@ one_line_error "depth" "bench --depth -3"
 "$CABIN" info --kv "$T/nonexistent.gguf" >"$T/out" 2>"$T/err"; rc=$?
 one_line_error "nonexistent" "info --kv on a missing file"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_finish

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs every test binary and every tests/*.sh script; each prints a closing line
-# "N passed, N failed[, N skipped]". Prints the totals the same way and fails if any failed.
+# Runs every test binary and every tests/*.sh script (tests/lib.sh is their shared start); each
+# prints a closing line "N passed, N failed[, N skipped]". Prints the totals the same way and
+# fails if any failed.
 BUILD=${1:-build}
 export CABIN_BIN="$BUILD/cabin"
 total_p=0; total_f=0; total_s=0; bad=""
@@ -28,6 +29,7 @@ for t in "$BUILD"/tests/test_*; do
 done
 for t in tests/*.sh; do
     [ "$t" = tests/run.sh ] && continue
+    [ "$t" = tests/lib.sh ] && continue   # sourced by the others
     [ -f "$t" ] || continue
     run_one "$(basename "$t")" sh "$t" "$BUILD"
 done

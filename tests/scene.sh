@@ -1,13 +1,7 @@
 #!/bin/sh
 # Scenes: malformed scenes are refused before anything runs, with FILE:LINE; a scene is
 # deterministic (same scene and seed, same transcript); expectations count and --check stops.
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-scene-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+TAG=scene; . "$(dirname "$0")/lib.sh"
 
 "$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
 
@@ -72,5 +66,4 @@ printf 'say eta\nexpect metric gen_tokens < 0\nnote after the failure\n' >"$T/fa
 "$CABIN" scene "$T/fails.scene" -m "$T/m.gguf" --speed 0 -n 4 --check >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && ! grep -q "after the failure" "$T/out" && grep -q "fails.scene:2: expected metric gen_tokens < 0, got gen_tokens = " "$T/err" && ok || { bad "--check stops at the first failure"; cat "$T/out" "$T/err"; }
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+test_finish

@@ -1,11 +1,7 @@
 #!/bin/sh
 # Every demo scene in scenes/ passes headless with --check, and a scene is deterministic: the
 # same scene and seed give the same transcript (timing fields and measured speeds aside).
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-scenes-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
+TAG=scenes; . "$(dirname "$0")/lib.sh"
 if [ ! -f assets/models/cabin-tiny.gguf ]; then
     echo "skipped: assets/models/cabin-tiny.gguf is missing (make model)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
 fi
@@ -25,5 +21,4 @@ strip() { grep -av -e '^stats:' -e '^|' -e '^heatmap (' "$1"; }
 strip "$T/a" >"$T/a2"; strip "$T/b" >"$T/b2"
 if cmp -s "$T/a2" "$T/b2" && [ "$(wc -l <"$T/a2")" -gt 20 ]; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: in-car.scene gave different transcripts"; diff "$T/a2" "$T/b2" | head; fi
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+test_finish

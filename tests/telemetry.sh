@@ -2,19 +2,8 @@
 # Telemetry from the command line: cabin power (this machine, fixture sysfs trees), cabin
 # heatmap (progress, grid, JSON/CSV, cache, a plan within a budget), cabin sweep (table with the
 # frontier, JSON/CSV), and session decode tok/s against cabin bench.
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-tel-sh-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+TAG=tel-sh; . "$(dirname "$0")/lib.sh"
 export XDG_CACHE_HOME="$T/cache"
-pass=0; fail=0
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_rc() {
-    want=$1; what=$2; shift 3
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; head -5 "$T/err"; fi
-}
 json_ok() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1" 2>"$T/pyerr"; }
 
 for c in power heatmap sweep; do
@@ -101,5 +90,4 @@ print("decode tok/s at the same depth: bench %s (median %.1f) / session stats %s
       % (" ".join("%.0f" % r[0] for r in rows), mb, " ".join("%.0f" % r[1] for r in rows), ms, 100 * abs(ms - mb) / mb))
 PY
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+test_finish

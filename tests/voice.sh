@@ -5,13 +5,7 @@
 # Also: the PortAudio path (ALSA's file plugin as the microphone), streaming TTS (first audio
 # before the last token), barge-in (a WAV that talks over the reply), malformed WAVs refused
 # with one line. Latency is a benchmark, not asserted here: tools/voice/bench_latency.sh.
-BUILD=${1:-build}
-CABIN="$BUILD/cabin"
-T=$(mktemp -d /tmp/cabin-voice-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0; fail=0; skip=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+TAG=voice; . "$(dirname "$0")/lib.sh"
 for tool in espeak-ng sox; do
     if ! command -v $tool >/dev/null; then
         echo "skipped: $tool is not installed (tools/install-deps.sh)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
@@ -117,5 +111,4 @@ printf 'RIFF\0\0\0\0WAVEjunk' >"$T/bad.wav"
 "$CABIN" voice -m "$T/m2.gguf" --audio-in "no such device" --hands-free >/dev/null 2>"$T/err" </dev/null; rc=$?
 [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "voice is off" "$T/err" && ok || bad "missing device: rc $rc: $(cat "$T/err")"
 
-if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
-[ $fail = 0 ]
+test_finish

@@ -1,0 +1,32 @@
+# The shell tests' common start, sourced after setting TAG (names the temporary directory):
+#   TAG=cli; . "$(dirname "$0")/lib.sh"
+# gives BUILD (the test's first argument, default build), CABIN, T (a temporary directory removed
+# at exit), the counters pass/fail/skip and:
+#   ok | bad MESSAGE              count a check (bad prints FAIL: MESSAGE)
+#   expect_rc RC WHAT -- CMD...   run CMD, its output in $T/out and $T/err, check its exit status
+#   one_line_error TEXT WHAT      the last command failed (rc 1-127) with one line naming TEXT
+#   test_finish                   the summary line run.sh reads; last line of a test: its status
+BUILD=${1:-build}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d "/tmp/cabin-${TAG:-test}-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0; skip=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+expect_rc() {
+    want=$1; what=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, wanted $want"; head -5 "$T/err"; fi
+}
+
+one_line_error() {
+    lines=$(wc -l <"$T/err")
+    if [ "$lines" = 1 ] && grep -q -- "$1" "$T/err" && [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then ok
+    else bad "error for $2 should be one line naming '$1' (rc $rc):"; cat "$T/err"; fi
+}
+
+test_finish() {
+    if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
+    [ "$fail" -eq 0 ]
+}
