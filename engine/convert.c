@@ -3,9 +3,7 @@
 #include "engine/util.h"
 #include "engine/wtype.h"
 
-#include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 int convert_avx512_usable(void) {
     const cpu_features *f = cpu_get_features();
@@ -45,22 +43,10 @@ static void *conv_worker(void *arg) {
 
 void convert_rows(const void *src, uint32_t src_type, size_t src_row_bytes, void *dst, uint32_t dst_type,
                   size_t dst_row_bytes, int64_t k, int64_t n_rows, int n_threads) {
-    if (n_threads <= 0) {
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = nc > 0 ? (int)nc : 1;
-    }
-    if (n_threads > 64) n_threads = 64;
+    n_threads = work_threads(n_threads);
     if ((int64_t)n_threads > n_rows) n_threads = (int)(n_rows > 0 ? n_rows : 1);
-    conv_job jobs[64];
-    pthread_t th[64];
-    for (int i = 0; i < n_threads; i++) {
+    conv_job jobs[MAX_WORK_THREADS];
+    for (int i = 0; i < n_threads; i++)
         jobs[i] = (conv_job){ src, src_type, dst_type, src_row_bytes, dst_row_bytes, dst, k, n_rows, n_threads, i };
-        if (i > 0 && pthread_create(&th[i], NULL, conv_worker, &jobs[i]) != 0) {
-            conv_worker(&jobs[i]);   // no thread: do it here
-            th[i] = 0;
-        }
-    }
-    conv_worker(&jobs[0]);
-    for (int i = 1; i < n_threads; i++)
-        if (th[i]) pthread_join(th[i], NULL);
+    run_on_threads(conv_worker, jobs, sizeof jobs[0], n_threads);
 }

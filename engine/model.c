@@ -4,7 +4,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,23 +240,10 @@ uint64_t model_copy_weights(model *m, int n_threads) {
         l.items[i].dst = dst + off;
         off += (l.items[i].n + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN;
     }
-    if (n_threads <= 0) {
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = nc > 0 ? (int)nc : 1;
-    }
-    if (n_threads > 64) n_threads = 64;
-    copy_job jobs[64];
-    pthread_t th[64];
-    for (int i = 0; i < n_threads; i++) {
-        jobs[i] = (copy_job){ &l, i, n_threads, m->file.mapped };
-        if (i > 0 && pthread_create(&th[i], NULL, copy_worker, &jobs[i]) != 0) {
-            copy_worker(&jobs[i]);   // no thread: do it here
-            th[i] = 0;
-        }
-    }
-    copy_worker(&jobs[0]);
-    for (int i = 1; i < n_threads; i++)
-        if (th[i]) pthread_join(th[i], NULL);
+    n_threads = work_threads(n_threads);
+    copy_job jobs[MAX_WORK_THREADS];
+    for (int i = 0; i < n_threads; i++) jobs[i] = (copy_job){ &l, i, n_threads, m->file.mapped };
+    run_on_threads(copy_worker, jobs, sizeof jobs[0], n_threads);
     for (int i = 0; i < l.n; i++) l.items[i].t->data = l.items[i].t->src_data = l.items[i].dst;
     if (m->hp.tied_output) m->output = m->tok_embd;
     m->weights_copy = dst;

@@ -1,11 +1,13 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 int err_set(errbuf *err, const char *fmt, ...) {
     if (err) {
@@ -154,4 +156,25 @@ char *read_file_all(const char *path, size_t *len, errbuf *err) {
     buf[n] = 0;
     if (len) *len = n;
     return buf;
+}
+
+void run_on_threads(void *(*fn)(void *), void *args, size_t stride, int n) {
+    pthread_t th[MAX_WORK_THREADS];
+    bool started[MAX_WORK_THREADS] = { false };
+    if (n > MAX_WORK_THREADS) n = MAX_WORK_THREADS;
+    for (int i = 1; i < n; i++) {
+        started[i] = pthread_create(&th[i], NULL, fn, (char *)args + (size_t)i * stride) == 0;
+        if (!started[i]) fn((char *)args + (size_t)i * stride);   // no thread: do it here
+    }
+    fn(args);
+    for (int i = 1; i < n; i++)
+        if (started[i]) pthread_join(th[i], NULL);
+}
+
+int work_threads(int n_threads) {
+    if (n_threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = nc > 0 ? (int)nc : 1;
+    }
+    return n_threads < MAX_WORK_THREADS ? n_threads : MAX_WORK_THREADS;
 }

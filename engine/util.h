@@ -29,6 +29,12 @@ char *xstrdup(const char *s);
 // For large buffers (converted weights): 2 MiB-aligned and marked for transparent huge pages,
 // so first touch costs one fault per 2 MiB instead of per 4 KiB. Free with free().
 void *xmalloc_large(size_t n);
+// Short-lived parallel work: fn(args + i * stride) for i in [0, n), on n - 1 new threads and
+// the caller (a thread that cannot be started runs its part on the caller). n: 1..64.
+#define MAX_WORK_THREADS 64
+void run_on_threads(void *(*fn)(void *), void *args, size_t stride, int n);
+// n_threads, or the online cores when it is <= 0; at most MAX_WORK_THREADS.
+int work_threads(int n_threads);
 char *xstrndup(const char *s, size_t n);
 
 // IEEE half <-> float, round-to-nearest-even, as the GGUF F16 type stores it.
