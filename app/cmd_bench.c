@@ -155,13 +155,21 @@ int cmd_bench(int argc, char **argv) {
                    "\"n_gen\": %d, \"reps\": %d, \"kv_format\": \"%s\", \"kv_policy\": \"%s\", \"depth\": %d, "
                    "\"kv_bytes\": %llu, \"kv_used_bytes\": %llu, \"prefill_tps\": %.3f, \"decode_tps\": %.3f, "
                    "\"bandwidth_gbs\": %.3f, \"decode_bytes_per_token\": %llu, "
-                   "\"decode_ceiling_tps\": %.3f, \"decode_pct_of_ceiling\": %.1f}\n",
+                   "\"decode_ceiling_tps\": %.3f, \"decode_pct_of_ceiling\": %.1f, \"weights_copied_bytes\": %llu}\n",
                    r.s.model_path, st.backend, n_threads, n_prompt, n_gen, reps, st.kv_format, st.kv_policy, depth,
                    (unsigned long long)st.kv_bytes, (unsigned long long)st.kv_used_bytes, pp_med, tg_med,
-                   bw / 1e9, (unsigned long long)bytes_tok, ceiling, 100.0 * tg_med / ceiling);
+                   bw / 1e9, (unsigned long long)bytes_tok, ceiling, 100.0 * tg_med / ceiling,
+                   (unsigned long long)m->weights_copy_bytes);
         } else {
             printf("model      %s (%s, %d layers, dim %d)\n", r.s.model_path, m->hp.arch_name, m->hp.n_layer, m->hp.dim);
             printf("backend    %s\n", st.backend);
+            if (m->weights_copy_bytes)
+                printf("weights    %.1f MiB copied into 2 MiB pages at load (--mmap: read from the file)\n",
+                       (double)m->weights_copy_bytes / (1 << 20));
+            else if (strncmp(st.backend, "cpu", 3) == 0)
+                printf("weights    read from the mapped file\n");
+            else
+                printf("weights    in the device's memory\n");
             printf("kv cache   %s, policy %s, depth %d, %.2f MiB allocated (%.2f MiB used after the last run)\n",
                    st.kv_format, st.kv_policy, depth, (double)st.kv_bytes / (1 << 20), (double)st.kv_used_bytes / (1 << 20));
             printf("| test            | kv  | tok/s (median of %d) | runs |\n", reps);

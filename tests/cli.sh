@@ -42,6 +42,9 @@ expect_rc 0 "logits" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 5 --ou
 expect_rc 0 "logits --backend cpu-scalar" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 1 --backend cpu-scalar
 expect_rc 0 "bench" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json
 grep -q '"decode_tps"' "$T/out" && ok || bad "bench --json"
+grep -Eq '"weights_copied_bytes": [1-9]' "$T/out" && ok || bad "bench: the CPU copies the weights at load: $(cat "$T/out")"
+"$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json --mmap >"$T/out" 2>/dev/null
+grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weights read from the file: $(cat "$T/out")"
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
 
