@@ -193,6 +193,7 @@ typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; } copy_
 typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_job;
 
 #define COPY_ALIGN 64   // bytes: each tensor starts on a cache line
+#define COPY_HEADROOM ((uint64_t)512 << 20)   // bytes left to everything else after the copy
 
 static void collect_copy(tensor *t, void *ud) {
     copy_list *l = ud;
@@ -233,8 +234,11 @@ uint64_t model_copy_weights(model *m, int n_threads) {
     if (m->weights_copy) return 0;
     copy_list l = { 0 };
     model_for_each_tensor(m, collect_copy, &l);
-    if (l.n == 0) return 0;
-    uint8_t *dst = xmalloc_large(l.total);
+    // Not when the copy would not fit beside everything else (the mapping pages from the file on
+    // demand; a copy larger than the free memory would swap or be killed): keep the mapping.
+    uint64_t avail = mem_available_bytes();
+    uint8_t *dst = l.n && (avail == 0 || l.total + COPY_HEADROOM < avail) ? malloc_large(l.total) : NULL;
+    if (!dst) { free(l.items); return 0; }
     uint64_t off = 0;
     for (int i = 0; i < l.n; i++) {
         l.items[i].dst = dst + off;

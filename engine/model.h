@@ -67,7 +67,8 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // the file's pages in this mapping. Decode reads every weight once per token; from 4 KiB
 // page-cache pages it reaches about half the memory bandwidth on this class of machine, from
 // 2 MiB pages about two thirds (docs/PERF.md). n_threads copy (0: all cores). Returns the
-// bytes copied.
+// bytes copied: 0 when nothing is read from the file, or when the copy would not leave 512 MiB
+// of the available memory (the weights then stay in the mapping).
 uint64_t model_copy_weights(model *m, int n_threads);
 // ---- precision plans (engine/precision.h) ----
 // The tensor a plan names: layer matrices by (layer, kind); TK_TOKEN_EMBD / TK_OUTPUT with any

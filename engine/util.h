@@ -29,6 +29,9 @@ char *xstrdup(const char *s);
 // For large buffers (converted weights): 2 MiB-aligned and marked for transparent huge pages,
 // so first touch costs one fault per 2 MiB instead of per 4 KiB. Free with free().
 void *xmalloc_large(size_t n);
+void *malloc_large(size_t n);       // the same, NULL when there is no memory
+// Memory the system can give without swapping (MemAvailable), bytes; 0 when unknown.
+uint64_t mem_available_bytes(void);
 // Short-lived parallel work: fn(args + i * stride) for i in [0, n), on n - 1 new threads and
 // the caller (a thread that cannot be started runs its part on the caller). n: 1..64.
 #define MAX_WORK_THREADS 64
