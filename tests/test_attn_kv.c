@@ -11,20 +11,11 @@
 #include "engine/kv_cache.h"
 #include "engine/util.h"
 #include "tests/test.h"
+#include "tests/rng.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rng_int(int n) { return (int)(rng_u64() % (uint64_t)n); }
-static float rng_uniform(void) { return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
 typedef struct {
     int n_head, n_kv, hd, rope_dim, neox, n_past, n, recent;

@@ -4,24 +4,11 @@
 #include "engine/cpu/kernels.h"
 #include "engine/util.h"
 #include "tests/test.h"
+#include "tests/rng.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
-
-// ---------------------------------------------------------------------------------------------
-// Random numbers (splitmix64): reproducible from the printed seed.
-
-static uint64_t rng_state;
-
-static uint64_t rng_u64(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rng_int(int n) { return (int)(rng_u64() % (uint64_t)n); }
-static float rng_uniform(void) { return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
 // Values of mixed magnitude: a per-row scale (small, unit, large) and a few exact zeros, so
 // block scales vary and zero blocks happen.
