@@ -1,5 +1,6 @@
 // The application layer behind the command language: a session, the simulated vehicle, a
 // transcript, expectations. Front ends (headless scenes, the workbench) share it.
+#include "app/action_grammar.h"
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"
@@ -20,12 +21,15 @@ int app_open(app_ctx *c, const session_opts *o, errbuf *err) {
     c->opts.model_path = c->model_path;
     c->s = session_open(&c->opts, err);
     if (!c->s) return -1;
+    c->grammar = c->free_actions ? NULL : action_grammar_new(c->s);
     c->car = vehicle_new();
     if (c->t0 == 0) c->t0 = now_sec();
     return 0;
 }
 
 void app_close(app_ctx *c) {
+    action_grammar_free(c->grammar);
+    c->grammar = NULL;
     session_close(c->s);
     vehicle_free(c->car);
     free(c->model_path);
@@ -96,7 +100,7 @@ int app_say(app_ctx *c, const char *text, errbuf *err) {
         app_print(c, "you: %s", text);
     }
     say_state st = { c, xcalloc(1, 1), 0, 1 };
-    int rc = session_chat(c->s, text, say_token, &st, err);
+    int rc = action_grammar_chat(c->grammar, c->s, text, say_token, &st, err);
     free(c->last_reply);
     c->last_reply = st.text;
     if (rc) return rc;
@@ -148,6 +152,8 @@ static int reopen(app_ctx *c, errbuf *err) {
     if (!s) return -1;   // the running session is kept
     session_close(c->s);
     c->s = s;
+    action_grammar_free(c->grammar);
+    c->grammar = c->free_actions ? NULL : action_grammar_new(s);
     vehicle_reset(c->car);
     return 0;
 }

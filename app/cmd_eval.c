@@ -1,4 +1,5 @@
 // cabin ppl and cabin eval-assistant: judge a model (and a precision) by numbers.
+#include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "app/commands.h"
 #include "engine/chat_template.h"
@@ -177,7 +178,7 @@ int cmd_eval_assistant(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin eval-assistant", false };
     run_opts r;
     run_opts_init(&r);
-    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL;
+    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL, *errors_out = NULL;
     int limit = 0, ppl_ctx = 256;
     while (a.i < argc) {
         if (arg_help(&a)) {
@@ -191,13 +192,16 @@ int cmd_eval_assistant(int argc, char **argv) {
                    "  -f FILE        held-out set (default assets/eval/heldout.jsonl)\n"
                    "  --limit N      only the first N dialogues\n"
                    "  --ppl-ctx N    window for the perplexity of the dialogues (default 256)\n"
-                   "  --json FILE    also write the figures as JSON\n%s", RUN_OPTS_HELP);
+                   "  --json FILE    also write the figures as JSON\n"
+                   "  --errors FILE  write every turn whose action differs from the reference, one\n"
+                   "                 tab-separated line: file line, user text, wanted, got\n%s", RUN_OPTS_HELP);
             return 0;
         }
         if (arg_str(&a, "-f", "--file", &file)) continue;
         if (arg_int(&a, "--limit", NULL, &limit)) continue;
         if (arg_int(&a, "--ppl-ctx", NULL, &ppl_ctx)) continue;
         if (arg_str(&a, "--json", NULL, &json_out)) continue;
+        if (arg_str(&a, "--errors", NULL, &errors_out)) continue;
         if (run_opts_parse(&r, &a)) continue;
         arg_unknown(&a);
         return 2;
@@ -206,11 +210,18 @@ int cmd_eval_assistant(int argc, char **argv) {
     errbuf err = {{0}};
     char *text = read_file_all(file, NULL, &err);
     if (!text) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); return 1; }
+    FILE *errors = NULL;
+    if (errors_out && !(errors = fopen(errors_out, "w"))) {
+        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", errors_out);
+        free(text);
+        return 1;
+    }
     r.s.sampling.temp = 0.0f;
     r.s.max_reply_tokens = 96;
     r.s.model_path = run_opts_model(&r);
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); free(text); return 1; }
+    action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
     eval_counts c = {0};
     int line_no = 0, dialogues = 0, rc = 0;
     const chat_template *tmpl = r.s.template_name ? chat_template_by_name(r.s.template_name)
@@ -254,7 +265,7 @@ int cmd_eval_assistant(int argc, char **argv) {
             first_turn = false;
             reply_buf got = { .len = 0 };
             got.text[0] = 0;
-            if (session_chat(s, u->valuestring, collect, &got, &err)) {
+            if (action_grammar_chat(grammar, s, u->valuestring, collect, &got, &err)) {
                 fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
                 rc = 1;
                 break;
@@ -265,6 +276,12 @@ int cmd_eval_assistant(int argc, char **argv) {
             if (action_parse(got.text, &ga, sent, sizeof sent, e, sizeof e) != 0) c.malformed++;
             c.turns++;
             if (action_equal(&ga, &wa)) c.exact++;
+            else if (errors) {
+                char wbuf[512], gbuf[512];
+                action_format(&wa, wbuf, sizeof wbuf);
+                action_format(&ga, gbuf, sizeof gbuf);
+                fprintf(errors, "%d\t%s\t%s\t%s\n", line_no, u->valuestring, wbuf, gbuf);
+            }
             if (strcmp(ga.intent, wa.intent) == 0) c.intent_ok++;
             for (int i = 0; i < wa.n_slots; i++) {
                 const char *v = action_slot_value(&ga, wa.slots[i].key);
@@ -284,8 +301,9 @@ int cmd_eval_assistant(int argc, char **argv) {
     if (!rc && c.turns > 0) {
         const model *m = session_model(s);
         const char *prec = r.s.precision ? r.s.precision : wtype_name(m->layers[0].wq.type);
-        printf("| model | precision | dialogues | turns | action exact-match | intent | slots | malformed |\n");
-        printf("| %s | %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %d |\n", m->name, prec, dialogues, c.turns,
+        printf("| model | precision | decoding | dialogues | turns | action exact-match | intent | slots | malformed |\n");
+        printf("| %s | %s | %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %d |\n", m->name, prec,
+               grammar ? "grammar" : "free", dialogues, c.turns,
                100.0 * c.exact / c.turns, 100.0 * c.intent_ok / c.turns,
                c.slots_total ? 100.0 * c.slots_ok / c.slots_total : 100.0, c.malformed);
         printf("(%.1f s)\n", now_sec() - t0);
@@ -305,8 +323,8 @@ int cmd_eval_assistant(int argc, char **argv) {
         if (json_out) {
             FILE *f = fopen(json_out, "w");
             if (f) {
-                fprintf(f, "{\"precision\": \"%s\", \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
-                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, dialogues,
+                fprintf(f, "{\"precision\": \"%s\", \"grammar\": %s, \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
+                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, grammar ? "true" : "false", dialogues,
                         c.turns, (double)c.exact / c.turns, (double)c.intent_ok / c.turns,
                         c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed, pr.ppl,
                         reply_tokens ? exp(reply_nll / (double)reply_tokens) : 0.0);
@@ -314,6 +332,8 @@ int cmd_eval_assistant(int argc, char **argv) {
             }
         }
     }
+    if (errors) fclose(errors);
+    action_grammar_free(grammar);
     free(dialogue_text);
     free(text);
     session_close(s);

@@ -1,4 +1,5 @@
 // cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
+#include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "app/commands.h"
 
@@ -410,6 +411,7 @@ int cmd_chat(int argc, char **argv) {
                session_model(s)->name, st.backend, st.template_name);
     }
     vehicle *car = vehicle_new();
+    action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
     chat_session = s;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -461,7 +463,7 @@ int cmd_chat(int argc, char **argv) {
         errbuf err = {{0}};
         chat_out out = {0};
         atomic_store(&chat_generating, true);
-        int r2 = session_chat(s, line, chat_print, &out, &err);
+        int r2 = action_grammar_chat(grammar, s, line, chat_print, &out, &err);
         atomic_store(&chat_generating, false);
         if (out.shown < out.len) fwrite(out.text + out.shown, 1, out.len - out.shown, stdout);
         chat_apply(car, &out);
@@ -477,6 +479,7 @@ int cmd_chat(int argc, char **argv) {
     free(hist);
     signal(SIGINT, SIG_DFL);
     chat_session = NULL;
+    action_grammar_free(grammar);
     vehicle_free(car);
     session_close(s);
     return rc && !tty ? 1 : 0;

@@ -69,6 +69,7 @@ int cmd_scene(int argc, char **argv) {
     c.timestamps = !no_time;
     c.speed = speed;
     c.check = check;
+    c.free_actions = r.free_actions;
     if (app_open(&c, &r.s, &err)) {
         fprintf(stderr, "cabin scene: %s\n", err.msg);
         scene_free(&sc);

@@ -1,5 +1,6 @@
 // cabin voice: spoken turns with the assistant (audio/voice.h), and cabin audio devices.
 // Also the scene command `voice FILE.wav` (app_voice_file).
+#include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "app/cmdlang.h"
 #include "app/commands.h"
@@ -20,6 +21,7 @@
 
 typedef struct voice_app {
     session *s;
+    action_grammar *grammar;  // NULL: the model's raw action lines (--free-actions)
     vehicle *car;
     bool fresh;               // each turn starts a new conversation (independent commands)
     bool stats, quiet;
@@ -47,7 +49,7 @@ static int app_reply(void *ud, voice *v, const char *text, errbuf *err) {
     a->reply_len = 0;
     a->reply[0] = 0;
     if (a->fresh) { session_reset(a->s); vehicle_reset(a->car); }
-    return session_chat(a->s, text, on_token, a, err);
+    return action_grammar_chat(a->grammar, a->s, text, on_token, a, err);
 }
 
 static void app_cancel(void *ud) { session_cancel(((voice_app *)ud)->s); }
@@ -229,11 +231,13 @@ int cmd_voice(int argc, char **argv) {
     app.s = session_open(&r.s, &err);
     if (!app.s) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
     app.car = vehicle_new();
+    app.grammar = r.free_actions ? NULL : action_grammar_new(app.s);
     voice_hooks h = { .ud = &app, .reply = app_reply, .cancel = app_cancel, .on_action = app_action,
                       .on_transcript = app_transcript, .on_turn = app_turn, .on_state = NULL };
     voice *v = voice_open(&vo, &h, &err);
     if (!v) {
         fprintf(stderr, "cabin voice: %s; voice is off (cabin chat still works)\n", err.msg);
+        action_grammar_free(app.grammar);
         vehicle_free(app.car);
         session_close(app.s);
         return 1;
@@ -249,6 +253,7 @@ int cmd_voice(int argc, char **argv) {
     } else if (!file_in && !vo.hands_free) {
         fprintf(stderr, "cabin voice: push-to-talk needs a terminal; use --hands-free\n");
         voice_close(v);
+        action_grammar_free(app.grammar);
         vehicle_free(app.car);
         session_close(app.s);
         return 2;
@@ -259,6 +264,7 @@ int cmd_voice(int argc, char **argv) {
     if (keys) { voice_stop(v); pthread_join(kt, NULL); }
     if (stats) print_summary(&app);
     voice_close(v);
+    action_grammar_free(app.grammar);
     vehicle_free(app.car);
     session_close(app.s);
     return rc ? 1 : 0;

@@ -60,5 +60,6 @@ int cmd_workbench(int argc, char **argv) {
         return 1;
     }
     t.s = r.s;
+    t.free_actions = r.free_actions;
     return tui_workbench_run(&t);
 }

@@ -35,6 +35,8 @@ typedef struct app_ctx {
     session_opts opts;       // how the session was opened (model path, backend, ...)
     char *model_path;
     vehicle *car;
+    struct action_grammar *grammar;   // constrains the model's action lines (NULL: none)
+    bool free_actions;       // set before app_open: no grammar (--free-actions)
     char *last_reply;        // text of the last assistant reply
     char *transcript;        // everything the run printed (for snapshot); grows
     size_t transcript_len, transcript_cap;

@@ -32,6 +32,7 @@ typedef struct run_opts {
     session_opts s;
     const char *model;
     int seed_set;
+    bool free_actions;   // --free-actions: no grammar on the assistant's action lines
 } run_opts;
 
 void run_opts_init(run_opts *r);

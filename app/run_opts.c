@@ -26,12 +26,15 @@ const char *const RUN_OPTS_HELP =
     "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n"
     "  --ignore-eos         keep generating past end-of-generation tokens (benchmarks)\n"
     "  --mmap               cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
-    "                       less anonymous memory, slower decode)\n";
+    "                       less anonymous memory, slower decode)\n"
+    "  --free-actions       do not constrain the assistant's <act> lines to the action grammar\n"
+    "                       (the model's raw output; docs/ASSISTANT.md)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
     r->model = NULL;
     r->seed_set = 0;
+    r->free_actions = false;
 }
 
 bool run_opts_parse(run_opts *r, args *a) {
@@ -57,6 +60,7 @@ bool run_opts_parse(run_opts *r, args *a) {
     if (arg_int(a, "--kv-recent", NULL, &r->s.kv_recent)) return true;
     if (arg_flag(a, "--ignore-eos", NULL)) { r->s.ignore_eog = true; return true; }
     if (arg_flag(a, "--mmap", NULL)) { r->s.mmap_weights = true; return true; }
+    if (arg_flag(a, "--free-actions", NULL)) { r->free_actions = true; return true; }
     return false;
 }
 

@@ -2,6 +2,7 @@
 #include "chat_template.h"
 #include "wtype.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ struct session {
     plan_staging switch_staging;
     volatile float switch_progress;
     double switch_requested_at;
+    token_filter filter;     // mask == NULL: none
     power_monitor *power;    // not owned
     bool profiling;
 };
@@ -251,6 +253,21 @@ static void record_token_ms(session_stats *st, double ms) {
     st->decode_tps_last32 = sum > 0 ? k / (sum * 1e-3) : 0.0;
 }
 
+void session_set_filter(session *s, const token_filter *f) {
+    if (f) s->filter = *f;
+    else memset(&s->filter, 0, sizeof s->filter);
+}
+
+// Runs the filter's mask over a copy of the logits; if it forbids every token, the logits are
+// restored (a filter must never stop generation).
+static void apply_filter(session *s, float *logits) {
+    int nv = s->m->hp.n_vocab;
+    s->filter.mask(s->filter.ud, logits, nv);
+    for (int i = 0; i < nv; i++)
+        if (logits[i] != -INFINITY) return;
+    memcpy(logits, s->logits, (size_t)nv * sizeof(float));
+}
+
 // Prefills `tokens`, then samples and feeds up to n_predict tokens.
 static int run_generation(session *s, const int32_t *tokens, int n, int n_predict, token_cb cb,
                           void *ud, bool *ended_on_eog, errbuf *err) {
@@ -288,6 +305,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         if (atomic_load(&s->cancel)) break;
         session_poll_switch(s);
         memcpy(scratch, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+        if (s->filter.mask) apply_filter(s, scratch);
         int32_t tok = sampler_sample(s->smp, scratch);
         if (i == 0) { t_first = t_prev = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
         else { double t = now_sec(); record_token_ms(&s->st, (t - t_prev) * 1e3); t_prev = t; }
@@ -303,6 +321,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         }
         int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
         if (len > (int)sizeof piece) len = sizeof piece;
+        if (s->filter.accept) s->filter.accept(s->filter.ud, tok, piece, len);
         bool go_on = cb ? cb(ud, tok, piece, len) : true;
         if (!evicting && s->kv.n_used >= s->kv.n_ctx) {
             rc = err_set(err, "context full at %d tokens (use /reset or a larger --ctx)", s->kv.n_ctx);

@@ -86,6 +86,17 @@ typedef struct session session;
 // Return false to stop generating.
 typedef bool (*token_cb)(void *ud, int32_t token, const char *piece, int len);
 
+// Constrained decoding: before each sampled token of session_chat/session_complete, `mask` may
+// set the logits of tokens that must not come next to -INFINITY (logits: n_vocab floats, a copy
+// the sampler then uses); `accept` is told the token chosen and its text piece. If a mask
+// leaves no finite logit the session samples from the unmasked logits instead. The filter's
+// owner (e.g. app/action_grammar.c) keeps its own state between turns.
+typedef struct token_filter {
+    void (*mask)(void *ud, float *logits, int n_vocab);
+    void (*accept)(void *ud, int32_t token, const char *piece, int len);
+    void *ud;
+} token_filter;
+
 session *session_open(const session_opts *o, errbuf *err);
 void session_close(session *s);
 
@@ -135,6 +146,8 @@ int session_set_kv(session *s, const char *format, const char *policy, errbuf *e
 int session_attention_last(const session *s, int layer, int head, float *out, int cap, errbuf *err);
 // Occupancy of one layer: slots filled, of which in the quantized store; -1 on a bad layer.
 int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized);
+// Installs a filter for the following generations (NULL removes it); the struct is copied.
+void session_set_filter(session *s, const token_filter *f);
 // New sampling settings (and reply length) for the next turns; the conversation is kept.
 int session_set_sampling(session *s, const sampler_params *p, int max_reply_tokens, errbuf *err);
 

@@ -33,7 +33,7 @@ ACT_NOISY_MIN=${VOICE_ACT_NOISY_MIN:-0.30}
 MODEL=assets/models/cabin-tiny.gguf
 if [ -f "$MODEL" ]; then have_model=1; else have_model=0; MODEL="$T/m.gguf"; fi
 if [ $have_model = 1 ]; then   # the model alone, given each command's exact words: the ceiling
-    ceiling=$("$CABIN" eval-assistant -m "$MODEL" -f "$T/ref.jsonl" 2>/dev/null | awk -F'|' '/%/ {gsub(/ /, "", $6); print $6; exit}')
+    ceiling=$("$CABIN" eval-assistant -m "$MODEL" -f "$T/ref.jsonl" 2>/dev/null | awk -F'|' '/%/ {gsub(/ /, "", $7); print $7; exit}')
     echo "model alone on the exact words of the $(wc -l <"$T/ref.tsv") commands: actions ${ceiling:-?} (the ceiling for actions from speech)"
 fi
 

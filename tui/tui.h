@@ -215,6 +215,7 @@ typedef struct tui_opts {
     const char *audio_out;       // playback device or FILE.wav (NULL: the default device; none
                                  // when audio_in is a file)
     bool no_voice;               // open no audio device (F5 off; `:voice FILE` still works)
+    bool free_actions;           // no grammar on the model's action lines (--free-actions)
 } tui_opts;
 int tui_workbench_run(const tui_opts *o);
 

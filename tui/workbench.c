@@ -322,6 +322,7 @@ int tui_workbench_run(const tui_opts *o) {
     session_opts so = o->s;
     if (b->have_scene && b->sc.n > 0 && !strcmp(b->sc.lines[0].def->name, "model")) so.model_path = b->sc.lines[0].argv[0];
     b->c.speed = 0;
+    b->c.free_actions = o->free_actions;
     if (app_open(&b->c, &so, &err)) {
         fprintf(stderr, "cabin workbench: %s\n", err.msg);
         if (b->have_scene) scene_free(&b->sc);

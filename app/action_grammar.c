@@ -1,0 +1,442 @@
+// Grammar-constrained decoding of action lines (see action_grammar.h).
+//
+// The checker works on text, not tokens: a candidate token is allowed when the reply so far plus
+// the token's piece is still a prefix of "<act>" ACTION "</act>" (anything may follow </act>).
+// With the embedded model's 1024 pieces that is ~1024 short parses per generated action token.
+#include "app/action_grammar.h"
+#include "engine/tokenizer.h"
+#include "engine/util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- the schema: intents, their slots in the trained order, and each slot's values ----
+//
+// Value specs: "a|b|c" an enumeration; "#LO-HI" an integer; "%LO-HI" degrees in halves
+// (22, 22.5); "+LO-HI" a signed integer (+2, -2); "*" words copied from the request
+// ("*home|work": those two words as well).
+typedef struct slot_alt { const char *key, *values; } slot_alt;
+typedef struct slot_group { slot_alt alt[2]; } slot_group;   // one of the alternatives, required
+typedef struct intent_spec { const char *name; slot_group groups[2]; } intent_spec;
+
+#define ZONES "all|driver|passenger|rear"
+#define ONOFF "on|off"
+static const intent_spec intents[] = {
+    { "none", {{{{0}}}} },
+    { "climate.set", { {{ { "zone", ZONES } }}, {{ { "temp", "%16-30" } }} } },
+    { "climate.adjust", { {{ { "zone", ZONES } }}, {{ { "delta", "+1-14" } }} } },
+    { "climate.fan", { {{ { "level", "#0-7" }, { "delta", "+1-7" } }} } },
+    { "climate.ac", { {{ { "state", ONOFF } }} } },
+    { "climate.defrost", { {{ { "target", "front|rear" } }}, {{ { "state", ONOFF } }} } },
+    { "seat.heat", { {{ { "seat", "driver|passenger" } }}, {{ { "level", "#0-3" } }} } },
+    { "seat.cool", { {{ { "seat", "driver|passenger" } }}, {{ { "level", "#0-3" } }} } },
+    { "window.set", { {{ { "window", "all|driver|passenger|rear_left|rear_right" } }}, {{ { "position", "#0-100" } }} } },
+    { "sunroof.set", { {{ { "position", "#0-100" } }} } },
+    { "lights.set", { {{ { "target", "headlights|fog|interior|ambient" } }}, {{ { "state", ONOFF } }} } },
+    { "nav.go", { {{ { "dest", "*home|work" } }} } },
+    { "nav.eta", {{{{0}}}} },
+    { "nav.cancel", {{{{0}}}} },
+    { "media.play", {{{{0}}}} },
+    { "media.pause", {{{{0}}}} },
+    { "media.next", {{{{0}}}} },
+    { "media.previous", {{{{0}}}} },
+    { "media.volume", { {{ { "level", "#0-30" }, { "delta", "+1-30" } }} } },
+    { "media.source", { {{ { "source", "radio|bluetooth|usb|podcast" } }} } },
+    { "phone.call", { {{ { "contact", "*" } }} } },
+    { "phone.redial", {{{{0}}}} },
+    { "status.query", { {{ { "item", "range|tyres|doors|fuel|battery|oil" } }} } },
+    { "doors.lock", { {{ { "state", "locked|unlocked" } }} } },
+    { "assist.set", { {{ { "feature", "lane_keep|cruise|parking_sensors|blind_spot" } }}, {{ { "state", ONOFF } }} } },
+};
+#define N_INTENTS (int)(sizeof intents / sizeof intents[0])
+
+static int n_groups(const intent_spec *it) {
+    int n = 0;
+    while (n < 2 && it->groups[n].alt[0].key) n++;
+    return n;
+}
+
+// ---- the request's words: lowercase runs of [a-z0-9] ----
+#define MAX_WORDS 64
+#define MAX_NUMBERS 16
+typedef struct words {
+    int n;
+    char w[MAX_WORDS][32];
+    int n_num;
+    double num[MAX_NUMBERS];   // numbers the request states, in digits or words
+} words;
+
+static const char *const ones_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+    "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", NULL };
+static const char *const tens_words[] = { "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+    "ninety", NULL };
+
+static int word_index(const char *const *list, const char *w) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(list[i], w) == 0) return i;
+    return -1;
+}
+
+static void add_number(words *r, double x) {
+    for (int i = 0; i < r->n_num; i++)
+        if (r->num[i] == x) return;
+    if (r->n_num < MAX_NUMBERS) r->num[r->n_num++] = x;
+}
+
+// The numbers a request states, as speech recognition or a keyboard gives them: "22", "22.5",
+// "twenty two", "eighteen and a half", "twenty point five", "one hundred". A stutter ("twenty
+// twenty two") gives both readings.
+static const char *const fillers[] = { "uh", "um", "er", "hmm", "like", NULL };
+
+static void find_numbers(const char *text, words *r) {
+    r->n_num = 0;
+    for (const char *p = text; *p; p++) {   // digits, with an optional ".5"
+        if (!isdigit((unsigned char)*p) || (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.'))) continue;
+        char *end;
+        double x = strtod(p, &end);
+        if (end > p && end[-1] == '.') end--;
+        add_number(r, x);
+        p = end - 1;
+    }
+    const char *w[MAX_WORDS];   // the words without fillers: "twenty er three" is 23
+    int n = 0;
+    for (int i = 0; i < r->n; i++)
+        if (word_index(fillers, r->w[i]) < 0) w[n++] = r->w[i];
+    for (int i = 0; i < n; i++) {
+        int o = word_index(ones_words, w[i]), t = word_index(tens_words, w[i]);
+        double x;
+        int j = i + 1;
+        if (strcmp(w[i], "hundred") == 0) x = 100;
+        else if (o == 1 && j < n && strcmp(w[j], "hundred") == 0) { x = 100; j++; }
+        else if (o >= 0) x = o;
+        else if (t >= 0) {
+            x = 20 + 10 * t;
+            int u = j < n ? word_index(ones_words, w[j]) : -1;
+            if (u >= 1 && u <= 9) { x += u; j++; }
+        } else continue;
+        if (j + 1 < n && !strcmp(w[j], "point") && !strcmp(w[j + 1], "five")) { x += 0.5; j += 2; }
+        else if (j + 2 < n && !strcmp(w[j], "and") && !strcmp(w[j + 1], "a") && !strcmp(w[j + 2], "half")) { x += 0.5; j += 3; }
+        add_number(r, x);
+        i = j - 1;   // "twenty two" is 22, not also 2
+    }
+}
+
+static void split_words(const char *text, words *out) {
+    out->n = 0;
+    for (const char *p = text; *p && out->n < MAX_WORDS;) {
+        while (*p && !isalnum((unsigned char)*p)) p++;
+        if (!*p) break;
+        int k = 0;
+        while (isalnum((unsigned char)*p)) {
+            if (k < 31) out->w[out->n][k++] = (char)tolower((unsigned char)*p);
+            p++;
+        }
+        out->w[out->n][k] = 0;
+        out->n++;
+    }
+    find_numbers(text, out);
+}
+
+// ---- value checks: 1 complete and valid, 0 a proper prefix of a valid value, -1 neither ----
+
+static bool is_prefix(const char *pre, size_t n, const char *full) {
+    return strlen(full) >= n && memcmp(pre, full, n) == 0;
+}
+
+// s[0..n) against "a|b|c"
+static int check_enum(const char *list, const char *s, size_t n) {
+    int best = -1;
+    for (const char *p = list; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && memcmp(p, s, n) == 0) return 1;
+        if (len > n && memcmp(p, s, n) == 0) best = 0;
+        p += len + (bar ? 1 : 0);
+    }
+    return best;
+}
+
+// Digits d[0..n) as a decimal integer in [lo, hi] (no leading zero but "0"): 1 if it is one, 0
+// if more digits can make one, -1 if not.
+static int check_int(const char *d, size_t n, long lo, long hi) {
+    if (n == 0) return hi >= lo ? 0 : -1;
+    if (n > 9) return -1;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)d[i])) return -1;
+        v = v * 10 + (d[i] - '0');
+    }
+    if (d[0] == '0' && n > 1) return -1;
+    if (v >= lo && v <= hi) return 1;
+    if (v == 0) return -1;                 // "0" takes no more digits
+    for (long scale = 10; v * scale <= hi; scale *= 10)   // v followed by k more digits
+        if (v * scale + scale - 1 >= lo) return 0;
+    return -1;
+}
+
+// Number specs: "#LO-HI" integers, "+LO-HI" signed integers, "%LO-HI" whole or .5 degrees.
+static int check_number_any(const char *spec, const char *s, size_t n) {
+    char kind = spec[0];
+    long lo = atol(spec + 1), hi = atol(strchr(spec + 1, '-') + 1);
+    if (kind == '+') {
+        if (n == 0) return 0;
+        if (s[0] != '+' && s[0] != '-') return -1;
+        return check_int(s + 1, n - 1, lo, hi);
+    }
+    if (kind == '#') return check_int(s, n, lo, hi);
+    const char *dot = memchr(s, '.', n);   // '%': "22", "22.5"
+    if (!dot) {
+        int r = check_int(s, n, lo, hi);
+        if (r == 1 && n > 0 && atol(s) == hi) return 1;
+        return r;                          // a whole number may still take ".5"
+    }
+    size_t il = (size_t)(dot - s), fl = n - il - 1;
+    if (check_int(s, il, lo, hi - 1) != 1) return -1;
+    if (fl == 0) return 0;
+    return fl == 1 && dot[1] == '5' ? 1 : -1;
+}
+
+// Words a copied name or place never starts with: fillers, politeness and the verbs and
+// function words of the requests around it ("give maya a call", "get me to the velodrome").
+static const char *const not_a_value_start[] = { "a", "alright", "bring", "call", "can", "could", "d",
+    "dial", "do", "er", "for", "get", "give", "go", "hey", "hmm", "how", "i", "if", "let", "like", "maybe",
+    "me", "navigate", "now", "ok", "okay", "phone", "please", "quick", "real", "ring", "route", "s", "so",
+    "start", "take", "talk", "thank", "thanks", "to", "uh", "um", "want", "well", "with", "would", "you", "cabin",
+    "directions", NULL };
+
+// Words joined by '_' that occur in the request in the same order, each within 3 words of the
+// one before (so "city uh hall" gives city_hall). k: value words; the last may be a prefix.
+static int check_copy_from(const words *req, const char *v, size_t n, int after) {
+    const char *us = memchr(v, '_', n);
+    size_t wl = us ? (size_t)(us - v) : n;
+    int from = after < 0 ? 0 : after + 1, to = after < 0 ? req->n : after + 4;
+    if (to > req->n) to = req->n;
+    int best = -1;
+    for (int i = from; i < to; i++) {
+        const char *w = req->w[i];
+        if (after < 0 && word_index(not_a_value_start, w) >= 0) continue;
+        if (us) {
+            if (wl == 0 || strlen(w) != wl || memcmp(w, v, wl) != 0) continue;
+            int r = check_copy_from(req, us + 1, n - wl - 1, i);
+            if (r > best) best = r;
+        } else {
+            if (strlen(w) == wl && memcmp(w, v, wl) == 0 && wl > 0) return 1;
+            if (strlen(w) > wl && memcmp(w, v, wl) == 0) best = 0;
+        }
+        if (best == 1) return 1;
+    }
+    return best;
+}
+
+// When the request states numbers that fit the slot, the value is one of them, copied (for a
+// signed spec, its size: "two degrees warmer" -> +2); otherwise any number in range.
+static int check_number(const char *spec, const char *s, size_t n, const words *req) {
+    char kind = spec[0], buf[24];
+    long lo = atol(spec + 1), hi = atol(strchr(spec + 1, '-') + 1);
+    int best = -1;
+    bool any_fits = false;
+    for (int i = 0; i < req->n_num; i++) {
+        double x = req->num[i];
+        bool whole = x == floor(x);
+        if (x < lo || x > hi || (!whole && (kind != '%' || x * 2 != floor(x * 2)))) continue;
+        any_fits = true;
+        for (int sign = 0; sign < (kind == '+' ? 2 : 1); sign++) {
+            if (whole) snprintf(buf, sizeof buf, "%s%ld", kind == '+' ? (sign ? "-" : "+") : "", (long)x);
+            else snprintf(buf, sizeof buf, "%ld.5", (long)x);
+            size_t bl = strlen(buf);
+            if (bl == n && memcmp(buf, s, n) == 0) return 1;
+            if (bl > n && memcmp(buf, s, n) == 0) best = 0;
+        }
+    }
+    return any_fits ? best : check_number_any(spec, s, n);
+}
+
+static int check_value(const char *spec, const char *s, size_t n, const words *req) {
+    if (spec[0] == '*') {
+        int r = spec[1] ? check_enum(spec + 1, s, n) : -1;
+        int c = check_copy_from(req, s, n, -1);
+        return r > c ? r : c;
+    }
+    if (spec[0] == '#' || spec[0] == '%' || spec[0] == '+') return check_number(spec, s, n, req);
+    return check_enum(spec, s, n);
+}
+
+// ---- the action line ----
+
+// False for an intent whose slot can take no value here: a contact when the request has no
+// word to copy.
+static bool intent_possible(const intent_spec *it, const words *req) {
+    for (int g = 0; g < n_groups(it); g++) {
+        bool any = false;
+        for (int a = 0; a < 2 && it->groups[g].alt[a].key && !any; a++)
+            any = check_value(it->groups[g].alt[a].values, "", 0, req) >= 0;
+        if (!any) return false;
+    }
+    return true;
+}
+
+static const intent_spec *find_intent(const char *s, size_t n) {
+    for (int i = 0; i < N_INTENTS; i++)
+        if (strlen(intents[i].name) == n && memcmp(intents[i].name, s, n) == 0) return &intents[i];
+    return NULL;
+}
+
+// One "key=value" field for slot group g; `complete` says whether the field must be whole.
+static int check_field(const slot_group *g, const char *s, size_t n, bool complete, const words *req) {
+    const char *eq = memchr(s, '=', n);
+    int best = -1;
+    for (int a = 0; a < 2 && g->alt[a].key; a++) {
+        size_t kl = strlen(g->alt[a].key);
+        if (!eq) {   // still typing the key
+            if (!complete && n <= kl && memcmp(s, g->alt[a].key, n) == 0) best = 0;
+            continue;
+        }
+        if ((size_t)(eq - s) != kl || memcmp(s, g->alt[a].key, kl) != 0) continue;
+        int r = check_value(g->alt[a].values, eq + 1, n - kl - 1, req);
+        if (r > best) best = r;
+    }
+    if (complete && best != 1) return -1;
+    return best;
+}
+
+// t[0..n): the text after "<act>", with no '<' in it. complete: must be a whole action.
+static int check_action(const char *t, size_t n, bool complete, const words *req) {
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || strchr("_.+-= ", c))) return -1;
+    }
+    const char *sp = memchr(t, ' ', n);
+    size_t il = sp ? (size_t)(sp - t) : n;
+    const intent_spec *it = find_intent(t, il);
+    if (!sp) {   // the intent, whole or in part
+        if (it && n_groups(it) == 0) return 1;
+        if (complete) return -1;
+        for (int i = 0; i < N_INTENTS; i++)
+            if (is_prefix(t, n, intents[i].name) && intent_possible(&intents[i], req)) return 0;
+        return -1;
+    }
+    if (!it || !intent_possible(it, req)) return -1;
+    int ng = n_groups(it), field = 0;
+    const char *p = sp + 1, *end = t + n;
+    for (;;) {
+        if (field >= ng) return -1;
+        const char *next = memchr(p, ' ', (size_t)(end - p));
+        bool last = !next;
+        size_t fl = last ? (size_t)(end - p) : (size_t)(next - p);
+        int r = check_field(&it->groups[field], p, fl, !last || complete, req);
+        if (r < 0) return -1;
+        if (last) return (r == 1 && field == ng - 1) ? 1 : (complete ? -1 : 0);
+        field++;
+        p = next + 1;
+    }
+}
+
+static int check_reply(const char *reply, size_t len, const words *req) {
+    static const char open[] = "<act>", close[] = "</act>";
+    if (len <= 5) return memcmp(reply, open, len) == 0 ? 0 : -1;
+    if (memcmp(reply, open, 5) != 0) return -1;
+    const char *t = reply + 5;
+    size_t n = len - 5;
+    const char *lt = memchr(t, '<', n);
+    if (!lt) {
+        int r = check_action(t, n, false, req);
+        return r < 0 ? -1 : 0;   // a whole action still needs its "</act>"
+    }
+    size_t tail = n - (size_t)(lt - t);
+    if (memcmp(lt, close, tail < 6 ? tail : 6) != 0) return -1;
+    if (check_action(t, (size_t)(lt - t), true, req) != 1) return -1;
+    return tail >= 6 ? 1 : 0;
+}
+
+int action_grammar_check(const char *reply, size_t len, const char *request) {
+    words req;
+    split_words(request ? request : "", &req);
+    return check_reply(reply, len, &req);
+}
+
+// ---- the token filter ----
+
+struct action_grammar {
+    const tokenizer *tok;
+    int n_vocab;
+    char **piece;        // n_vocab pieces as generation delivers them (NUL-terminated)
+    int *piece_len;
+    bool *special;       // control/unknown tokens: never inside an action line
+    words req;
+    char reply[512];     // the reply so far, while its action line is open
+    size_t len;
+    bool done;           // </act> seen (or the reply left the grammar): nothing more to mask
+};
+
+action_grammar *action_grammar_new(session *s) {
+    const tokenizer *tok = session_model(s)->tok;
+    if (tokenizer_find(tok, "<act>") < 0) return NULL;
+    action_grammar *g = xcalloc(1, sizeof *g);
+    g->tok = tok;
+    g->n_vocab = session_n_vocab(s);
+    g->piece = xcalloc((size_t)g->n_vocab, sizeof *g->piece);
+    g->piece_len = xcalloc((size_t)g->n_vocab, sizeof *g->piece_len);
+    g->special = xcalloc((size_t)g->n_vocab, sizeof *g->special);
+    char buf[256];
+    for (int i = 0; i < g->n_vocab; i++) {
+        int n = tokenizer_piece(tok, i, false, buf, sizeof buf - 1);
+        if (n < 0) n = 0;
+        if (n > (int)sizeof buf - 1) n = sizeof buf - 1;
+        buf[n] = 0;
+        g->piece[i] = xstrdup(buf);
+        g->piece_len[i] = n;
+        int type = tokenizer_token_type(tok, i);
+        g->special[i] = type == TT_CONTROL || type == TT_UNKNOWN || tokenizer_is_eog(tok, i);
+    }
+    return g;
+}
+
+void action_grammar_free(action_grammar *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_vocab; i++) free(g->piece[i]);
+    free(g->piece);
+    free(g->piece_len);
+    free(g->special);
+    free(g);
+}
+
+static void grammar_mask(void *ud, float *logits, int n_vocab) {
+    action_grammar *g = ud;
+    if (g->done) return;
+    char cand[sizeof g->reply + 256];
+    memcpy(cand, g->reply, g->len);
+    for (int i = 0; i < n_vocab && i < g->n_vocab; i++) {
+        if (logits[i] == -INFINITY) continue;
+        int pl = g->piece_len[i];
+        if (g->special[i] || pl == 0 || g->len + (size_t)pl > sizeof g->reply) { logits[i] = -INFINITY; continue; }
+        memcpy(cand + g->len, g->piece[i], (size_t)pl);
+        if (check_reply(cand, g->len + (size_t)pl, &g->req) < 0) logits[i] = -INFINITY;
+    }
+}
+
+static void grammar_accept(void *ud, int32_t token, const char *piece, int len) {
+    (void)token;
+    action_grammar *g = ud;
+    if (g->done) return;
+    if (g->len + (size_t)len > sizeof g->reply) { g->done = true; return; }
+    memcpy(g->reply + g->len, piece, (size_t)len);
+    g->len += (size_t)len;
+    // Complete, or off the grammar (the session's fallback when nothing valid was left).
+    if (check_reply(g->reply, g->len, &g->req) != 0) g->done = true;
+}
+
+int action_grammar_chat(action_grammar *g, session *s, const char *user_text, token_cb cb, void *ud, errbuf *err) {
+    if (!g) return session_chat(s, user_text, cb, ud, err);
+    split_words(user_text, &g->req);
+    g->len = 0;
+    g->done = false;
+    token_filter f = { grammar_mask, grammar_accept, g };
+    session_set_filter(s, &f);
+    int rc = session_chat(s, user_text, cb, ud, err);
+    session_set_filter(s, NULL);
+    return rc;
+}

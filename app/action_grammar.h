@@ -1,0 +1,30 @@
+// Grammar-constrained decoding of the assistant's action line (docs/ASSISTANT.md, "Reply
+// grammar"). While the reply's <act>...</act> part is being generated, every token that would
+// make it anything but a prefix of a valid action is masked: a known intent, its slots in the
+// trained order, enumerated values from the car's vocabulary, numbers within the car's ranges,
+// and free-text values (dest=, contact=) made only of words of the user's request, copied in
+// order. After </act> the spoken sentence is free. The model still chooses among what is valid.
+#ifndef CABIN_ACTION_GRAMMAR_H
+#define CABIN_ACTION_GRAMMAR_H
+
+#include "engine/session.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct action_grammar action_grammar;
+
+// A grammar for the session's model, or NULL when the model's vocabulary has no "<act>" piece
+// (the model was not trained on the reply grammar; its replies are left alone).
+action_grammar *action_grammar_new(session *s);
+void action_grammar_free(action_grammar *g);
+
+// One chat turn with the grammar in force (g may be NULL: a plain session_chat).
+int action_grammar_chat(action_grammar *g, session *s, const char *user_text, token_cb cb, void *ud, errbuf *err);
+
+// The checker itself, on text (exposed for tests). `reply` is the reply so far (from its start:
+// "<act>..."); `request` the user's text. Returns -1 if no valid reply starts with it, 0 if it
+// is a proper prefix of a valid action line, 1 if its action line is complete ("</act>" seen).
+int action_grammar_check(const char *reply, size_t len, const char *request);
+
+#endif

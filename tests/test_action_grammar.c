@@ -1,0 +1,197 @@
+// Grammar-constrained decoding of action lines (app/action_grammar.c): the text checker on
+// chosen cases, then the whole path — session filter, sampler, parser, vehicle — on a model with
+// the embedded model's vocabulary and random weights, so every token is a random choice among
+// what the grammar allows.
+#include "test.h"
+#include "app/action_grammar.h"
+#include "app/assistant.h"
+#include "engine/modelgen.h"
+
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+static int check(const char *reply, const char *request) {
+    return action_grammar_check(reply, strlen(reply), request);
+}
+
+#define EXPECT(reply, request, want) do { int r_ = check(reply, request); \
+    CHECK(r_ == (want), "'%s' | '%s': %d, wanted %d", reply, request, r_, want); } while (0)
+
+static void checker_cases(void) {
+    // the opening tag, the intent, slots in the trained order
+    EXPECT("", "", 0);
+    EXPECT("<a", "", 0);
+    EXPECT("Sure", "", -1);
+    EXPECT("<act>", "", 0);
+    EXPECT("<act>clim", "", 0);
+    EXPECT("<act>climate.sex", "", -1);
+    EXPECT("<act>none", "", 0);
+    EXPECT("<act>none</", "", 0);
+    EXPECT("<act>none</act> Sorry.", "", 1);
+    EXPECT("<act>none zone=all</act>", "", -1);
+    EXPECT("<act>climate.set zone=driver temp=22</act> Setting it.", "twenty two", 1);
+    EXPECT("<act>climate.set temp=22 zone=driver</act>", "22", -1);        // order is fixed
+    EXPECT("<act>climate.set zone=driver</act>", "", -1);                  // temp is required
+    EXPECT("<act>climate.set zone=moon", "", -1);
+    EXPECT("<act>climate.set zone=driver temp=31</act>", "", -1);          // out of range
+    EXPECT("<act>climate.set zone=driver temp=30.5</act>", "", -1);
+    EXPECT("<act>climate.set zone=driver temp=22.5</act>", "", 1);
+    EXPECT("<act>climate.set zone=driver temp=22.7", "", -1);
+    EXPECT("<act>climate.set zone=driver temp=0", "", -1);                 // no 0x in 16..30
+    EXPECT("<act>climate.set zone=driver  temp=22</act>", "", -1);         // one space only
+    EXPECT("<act>climate.fan level=8</act>", "", -1);
+    EXPECT("<act>climate.fan delta=+1</act>", "", 1);
+    EXPECT("<act>climate.fan delta=1</act>", "", -1);                      // deltas are signed
+    EXPECT("<act>media.volume level=30</act>", "", 1);
+    EXPECT("<act>media.volume level=31", "", -1);
+    EXPECT("<act>window.set window=rear_left position=100</act>", "", 1);
+    EXPECT("<act>window.set window=rear_left position=1000", "", -1);
+    EXPECT("<act>window.set window=rear_left position=05", "", -1);
+    EXPECT("<act>climate.set zone=all temp=22</act>", "", 1);
+    EXPECT("<act>climate.set zone=all temp=22\n", "", -1);
+    // numbers the request states are the ones a numeric slot takes
+    EXPECT("<act>climate.set zone=all temp=22</act>", "make it twenty seven", -1);
+    EXPECT("<act>climate.set zone=all temp=27</act>", "make it twenty seven", 1);
+    EXPECT("<act>climate.set zone=all temp=2", "make it twenty seven", 0);
+    EXPECT("<act>climate.set zone=all temp=27.5</act>", "make it twenty seven", -1);
+    EXPECT("<act>climate.set zone=all temp=18.5</act>", "eighteen and a half degrees", 1);
+    EXPECT("<act>climate.set zone=all temp=18.5</act>", "eighteen point uh five", 1);
+    EXPECT("<act>climate.set zone=all temp=18</act>", "eighteen and a half degrees", -1);
+    EXPECT("<act>climate.set zone=all temp=24.5</act>", "Set it to 24.5.", 1);
+    EXPECT("<act>media.volume level=23</act>", "volume to twenty er three", 1);
+    EXPECT("<act>media.volume level=20</act>", "volume to twenty er three", -1);
+    EXPECT("<act>media.volume level=2</act>", "volume to twenty er three", -1);
+    EXPECT("<act>media.volume level=20</act>", "volume twenty twenty three", 1);  // a stutter
+    EXPECT("<act>media.volume delta=-3</act>", "minus three volume", 1);
+    EXPECT("<act>media.volume delta=-2</act>", "minus three volume", -1);
+    EXPECT("<act>media.volume level=100", "one hundred", -1);             // volume stops at 30
+    EXPECT("<act>window.set window=all position=100</act>", "open them one hundred percent", 1);
+    EXPECT("<act>window.set window=all position=20</act>", "crack them open", 1);   // none stated
+    // free-text values: request words, in order
+    EXPECT("<act>phone.call contact=aunt_maria</act> Calling.", "call aunt maria please", 1);
+    EXPECT("<act>phone.call contact=aunt_ma", "call aunt maria please", 0);
+    EXPECT("<act>phone.call contact=maria_aunt</act>", "call aunt maria please", -1);
+    EXPECT("<act>phone.call contact=marva</act>", "call aunt maria please", -1);
+    EXPECT("<act>phone.call contact=call</act>", "call aunt maria please", -1);     // a frame word
+    EXPECT("<act>phone.call contact=", "", -1);   // no words to copy: no contact
+    EXPECT("<act>phone.call", "", -1);            // so no call at all
+    EXPECT("<act>phone.call", "call me", -1);     // (a frame word is no contact either)
+    EXPECT("<act>phone.call", "call mom", 0);
+    EXPECT("<act>phone.redial</act>", "", 1);
+    EXPECT("<act>phone.call contact=x</act>", "", -1);
+    EXPECT("<act>nav.go dest=city_hall</act>", "take me to city uh hall", 1);
+    EXPECT("<act>nav.go dest=home</act>", "I want to go to the zoo", 1);
+    EXPECT("<act>nav.go dest=42_elm_street</act>", "get me to 42 Elm Street", 1);
+    EXPECT("<act>nav.go dest=the_zoo</act>", "I want to go to the zoo", 1);
+    EXPECT("<act>nav.go dest=zoo_the</act>", "I want to go to the zoo", -1);
+    EXPECT("<act>nav.go dest=Zoo</act>", "I want to go to the Zoo", -1);  // values are lowercase
+}
+
+typedef struct reply_buf { char text[4096]; size_t len; } reply_buf;
+
+static bool collect(void *ud, int32_t t, const char *piece, int len) {
+    (void)t;
+    reply_buf *b = ud;
+    if (b->len + (size_t)len < sizeof b->text) {
+        memcpy(b->text + b->len, piece, (size_t)len);
+        b->len += (size_t)len;
+        b->text[b->len] = 0;
+    }
+    return true;
+}
+
+static void forbid_all(void *ud, float *logits, int n_vocab) {
+    (void)ud;
+    for (int i = 0; i < n_vocab; i++) logits[i] = -INFINITY;
+}
+
+// Every reply a random model writes under the grammar is a valid action the car accepts.
+static void random_model_replies(void) {
+    const char *vocab = "assets/models/cabin-tiny.gguf";
+    if (access(vocab, R_OK) != 0) { SKIP("%s is not there (its vocabulary is needed)", vocab); return; }
+    char path[] = "/tmp/cabin-test-grammar-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    close(fd);
+    const char *env = getenv("CABIN_TEST_SEED");
+    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
+    printf("seed %llu (rerun with CABIN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    modelgen_opts mo = modelgen_defaults();
+    mo.dim = 64; mo.n_layer = 1; mo.n_head = 2; mo.n_kv_head = 1; mo.ffn_dim = 128; mo.n_ctx = 1024;
+    mo.vocab_from = vocab;
+    mo.seed = seed;
+    errbuf err = {{0}};
+    CHECK(modelgen_write(&mo, path, &err) == 0, "modelgen: %s", err.msg);
+    session_opts so = session_opts_default();
+    so.model_path = path;
+    so.backend.n_threads = 1;
+    so.sampling.temp = 1.0f;
+    so.sampling.top_k = 0;
+    so.sampling.top_p = 1.0f;
+    so.sampling.min_p = 0.0f;
+    so.sampling.seed = seed;
+    so.max_reply_tokens = 64;
+    session *s = session_open(&so, &err);
+    CHECK(s != NULL, "session_open: %s", err.msg);
+    if (!s) { unlink(path); return; }
+    action_grammar *g = action_grammar_new(s);
+    CHECK(g != NULL, "a grammar for the assistant's vocabulary");
+    static const char *const requests[] = {
+        "call aunt maria please", "take me to the riverside clinic", "set it to twenty two and a half",
+        "volume 27", "two degrees warmer on my side", "open the window fifteen percent",
+        "what's the capital of France", "fan to seven", "get me to 42 elm street", "hey",
+    };
+    int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40;
+    for (int i = 0; i < runs && g; i++) {
+        const char *req = requests[i % n_req];
+        reply_buf b = { .len = 0 };
+        session_reset(s);
+        CHECK(action_grammar_chat(g, s, req, collect, &b, &err) == 0, "chat: %s", err.msg);
+        // 64 tokens may end inside the action: then it must still be a valid prefix
+        int r = action_grammar_check(b.text, b.len, req);
+        CHECK(r >= 0, "seed %llu: '%s' -> '%s' left the grammar", (unsigned long long)seed, req, b.text);
+        if (r != 1) continue;
+        complete++;
+        action a;
+        char sentence[4096], perr[128], change[512], reason[256];
+        CHECK(action_parse(b.text, &a, sentence, sizeof sentence, perr, sizeof perr) == 0,
+              "seed %llu: '%s' does not parse: %s", (unsigned long long)seed, b.text, perr);
+        vehicle *v = vehicle_new();
+        bool needs_state = !strcmp(a.intent, "nav.eta") || !strcmp(a.intent, "phone.redial") ||
+                           action_slot_value(&a, "delta") != NULL;   // relative to the car's state
+        int applied = vehicle_apply(v, &a, change, sizeof change, reason, sizeof reason);
+        CHECK(applied == 0 || needs_state, "seed %llu: the car refuses '%s': %s", (unsigned long long)seed, b.text, reason);
+        const char *name = action_slot_value(&a, "contact");
+        if (!name) name = action_slot_value(&a, "dest");
+        if (name && strcmp(name, "home") && strcmp(name, "work")) {
+            char words[256];
+            snprintf(words, sizeof words, "%s", name);
+            for (char *p = strtok(words, "_"); p; p = strtok(NULL, "_"))
+                CHECK(strstr(req, p) != NULL, "seed %llu: '%s' is not from '%s'", (unsigned long long)seed, p, req);
+        }
+        vehicle_free(v);
+    }
+    // A filter that forbids every token: the session falls back to the unmasked logits.
+    token_filter none = { forbid_all, NULL, NULL };
+    session_set_filter(s, &none);
+    session_reset(s);
+    reply_buf b = { .len = 0 };
+    CHECK(session_chat(s, "hey", collect, &b, &err) == 0, "chat: %s", err.msg);
+    session_stats st;
+    session_get_stats(s, &st);
+    CHECK(st.gen_tokens > 0, "a filter that forbids everything stopped generation");
+    session_set_filter(s, NULL);
+    CHECK(complete >= runs / 4, "only %d of %d random replies closed their action within 64 tokens", complete, runs);
+    printf("random model (seed %llu): %d of %d replies complete valid actions\n", (unsigned long long)seed, complete, runs);
+    action_grammar_free(g);
+    session_close(s);
+    unlink(path);
+}
+
+int main(void) {
+    checker_cases();
+    random_model_replies();
+    return test_finish();
+}
