@@ -209,7 +209,8 @@ static const char *const not_a_value_start[] = { "a", "alright", "bring", "call"
     "directions", NULL };
 
 // Words joined by '_' that occur in the request in the same order, each within 3 words of the
-// one before (so "city uh hall" gives city_hall). k: value words; the last may be a prefix.
+// one before (so "city uh hall" gives city_hall). v[0..n): the value so far, whose last word may
+// be unfinished; after: the request index of the previous value word (-1: none yet).
 static int check_copy_from(const words *req, const char *v, size_t n, int after) {
     const char *us = memchr(v, '_', n);
     size_t wl = us ? (size_t)(us - v) : n;
@@ -336,9 +337,9 @@ static int check_action(const char *t, size_t n, bool complete, const words *req
 }
 
 static int check_reply(const char *reply, size_t len, const words *req) {
-    static const char open[] = "<act>", close[] = "</act>";
-    if (len <= 5) return memcmp(reply, open, len) == 0 ? 0 : -1;
-    if (memcmp(reply, open, 5) != 0) return -1;
+    static const char open_tag[] = "<act>", close_tag[] = "</act>";
+    if (len <= 5) return memcmp(reply, open_tag, len) == 0 ? 0 : -1;
+    if (memcmp(reply, open_tag, 5) != 0) return -1;
     const char *t = reply + 5;
     size_t n = len - 5;
     const char *lt = memchr(t, '<', n);
@@ -347,7 +348,7 @@ static int check_reply(const char *reply, size_t len, const words *req) {
         return r < 0 ? -1 : 0;   // a whole action still needs its "</act>"
     }
     size_t tail = n - (size_t)(lt - t);
-    if (memcmp(lt, close, tail < 6 ? tail : 6) != 0) return -1;
+    if (memcmp(lt, close_tag, tail < 6 ? tail : 6) != 0) return -1;
     if (check_action(t, (size_t)(lt - t), true, req) != 1) return -1;
     return tail >= 6 ? 1 : 0;
 }
