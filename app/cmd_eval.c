@@ -174,6 +174,12 @@ static int score_replies(session *s, const chat_template *tmpl, int32_t header, 
     return rc;
 }
 
+// Ends the progress line on stderr (if one was printed) so that what follows starts a line.
+static void end_progress(bool *shown) {
+    if (*shown) fputc('\n', stderr);
+    *shown = false;
+}
+
 int cmd_eval_assistant(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin eval-assistant", false };
     run_opts r;
@@ -224,6 +230,7 @@ int cmd_eval_assistant(int argc, char **argv) {
     action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
     eval_counts c = {0};
     int line_no = 0, dialogues = 0, rc = 0;
+    bool progress_shown = false;   // a "\r[N dialogues]" line is open on stderr
     const chat_template *tmpl = r.s.template_name ? chat_template_by_name(r.s.template_name)
                                                   : chat_template_detect(session_model(s)->chat_template);
     int32_t header = assistant_header_id(s, tmpl);
@@ -241,6 +248,7 @@ int cmd_eval_assistant(int argc, char **argv) {
         cJSON *d = cJSON_Parse(line);
         cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
         if (!cJSON_IsArray(turns)) {
+            end_progress(&progress_shown);
             fprintf(stderr, "cabin eval-assistant: %s:%d: not a dialogue ({\"turns\": [...]})\n", file, line_no);
             cJSON_Delete(d);
             rc = 1;
@@ -253,6 +261,7 @@ int cmd_eval_assistant(int argc, char **argv) {
         cJSON_ArrayForEach(t, turns) {
             cJSON *u = cJSON_GetObjectItem(t, "user"), *want = cJSON_GetObjectItem(t, "reply");
             if (!cJSON_IsString(u) || !cJSON_IsString(want)) {
+                end_progress(&progress_shown);
                 fprintf(stderr, "cabin eval-assistant: %s:%d: a turn lacks \"user\" or \"reply\"\n", file, line_no);
                 rc = 1;
                 break;
@@ -266,6 +275,7 @@ int cmd_eval_assistant(int argc, char **argv) {
             reply_buf got = { .len = 0 };
             got.text[0] = 0;
             if (action_grammar_chat(grammar, s, u->valuestring, collect, &got, &err)) {
+                end_progress(&progress_shown);
                 fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
                 rc = 1;
                 break;
@@ -290,14 +300,17 @@ int cmd_eval_assistant(int argc, char **argv) {
             }
         }
         if (!rc && header >= 0 && score_replies(s, tmpl, header, turns, &reply_nll, &reply_tokens, &err)) {
+            end_progress(&progress_shown);
             fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
             rc = 1;
         }
         cJSON_Delete(d);
-        if (dialogues % 20 == 0)
+        if (dialogues % 20 == 0) {
             fprintf(stderr, "\r[%d dialogues] exact %.1f%%", dialogues, 100.0 * c.exact / (c.turns ? c.turns : 1));
+            progress_shown = true;
+        }
     }
-    fprintf(stderr, "\n");
+    end_progress(&progress_shown);
     if (!rc && c.turns > 0) {
         const model *m = session_model(s);
         const char *prec = r.s.precision ? r.s.precision : wtype_name(m->layers[0].wq.type);

@@ -86,4 +86,25 @@ one_line_error "warp" "an unknown backend"
 expect_rc 1 "bad template" -- "$CABIN" chat -m "$T/m.gguf" --template nope </dev/null
 one_line_error "nope" "an unknown template"
 
+# eval-assistant on the embedded model: the table, --errors, --free-actions, bad input
+TINY=assets/models/cabin-tiny.gguf
+if [ -f "$TINY" ]; then
+    head -n 6 assets/eval/heldout.jsonl >"$T/six.jsonl"
+    expect_rc 0 "eval-assistant" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" -t 1 --errors "$T/errors.tsv" --json "$T/eval.json"
+    grep -q "| cabin-tiny | F32 | grammar | 6 |" "$T/out" && ok || { bad "eval-assistant table row"; cat "$T/out"; }
+    turns=$(/usr/bin/python3 -c "import json,sys; print(sum(len(json.loads(l)['turns']) for l in open(sys.argv[1])))" "$T/six.jsonl")
+    wrong=$(/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['turns']*(1-d['exact'])))" "$T/eval.json")
+    [ "$(wc -l <"$T/errors.tsv")" = "$wrong" ] && ok || bad "--errors lists the $wrong wrong turns of $turns"
+    awk -F'\t' 'NF != 4 { exit 1 }' "$T/errors.tsv" && ok || bad "--errors lines: line, user, wanted, got"
+    expect_rc 0 "eval-assistant --free-actions" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" -t 1 --free-actions
+    grep -q "| cabin-tiny | F32 | free | 6 |" "$T/out" && ok || { bad "--free-actions row"; cat "$T/out"; }
+    printf '{"turns": [{"user": "hi", "reply": "<act>none</act> Hi."}]}\n{"turns": 3}\n' >"$T/bad.jsonl"
+    expect_rc 1 "eval-assistant on a malformed dialogue" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/bad.jsonl" -t 1
+    one_line_error "bad.jsonl:2" "a malformed held-out line"
+    expect_rc 1 "eval-assistant --errors to a directory" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" --errors "$T"
+    one_line_error "cannot write" "an unwritable --errors file"
+else
+    skip=$((skip + 1)); echo "skipped: eval-assistant checks: $TINY is not there"
+fi
+
 test_finish
