@@ -67,6 +67,7 @@ typedef struct words {
     char w[MAX_WORDS][32];
     int n_num;
     double num[MAX_NUMBERS];   // numbers the request states, in digits or words
+    bool possible[N_INTENTS];  // intent_possible, once per request (read_request)
 } words;
 
 static const char *const ones_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
@@ -280,6 +281,12 @@ static bool intent_possible(const intent_spec *it, const words *req) {
     return true;
 }
 
+// Splits the request and decides once which intents it leaves possible.
+static void read_request(const char *text, words *req) {
+    split_words(text, req);
+    for (int i = 0; i < N_INTENTS; i++) req->possible[i] = intent_possible(&intents[i], req);
+}
+
 static const intent_spec *find_intent(const char *s, size_t n) {
     for (int i = 0; i < N_INTENTS; i++)
         if (strlen(intents[i].name) == n && memcmp(intents[i].name, s, n) == 0) return &intents[i];
@@ -317,10 +324,10 @@ static int check_action(const char *t, size_t n, bool complete, const words *req
         if (it && n_groups(it) == 0) return 1;
         if (complete) return -1;
         for (int i = 0; i < N_INTENTS; i++)
-            if (is_prefix(t, n, intents[i].name) && intent_possible(&intents[i], req)) return 0;
+            if (is_prefix(t, n, intents[i].name) && req->possible[i]) return 0;
         return -1;
     }
-    if (!it || !intent_possible(it, req)) return -1;
+    if (!it || !req->possible[it - intents]) return -1;
     int ng = n_groups(it), field = 0;
     const char *p = sp + 1, *end = t + n;
     for (;;) {
@@ -355,7 +362,7 @@ static int check_reply(const char *reply, size_t len, const words *req) {
 
 int action_grammar_check(const char *reply, size_t len, const char *request) {
     words req;
-    split_words(request ? request : "", &req);
+    read_request(request ? request : "", &req);
     return check_reply(reply, len, &req);
 }
 
@@ -432,7 +439,7 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
 
 int action_grammar_chat(action_grammar *g, session *s, const char *user_text, token_cb cb, void *ud, errbuf *err) {
     if (!g) return session_chat(s, user_text, cb, ud, err);
-    split_words(user_text, &g->req);
+    read_request(user_text, &g->req);
     g->len = 0;
     g->done = false;
     token_filter f = { grammar_mask, grammar_accept, g };
