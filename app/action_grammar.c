@@ -65,6 +65,8 @@ static int n_groups(const intent_spec *it) {
 typedef struct words {
     int n;
     char w[MAX_WORDS][32];
+    int n_copy;                // the words a name or place is copied from: w with each run of
+    char copy[MAX_WORDS][32];  // number words as digits ("twenty eight" -> "28")
     int n_num;
     double num[MAX_NUMBERS];   // numbers the request states, in digits or words
     bool possible[N_INTENTS];  // intent_possible, once per request (read_request)
@@ -89,9 +91,39 @@ static void add_number(words *r, double x) {
 }
 
 // The numbers a request states, as speech recognition or a keyboard gives them: "22", "22.5",
-// "twenty two", "eighteen and a half", "twenty point five", "one hundred". A stutter ("twenty
-// twenty two") gives both readings.
+// "twenty two", "eighteen and a half", "twenty point five", "one hundred thirty nine"; and the
+// parts of the way the corpus names ("half", "a quarter", "three quarters": 50, 25, 75 percent).
+// A stutter ("twenty twenty two") gives both readings.
 static const char *const fillers[] = { "uh", "um", "er", "hmm", "like", NULL };
+
+static bool is_filler(const char *w) { return word_index(fillers, w) >= 0; }
+
+// A whole number spelled in words starting at w[i] ("twenty two", "one hundred thirty nine"):
+// its value, and *end the index after it; -1 if w[i] starts none.
+static double number_words_at(const char *const *w, int n, int i, int *end) {
+    int o = word_index(ones_words, w[i]), t = word_index(tens_words, w[i]);
+    double x;
+    int j = i + 1;
+    if (strcmp(w[i], "hundred") == 0) x = 100;
+    else if (o == 1 && j < n && strcmp(w[j], "hundred") == 0) { x = 100; j++; }
+    else if (o >= 0) { *end = j; return o; }
+    else if (t >= 0) {
+        x = 20 + 10 * t;
+        int u = j < n ? word_index(ones_words, w[j]) : -1;
+        if (u >= 1 && u <= 9) { x += u; j++; }
+        *end = j;
+        return x;
+    } else return -1;
+    if (j < n) {   // "one hundred [and] thirty nine"
+        int k = j + (strcmp(w[j], "and") == 0 && j + 1 < n);
+        int e;
+        double rest = word_index(ones_words, w[k]) >= 1 || word_index(tens_words, w[k]) >= 0
+                          ? number_words_at(w, n, k, &e) : -1;
+        if (rest >= 1 && rest <= 99) { x += rest; j = e; }
+    }
+    *end = j;
+    return x;
+}
 
 static void find_numbers(const char *text, words *r) {
     r->n_num = 0;
@@ -106,23 +138,33 @@ static void find_numbers(const char *text, words *r) {
     const char *w[MAX_WORDS];   // the words without fillers: "twenty er three" is 23
     int n = 0;
     for (int i = 0; i < r->n; i++)
-        if (word_index(fillers, r->w[i]) < 0) w[n++] = r->w[i];
+        if (!is_filler(r->w[i])) w[n++] = r->w[i];
     for (int i = 0; i < n; i++) {
-        int o = word_index(ones_words, w[i]), t = word_index(tens_words, w[i]);
-        double x;
-        int j = i + 1;
-        if (strcmp(w[i], "hundred") == 0) x = 100;
-        else if (o == 1 && j < n && strcmp(w[j], "hundred") == 0) { x = 100; j++; }
-        else if (o >= 0) x = o;
-        else if (t >= 0) {
-            x = 20 + 10 * t;
-            int u = j < n ? word_index(ones_words, w[j]) : -1;
-            if (u >= 1 && u <= 9) { x += u; j++; }
-        } else continue;
+        if (!strcmp(w[i], "half") || !strcmp(w[i], "halfway")) { add_number(r, 50); continue; }
+        if (!strcmp(w[i], "quarter")) { add_number(r, 25); continue; }
+        int j;
+        double x = number_words_at(w, n, i, &j);
+        if (x < 0) continue;
+        if (j < n && x >= 1 && x <= 3 && !strcmp(w[j], "quarters")) { add_number(r, 25 * x); i = j; continue; }
         if (j + 1 < n && !strcmp(w[j], "point") && !strcmp(w[j + 1], "five")) { x += 0.5; j += 2; }
         else if (j + 2 < n && !strcmp(w[j], "and") && !strcmp(w[j + 1], "a") && !strcmp(w[j + 2], "half")) { x += 0.5; j += 3; }
         add_number(r, x);
         i = j - 1;   // "twenty two" is 22, not also 2
+    }
+}
+
+// r->copy: the words with every run of number words as its digits (an address spoken as
+// "twenty eight queen street" is copied as 28_queen_street, as the model writes it).
+static void find_copy_words(words *r) {
+    const char *w[MAX_WORDS];
+    for (int i = 0; i < r->n; i++) w[i] = r->w[i];
+    r->n_copy = 0;
+    for (int i = 0; i < r->n;) {
+        int j;
+        double x = number_words_at(w, r->n, i, &j);
+        if (x >= 0) snprintf(r->copy[r->n_copy++], sizeof r->copy[0], "%ld", (long)x);
+        else { memcpy(r->copy[r->n_copy++], w[i], sizeof r->copy[0]); j = i + 1; }
+        i = j;
     }
 }
 
@@ -140,6 +182,7 @@ static void split_words(const char *text, words *out) {
         out->n++;
     }
     find_numbers(text, out);
+    find_copy_words(out);
 }
 
 // ---- value checks: 1 complete and valid, 0 a proper prefix of a valid value, -1 neither ----
@@ -203,35 +246,118 @@ static int check_number_any(const char *spec, const char *s, size_t n) {
 
 // Words a copied name or place never starts with: fillers, politeness and the verbs and
 // function words of the requests around it ("give maya a call", "get me to the velodrome").
-static const char *const not_a_value_start[] = { "a", "alright", "bring", "call", "can", "could", "d",
-    "dial", "do", "er", "for", "get", "give", "go", "hey", "hmm", "how", "i", "if", "let", "like", "maybe",
-    "me", "navigate", "now", "ok", "okay", "phone", "please", "quick", "real", "ring", "route", "s", "so",
-    "start", "take", "talk", "thank", "thanks", "to", "uh", "um", "want", "well", "with", "would", "you", "cabin",
-    "directions", NULL };
+static const char *const not_a_value_start[] = { "a", "about", "actually", "again", "also", "alright", "and",
+    "bring", "call", "can", "cabin", "could", "d", "dial", "directions", "do", "er", "for", "get", "give", "go",
+    "hey", "hmm", "how", "i", "if", "is", "it", "just", "let", "like", "maybe", "me", "navigate", "now", "ok",
+    "okay", "phone", "please", "quick", "real", "ring", "route", "s", "said", "so", "sorry", "start", "take",
+    "talk", "thank", "thanks", "then", "to", "try", "uh", "um", "want", "well", "what", "with", "would", "you",
+    NULL };
 
-// Words joined by '_' that occur in the request in the same order, each within 3 words of the
-// one before (so "city uh hall" gives city_hall). v[0..n): the value so far, whose last word may
-// be unfinished; after: the request index of the previous value word (-1: none yet).
-static int check_copy_from(const words *req, const char *v, size_t n, int after) {
+// The words a copied value ends before, and which never occur inside one after its first word:
+// the closed-class words around a name or place in a request ("give maria a call", "call maria
+// please", "take me to the mall and then home"). A name is copied whole: it ends at the end of
+// the request or before one of these, never in the middle of a run of other words ("the
+// greenfield outlet" is greenfield_outlet). In the training corpus every copied value ends so,
+// and none has one of these words after its first.
+static const char *const around_a_value[] = { "a", "alright", "an", "and", "asap", "at", "but", "by", "cabin",
+    "first", "for", "from", "her", "him", "if", "in", "instead", "it", "later", "me", "my", "now", "ok", "okay",
+    "on", "or", "please", "quick", "quickly", "real", "right", "so", "sorry", "thank", "thanks", "the", "them",
+    "then", "to", "today", "tonight", "too", "us", "via", "with", "yeah", "you", "your", "again", NULL };
+
+typedef const char word_t[32];
+
+static bool has_letter(const char *w) {
+    for (; *w; w++)
+        if (isalpha((unsigned char)*w)) return true;
+    return false;
+}
+
+static bool all_digits(const char *w) {
+    for (; *w; w++)
+        if (!isdigit((unsigned char)*w)) return false;
+    return true;
+}
+
+// A word a name may run through without it being part of the name: a filler, or the same word
+// again (a stutter: "129 129 falcon drive").
+static bool skippable(word_t *w, int i) { return is_filler(w[i]) || (i > 0 && strcmp(w[i], w[i - 1]) == 0); }
+
+static int next_word(word_t *w, int nw, int i) {
+    int e = i + 1;
+    while (e < nw && skippable(w, e)) e++;
+    return e;
+}
+
+// A value whose last word so far is request word i (letters: it has a word that is not a number):
+// whether it can be complete (2), can only go on (1), or neither (0). It ends where the name does
+// (the request's end or a word of around_a_value) and needs a word that is not a number.
+static int value_can_end(word_t *w, int nw, int i, bool letters) {
+    int e = next_word(w, nw, i);
+    bool at_end = e >= nw || word_index(around_a_value, w[e]) >= 0;
+    if (at_end && letters) return 2;
+    for (bool l = letters; !(e >= nw || word_index(around_a_value, w[e]) >= 0);) {   // the run of words after i
+        l = l || has_letter(w[e]);
+        int f = next_word(w, nw, e);
+        if ((f >= nw || word_index(around_a_value, w[f]) >= 0) && l) return 1;
+        e = f;
+    }
+    return 0;
+}
+
+// Words that lead into a name or place besides those two lists ("ring up maria", "head towards
+// the harbor").
+static const char *const leads_to_a_value[] = { "up", "visit", "find", "contact", "text", "reach", "head",
+    "drive", "destination", "navigation", "guidance", "towards", "toward", "into", "is", NULL };
+
+// Whether a copied value may start at request word i: a word of 2 or more letters (or digits),
+// not one of not_a_value_start, nor of around_a_value but "my" ("call my sister"; places are
+// named without their article, "the office" is office); and where a name can start: at the request's start, or after a word of
+// those lists ("the quayside market" is never just "market").
+static bool value_can_start(word_t *w, int i) {
+    const char *x = w[i];
+    if (word_index(not_a_value_start, x) >= 0 || (strlen(x) < 2 && !all_digits(x))) return false;
+    if (word_index(around_a_value, x) >= 0 && strcmp(x, "my")) return false;
+    int j = i - 1;
+    while (j >= 0 && (is_filler(w[j]) || strcmp(w[j], x) == 0)) j--;
+    return j < 0 || word_index(not_a_value_start, w[j]) >= 0 || word_index(around_a_value, w[j]) >= 0 ||
+           word_index(leads_to_a_value, w[j]) >= 0;
+}
+
+// Words joined by '_' that occur in the request one after the other (fillers and stutters may
+// come between: "city uh hall" gives city_hall), starting where value_can_start says and
+// running as value_can_end says. v[0..n): the value
+// so far, whose last word may be unfinished; after: the request index of the previous value word
+// (-1: none yet). Returns 1 complete, 0 a prefix of a complete value, -1 neither.
+static int check_copy_list(word_t *w, int nw, const char *v, size_t n, int after, bool letters) {
     const char *us = memchr(v, '_', n);
     size_t wl = us ? (size_t)(us - v) : n;
-    int from = after < 0 ? 0 : after + 1, to = after < 0 ? req->n : after + 4;
-    if (to > req->n) to = req->n;
     int best = -1;
-    for (int i = from; i < to; i++) {
-        const char *w = req->w[i];
-        if (after < 0 && word_index(not_a_value_start, w) >= 0) continue;
-        if (us) {
-            if (wl == 0 || strlen(w) != wl || memcmp(w, v, wl) != 0) continue;
-            int r = check_copy_from(req, us + 1, n - wl - 1, i);
-            if (r > best) best = r;
-        } else {
-            if (strlen(w) == wl && memcmp(w, v, wl) == 0 && wl > 0) return 1;
-            if (strlen(w) > wl && memcmp(w, v, wl) == 0) best = 0;
+    for (int i = after + 1; i < nw; i++) {
+        bool skip = after >= 0 && skippable(w, i);
+        bool ok = after < 0 ? value_can_start(w, i) : !is_filler(w[i]) && word_index(around_a_value, w[i]) < 0;
+        size_t len = strlen(w[i]);
+        if (ok && len >= wl && memcmp(w[i], v, wl) == 0 && (wl > 0 || !us)) {
+            bool l = letters || has_letter(w[i]);
+            if (us) {
+                if (len == wl) {
+                    int r = check_copy_list(w, nw, us + 1, n - wl - 1, i, l);
+                    if (r > best) best = r;
+                }
+            } else {
+                int c = value_can_end(w, nw, i, l);
+                if (c == 2 && len == wl) return 1;
+                if (c > 0 && best < 0) best = 0;
+            }
         }
-        if (best == 1) return 1;
+        if (after >= 0 && !skip) break;   // the next value word is the next word of the request
     }
     return best;
+}
+
+static int check_copy_from(const words *req, const char *v, size_t n) {
+    int a = check_copy_list(req->w, req->n, v, n, -1, false);
+    int b = check_copy_list(req->copy, req->n_copy, v, n, -1, false);
+    return a > b ? a : b;
 }
 
 // When the request states numbers that fit the slot, the value is one of them, copied (for a
@@ -260,7 +386,7 @@ static int check_number(const char *spec, const char *s, size_t n, const words *
 static int check_value(const char *spec, const char *s, size_t n, const words *req) {
     if (spec[0] == '*') {
         int r = spec[1] ? check_enum(spec + 1, s, n) : -1;
-        int c = check_copy_from(req, s, n, -1);
+        int c = check_copy_from(req, s, n);
         return r > c ? r : c;
     }
     if (spec[0] == '#' || spec[0] == '%' || spec[0] == '+') return check_number(spec, s, n, req);
