@@ -10,6 +10,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# Residual dropout (training only; train.py --dropout sets it): the attention and FFN outputs are
+# dropped with this probability before they join the residual stream. Not part of Config: it
+# changes nothing at inference, so the exported file does not know of it.
+RESIDUAL_DROPOUT = 0.0
+
 
 @dataclass
 class Config:
@@ -104,9 +109,10 @@ class Block(nn.Module):
             att = torch.bmm(q, k.transpose(1, 2)) * scale
         att = F.softmax(att, dim=-1)
         y = torch.bmm(att, v).view(B, cfg.n_head, T, hd).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
-        x = x + self.wo(y)
+        x = x + F.dropout(self.wo(y), RESIDUAL_DROPOUT, self.training)
         h = self.ffn_norm(x)
-        return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
+        return x + F.dropout(self.w_down(F.silu(self.w_gate(h)) * self.w_up(h)), RESIDUAL_DROPOUT,
+                             self.training)
 
 
 class TinyLlama(nn.Module):

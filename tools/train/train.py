@@ -11,11 +11,12 @@ loss is the weighted mean, so the logged figure is that weighted mean). Batches 
 Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
 
 --bf16 1 runs the forward pass under torch.autocast(bfloat16) (about 2.5x faster on this
-AVX512-BF16 CPU; weights, optimizer state and loss stay float32). Off by default: the shipped
-model was trained in float32.
+AVX512-BF16 CPU; weights, optimizer state and loss stay float32). --dropout P drops the
+attention and FFN outputs with probability P before they join the residual stream (training
+only; the exported model has no trace of it). Both are off by default; `make model` turns them on.
 
 usage: train.py [--steps N] [--batch B] [--lr LR] [--dim D --layers L --heads H --kv-heads K --ffn F]
-                [--bf16 0|1] [--min-lr FRACTION]
+                [--bf16 0|1] [--min-lr FRACTION] [--dropout P] [--init CKPT]
 """
 import argparse
 import os
@@ -32,6 +33,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spm_tokenizer  # noqa: E402
+import model as model_module  # noqa: E402
 from model import Config, TinyLlama  # noqa: E402
 
 
@@ -101,7 +103,10 @@ def main():
     ap.add_argument("--min-lr", type=float, default=0.1, help="final learning rate / peak")
     ap.add_argument("--init", default="", help="start from this checkpoint's weights (same shape) "
                     "instead of random ones: to continue a run with more steps")
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="residual dropout while training (attention and FFN outputs)")
     a = ap.parse_args()
+    model_module.RESIDUAL_DROPOUT = a.dropout
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
