@@ -291,15 +291,14 @@ static int next_word(word_t *w, int nw, int i) {
 // A value whose last word so far is request word i (letters: it has a word that is not a number):
 // whether it can be complete (2), can only go on (1), or neither (0). It ends where the name does
 // (the request's end or a word of around_a_value) and needs a word that is not a number.
+static bool name_ends_before(word_t *w, int nw, int e) { return e >= nw || word_index(around_a_value, w[e]) >= 0; }
+
 static int value_can_end(word_t *w, int nw, int i, bool letters) {
     int e = next_word(w, nw, i);
-    bool at_end = e >= nw || word_index(around_a_value, w[e]) >= 0;
-    if (at_end && letters) return 2;
-    for (bool l = letters; !(e >= nw || word_index(around_a_value, w[e]) >= 0);) {   // the run of words after i
+    if (name_ends_before(w, nw, e)) return letters ? 2 : 0;
+    for (bool l = letters; !name_ends_before(w, nw, e); e = next_word(w, nw, e)) {   // the run of words after i
         l = l || has_letter(w[e]);
-        int f = next_word(w, nw, e);
-        if ((f >= nw || word_index(around_a_value, w[f]) >= 0) && l) return 1;
-        e = f;
+        if (l && name_ends_before(w, nw, next_word(w, nw, e))) return 1;
     }
     return 0;
 }
