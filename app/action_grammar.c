@@ -1,9 +1,12 @@
 // Grammar-constrained decoding of action lines (see action_grammar.h).
 //
 // The checker works on text, not tokens: a candidate token is allowed when the reply so far plus
-// the token's piece is still a prefix of "<act>" ACTION "</act>" (anything may follow </act>).
+// the token's piece is still a prefix of "<act>" ACTION "</act>"; after </act>, that the spoken
+// sentence names only what the action holds (its numbers, its values' words, the corpus's
+// sentence words).
 // With the embedded model's 1024 pieces that is ~1024 short parses per generated action token.
 #include "app/action_grammar.h"
+#include "app/reply_sentence.h"
 #include "engine/tokenizer.h"
 #include "engine/util.h"
 
@@ -491,6 +494,14 @@ int action_grammar_check(const char *reply, size_t len, const char *request) {
     return check_reply(reply, len, &req);
 }
 
+int action_grammar_check_sentence(const char *action_line, const char *sentence, size_t len, bool ended) {
+    reply_sentence_rule r;
+    const char *a = strncmp(action_line, "<act>", 5) == 0 ? action_line + 5 : action_line;
+    const char *close = strstr(a, "</act>");   // what follows it is not the action's
+    reply_sentence_rule_init(&r, a, close ? (size_t)(close - a) : strlen(a));
+    return reply_sentence_check(sentence, len, ended, &r);
+}
+
 // ---- the token filter ----
 
 struct action_grammar {
@@ -499,10 +510,16 @@ struct action_grammar {
     char **piece;        // n_vocab pieces as generation delivers them (NUL-terminated)
     int *piece_len;
     bool *special;       // control/unknown tokens: never inside an action line
+    bool *eog;           // end-of-generation tokens: end the reply
+    bool *ok;            // scratch: the tokens the sentence's rule allows now
     words req;
     char reply[512];     // the reply so far, while its action line is open
     size_t len;
-    bool done;           // </act> seen (or the reply left the grammar): nothing more to mask
+    bool in_sentence;    // </act> seen: the spoken sentence is checked
+    reply_sentence_rule rule;   // what the sentence may say (app/reply_sentence.c)
+    char sentence[512];  // the spoken sentence so far
+    size_t slen;
+    bool done;           // the reply left the grammar (or outgrew the buffers): nothing more to mask
 };
 
 action_grammar *action_grammar_new(session *s) {
@@ -514,6 +531,8 @@ action_grammar *action_grammar_new(session *s) {
     g->piece = xcalloc((size_t)g->n_vocab, sizeof *g->piece);
     g->piece_len = xcalloc((size_t)g->n_vocab, sizeof *g->piece_len);
     g->special = xcalloc((size_t)g->n_vocab, sizeof *g->special);
+    g->eog = xcalloc((size_t)g->n_vocab, sizeof *g->eog);
+    g->ok = xcalloc((size_t)g->n_vocab, sizeof *g->ok);
     char buf[256];
     for (int i = 0; i < g->n_vocab; i++) {
         int n = tokenizer_piece(tok, i, false, buf, sizeof buf - 1);
@@ -523,7 +542,8 @@ action_grammar *action_grammar_new(session *s) {
         g->piece[i] = xstrdup(buf);
         g->piece_len[i] = n;
         int type = tokenizer_token_type(tok, i);
-        g->special[i] = type == TT_CONTROL || type == TT_UNKNOWN || tokenizer_is_eog(tok, i);
+        g->eog[i] = tokenizer_is_eog(tok, i);
+        g->special[i] = type == TT_CONTROL || type == TT_UNKNOWN || g->eog[i];
     }
     return g;
 }
@@ -534,12 +554,65 @@ void action_grammar_free(action_grammar *g) {
     free(g->piece);
     free(g->piece_len);
     free(g->special);
+    free(g->eog);
+    free(g->ok);
     free(g);
+}
+
+static bool sentence_token_ok(action_grammar *g, char *cand, int i) {
+    size_t sl = g->slen;
+    if (g->special[i] && !g->eog[i]) return false;   // control and unknown tokens are not speech
+    int pl = g->eog[i] ? 0 : g->piece_len[i];
+    if (sl + (size_t)pl > sizeof g->sentence) return true;   // past the buffer: left alone
+    memcpy(cand + sl, g->piece[i], (size_t)pl);
+    return reply_sentence_check(cand, sl + (size_t)pl, g->eog[i], &g->rule) == 0;
+}
+
+// Does token i begin a new word of the sentence (" maria" after "Calling", "maria" after "Calling ")?
+static bool starts_word(const action_grammar *g, int i) {
+    const char *p = g->piece[i];
+    if (g->special[i]) return false;
+    bool after_space = g->slen > 0 && g->sentence[g->slen - 1] == ' ';
+    return (after_space && isalpha((unsigned char)p[0])) || (p[0] == ' ' && isalpha((unsigned char)p[1]));
+}
+
+// In the sentence: each candidate token's piece appended to the sentence so far and checked
+// (the end of the reply closes its last word or number). When the model's own first choice
+// breaks the rules at the start of a word ("Calling " -> "fel" for contact=ximena: it reaches
+// for a name, and not the action's), the word there is the action's value: only tokens that
+// begin a value word are left, and the value is then said whole.
+static void sentence_mask(action_grammar *g, float *logits, int n_vocab) {
+    int nv = n_vocab < g->n_vocab ? n_vocab : g->n_vocab;
+    char cand[sizeof g->sentence + 256];
+    memcpy(cand, g->sentence, g->slen);
+    int best = -1;
+    for (int i = 0; i < nv; i++)
+        if (logits[i] != -INFINITY && (best < 0 || logits[i] > logits[best])) best = i;
+    if (best >= 0 && g->rule.n_word > 0 && starts_word(g, best) && !sentence_token_ok(g, cand, best)) {
+        g->rule.values_only = true;
+        bool any = false;
+        for (int i = 0; i < nv; i++)
+            any |= g->ok[i] = logits[i] != -INFINITY && starts_word(g, i) && sentence_token_ok(g, cand, i);
+        g->rule.values_only = false;
+        if (any) {
+            for (int i = 0; i < nv; i++)
+                if (!g->ok[i]) logits[i] = -INFINITY;
+            return;
+        }
+    }
+    bool any = false;
+    for (int i = 0; i < nv; i++)
+        any |= g->ok[i] = logits[i] != -INFINITY && sentence_token_ok(g, cand, i);
+    // A sentence the pieces cannot go on with ("Turning the," then nothing that may follow
+    // "the"): the reply ends there rather than leave the rule.
+    for (int i = 0; i < nv; i++)
+        if (!g->ok[i] && (any || !g->eog[i])) logits[i] = -INFINITY;
 }
 
 static void grammar_mask(void *ud, float *logits, int n_vocab) {
     action_grammar *g = ud;
     if (g->done) return;
+    if (g->in_sentence) { sentence_mask(g, logits, n_vocab); return; }
     char cand[sizeof g->reply + 256];
     memcpy(cand, g->reply, g->len);
     for (int i = 0; i < n_vocab && i < g->n_vocab; i++) {
@@ -547,7 +620,14 @@ static void grammar_mask(void *ud, float *logits, int n_vocab) {
         int pl = g->piece_len[i];
         if (g->special[i] || pl == 0 || g->len + (size_t)pl > sizeof g->reply) { logits[i] = -INFINITY; continue; }
         memcpy(cand + g->len, g->piece[i], (size_t)pl);
-        if (check_reply(cand, g->len + (size_t)pl, &g->req) < 0) logits[i] = -INFINITY;
+        int r = check_reply(cand, g->len + (size_t)pl, &g->req);
+        if (r == 1) {   // the piece closes the action line: what it brings after "</act>" starts the sentence
+            size_t n = g->len + (size_t)pl, alen = (size_t)((char *)memmem(cand, n, "</act>", 6) - cand);
+            reply_sentence_rule rule;
+            reply_sentence_rule_init(&rule, cand + 5, alen - 5);
+            if (reply_sentence_check(cand + alen + 6, n - alen - 6, false, &rule) < 0) r = -1;
+        }
+        if (r < 0) logits[i] = -INFINITY;
     }
 }
 
@@ -555,17 +635,38 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
     (void)token;
     action_grammar *g = ud;
     if (g->done) return;
+    if (g->in_sentence) {
+        if (g->slen + (size_t)len > sizeof g->sentence) { g->done = true; return; }
+        memcpy(g->sentence + g->slen, piece, (size_t)len);
+        g->slen += (size_t)len;
+        return;
+    }
     if (g->len + (size_t)len > sizeof g->reply) { g->done = true; return; }
     memcpy(g->reply + g->len, piece, (size_t)len);
     g->len += (size_t)len;
-    // Complete, or off the grammar (the session's fallback when nothing valid was left).
-    if (check_reply(g->reply, g->len, &g->req) != 0) g->done = true;
+    // Complete (the sentence follows), or off the grammar (the session's fallback when nothing
+    // valid was left).
+    int r = check_reply(g->reply, g->len, &g->req);
+    if (r == 1) {
+        const char *close = memmem(g->reply, g->len, "</act>", 6);
+        size_t alen = (size_t)(close - g->reply);
+        reply_sentence_rule_init(&g->rule, g->reply + 5, alen - 5);
+        // The piece that closed the action line may already start the sentence.
+        size_t rest = g->len - alen - 6;
+        memcpy(g->sentence, close + 6, rest);
+        g->slen = rest;
+        g->in_sentence = true;
+    } else if (r < 0) {
+        g->done = true;
+    }
 }
 
 int action_grammar_chat(action_grammar *g, session *s, const char *user_text, token_cb cb, void *ud, errbuf *err) {
     if (!g) return session_chat(s, user_text, cb, ud, err);
     read_request(user_text, &g->req);
     g->len = 0;
+    g->slen = 0;
+    g->in_sentence = false;
     g->done = false;
     token_filter f = { grammar_mask, grammar_accept, g };
     session_set_filter(s, &f);

@@ -3,7 +3,9 @@
 // make it anything but a prefix of a valid action is masked: a known intent, its slots in the
 // trained order, enumerated values from the car's vocabulary, numbers within the car's ranges,
 // and free-text values (dest=, contact=) made only of words of the user's request, copied in
-// order. After </act> the spoken sentence is free. The model still chooses among what is valid.
+// order. After </act> the spoken sentence may say only what the action line holds: its numbers,
+// its values' words (a copied name whole), the corpus's sentence words for the intent in the
+// corpus's order (app/reply_sentence.c). The model still chooses among what is valid.
 #ifndef CABIN_ACTION_GRAMMAR_H
 #define CABIN_ACTION_GRAMMAR_H
 
@@ -26,5 +28,10 @@ int action_grammar_chat(action_grammar *g, session *s, const char *user_text, to
 // "<act>..."); `request` the user's text. Returns -1 if no valid reply starts with it, 0 if it
 // is a proper prefix of a valid action line, 1 if its action line is complete ("</act>" seen).
 int action_grammar_check(const char *reply, size_t len, const char *request);
+
+// The sentence rule (exposed for tests): 0 if `sentence` (its first len bytes) keeps the rule
+// of `action_line` (read up to its "</act>", if it has one; "<act>" may lead), its last word or
+// number allowed to be the beginning of one unless `ended`; -1 otherwise.
+int action_grammar_check_sentence(const char *action_line, const char *sentence, size_t len, bool ended);
 
 #endif

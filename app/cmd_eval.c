@@ -101,6 +101,7 @@ out:
 
 typedef struct eval_counts {
     int turns, exact, intent_ok, slots_total, slots_ok, malformed;
+    int named, named_ok;   // right actions with a contact or place; those whose sentence names it
     double nll; long nll_tokens;
 } eval_counts;
 
@@ -184,7 +185,7 @@ int cmd_eval_assistant(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin eval-assistant", false };
     run_opts r;
     run_opts_init(&r);
-    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL, *errors_out = NULL;
+    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL, *errors_out = NULL, *replies_out = NULL;
     int limit = 0, ppl_ctx = 256;
     while (a.i < argc) {
         if (arg_help(&a)) {
@@ -193,14 +194,17 @@ int cmd_eval_assistant(int argc, char **argv) {
                    "{\"turns\": [{\"user\": ..., \"reply\": ...}, ...]}) through the model, greedy, each\n"
                    "dialogue as one conversation, and compares every reply's action with the\n"
                    "reference: action exact-match (intent and every slot), intent accuracy and slot\n"
-                   "accuracy (reference slots reproduced exactly); then the perplexity of the\n"
-                   "reference dialogues in the model's chat layout (as cabin ppl computes it).\n"
+                   "accuracy (reference slots reproduced exactly), and how many spoken sentences\n"
+                   "of right actions name the contact or place acted on; then the perplexity of\n"
+                   "the reference dialogues in the model's chat layout (as cabin ppl computes it).\n"
                    "  -f FILE        held-out set (default assets/eval/heldout.jsonl)\n"
                    "  --limit N      only the first N dialogues\n"
                    "  --ppl-ctx N    window for the perplexity of the dialogues (default 256)\n"
                    "  --json FILE    also write the figures as JSON\n"
                    "  --errors FILE  write every turn whose action differs from the reference, one\n"
-                   "                 tab-separated line: file line, user text, wanted, got\n%s", RUN_OPTS_HELP);
+                   "                 tab-separated line: file line, user text, wanted, got\n"
+                   "  --replies FILE write every turn, one tab-separated line: file line, user\n"
+                   "                 text, reference reply, the model's whole reply\n%s", RUN_OPTS_HELP);
             return 0;
         }
         if (arg_str(&a, "-f", "--file", &file)) continue;
@@ -208,6 +212,7 @@ int cmd_eval_assistant(int argc, char **argv) {
         if (arg_int(&a, "--ppl-ctx", NULL, &ppl_ctx)) continue;
         if (arg_str(&a, "--json", NULL, &json_out)) continue;
         if (arg_str(&a, "--errors", NULL, &errors_out)) continue;
+        if (arg_str(&a, "--replies", NULL, &replies_out)) continue;
         if (run_opts_parse(&r, &a)) continue;
         arg_unknown(&a);
         return 2;
@@ -216,9 +221,10 @@ int cmd_eval_assistant(int argc, char **argv) {
     errbuf err = {{0}};
     char *text = read_file_all(file, NULL, &err);
     if (!text) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); return 1; }
-    FILE *errors = NULL;
-    if (errors_out && !(errors = fopen(errors_out, "w"))) {
-        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", errors_out);
+    FILE *errors = NULL, *replies = NULL;
+    if ((errors_out && !(errors = fopen(errors_out, "w"))) || (replies_out && !(replies = fopen(replies_out, "w")))) {
+        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", errors_out && !errors ? errors_out : replies_out);
+        if (errors) fclose(errors);
         free(text);
         return 1;
     }
@@ -280,13 +286,28 @@ int cmd_eval_assistant(int argc, char **argv) {
                 rc = 1;
                 break;
             }
+            if (replies) {   // one line per turn: a tab or newline the model wrote becomes a space
+                for (char *p = got.text; *p; p++) if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+                fprintf(replies, "%d\t%s\t%s\t%s\n", line_no, u->valuestring, want->valuestring, got.text);
+            }
             action ga, wa;
             char sent[512], e[128];
             action_parse(want->valuestring, &wa, sent, sizeof sent, e, sizeof e);
             if (action_parse(got.text, &ga, sent, sizeof sent, e, sizeof e) != 0) c.malformed++;
             c.turns++;
-            if (action_equal(&ga, &wa)) c.exact++;
-            else if (errors) {
+            if (action_equal(&ga, &wa)) {
+                c.exact++;
+                // Does the spoken sentence name the contact or place the car acts on?
+                const char *name = action_slot_value(&ga, "contact");
+                if (!name) name = action_slot_value(&ga, "dest");
+                if (name) {
+                    char spoken[256];
+                    snprintf(spoken, sizeof spoken, "%s", name);
+                    for (char *p = spoken; *p; p++) if (*p == '_') *p = ' ';
+                    c.named++;
+                    if (strcasestr(sent, spoken)) c.named_ok++;
+                }
+            } else if (errors) {
                 char wbuf[512], gbuf[512];
                 action_format(&wa, wbuf, sizeof wbuf);
                 action_format(&ga, gbuf, sizeof gbuf);
@@ -320,6 +341,9 @@ int cmd_eval_assistant(int argc, char **argv) {
                100.0 * c.exact / c.turns, 100.0 * c.intent_ok / c.turns,
                c.slots_total ? 100.0 * c.slots_ok / c.slots_total : 100.0, c.malformed);
         printf("(%.1f s)\n", now_sec() - t0);
+        if (c.named > 0)
+            printf("spoken sentences naming the contact or place acted on: %d of %d right actions with one (%.1f%%)\n",
+                   c.named_ok, c.named, 100.0 * c.named_ok / c.named);
         if (reply_tokens > 0)
             printf("reference replies (teacher-forced, given the dialogue so far): %ld tokens, PPL %.4f\n",
                    reply_tokens, exp(reply_nll / (double)reply_tokens));
@@ -337,15 +361,17 @@ int cmd_eval_assistant(int argc, char **argv) {
             FILE *f = fopen(json_out, "w");
             if (f) {
                 fprintf(f, "{\"precision\": \"%s\", \"grammar\": %s, \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
-                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, grammar ? "true" : "false", dialogues,
+                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"named\": %.4f, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, grammar ? "true" : "false", dialogues,
                         c.turns, (double)c.exact / c.turns, (double)c.intent_ok / c.turns,
-                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed, pr.ppl,
+                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed,
+                        c.named ? (double)c.named_ok / c.named : 1.0, pr.ppl,
                         reply_tokens ? exp(reply_nll / (double)reply_tokens) : 0.0);
                 fclose(f);
             }
         }
     }
     if (errors) fclose(errors);
+    if (replies) fclose(replies);
     action_grammar_free(grammar);
     free(dialogue_text);
     free(text);

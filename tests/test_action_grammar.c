@@ -171,7 +171,7 @@ static void random_model_replies(void) {
         "volume 27", "two degrees warmer on my side", "open the window fifteen percent",
         "what's the capital of France", "fan to seven", "get me to 42 elm street", "hey",
     };
-    int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40;
+    int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40, sentence_numbers = 0;
     for (int i = 0; i < runs && g; i++) {
         const char *req = requests[i % n_req];
         reply_buf b = { .len = 0 };
@@ -200,6 +200,12 @@ static void random_model_replies(void) {
                 CHECK(strcasestr(req, p) != NULL, "seed %llu: '%s' is not from '%s'", (unsigned long long)seed, p, req);
         }
         vehicle_free(v);
+        // The sentence after </act> says only the action's numbers (a reply cut off at 64 tokens
+        // may end inside one).
+        const char *after = strstr(b.text, "</act>") + 6;
+        CHECK(action_grammar_check_sentence(b.text, after, strlen(after), false) == 0,
+              "seed %llu: the sentence of '%s' breaks the sentence rules", (unsigned long long)seed, b.text);
+        if (strpbrk(after, "0123456789")) sentence_numbers++;
     }
     // A filter that forbids every token: the session falls back to the unmasked logits.
     token_filter none = { forbid_all, NULL, NULL };
@@ -212,14 +218,104 @@ static void random_model_replies(void) {
     CHECK(st.gen_tokens > 0, "a filter that forbids everything stopped generation");
     session_set_filter(s, NULL);
     CHECK(complete >= runs / 4, "only %d of %d random replies closed their action within 64 tokens", complete, runs);
-    printf("random model (seed %llu): %d of %d replies complete valid actions\n", (unsigned long long)seed, complete, runs);
+    printf("random model (seed %llu): %d of %d replies complete valid actions, %d of them with numbers in the sentence\n",
+           (unsigned long long)seed, complete, runs, sentence_numbers);
     action_grammar_free(g);
     session_close(s);
     unlink(path);
 }
 
+// The spoken sentence's numbers must be the action's.
+static void sentence_cases(void) {
+    static const struct { const char *action, *sentence; bool ended; int want; } cases[] = {
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 24.5 degrees.", true, 0 },
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 25.5 degrees.", true, -1 },
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 24", false, 0 },     // 24.5 may follow
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 24.", false, 0 },
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 24", true, -1 },     // ended inside it
+        { "<act>climate.set zone=all temp=24.5</act>", " Okay, 24 degrees", false, -1 },
+        { "<act>climate.set zone=all temp=22</act>", " Okay, 22 degrees.", true, 0 },   // "." ends a sentence
+        { "<act>climate.set zone=all temp=22</act>", " Setting it to 22.5", false, -1 },
+        { "<act>nav.go dest=80_hill_road</act>", " Starting navigation to 80 hill road.", true, 0 },
+        { "<act>nav.go dest=80_hill_road</act>", " Starting navigation to 88 hill road.", true, -1 },
+        { "<act>nav.go dest=80_hill_road</act>", " Starting navigation to 8", false, 0 },
+        { "<act>nav.go dest=115_baker_street</act>", " Starting navigation to 1515 baker street.", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling 7 now.", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt maria.", true, 0 },
+        { "<act>climate.adjust zone=all delta=+2</act>", " Raising the temperature by 2 degrees.", true, 0 },
+        { "<act>climate.adjust zone=all delta=+2</act>", " Raising it by 3 degrees.", true, -1 },
+        { "<act>window.set window=rear_right position=15</act>", " Opening it to 5 percent.", true, -1 },
+        { "<act>media.volume level=25</act>", " Volume set to 25.", true, 0 },
+        { "<act>media.volume level=25</act>", " Volume set to 25, 25.", true, -1 },   // not a sentence of the corpus
+        { "<act>phone.call contact=ximena</act>", " Calling felix now.", true, -1 },
+        { "<act>phone.call contact=ximena</act>", " Calling ctor now.", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling Aunt Maria now.", true, 0 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling au", false, 0 },    // aunt may follow
+        { "<act>phone.call contact=aunt_maria</act>", " Calling au", true, -1 },
+        { "<act>nav.go dest=tennis_center</act>", " Starting navigation to the zoo.", true, -1 },
+        { "<act>nav.go dest=home</act>", " Taking you home.", true, 0 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt now.", true, -1 },   // a name said whole
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt, maria.", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt maria.", true, 0 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling Aunt Maria.", true, 0 },
+        { "<act>phone.call contact=aunt_maria</act>", " CaLling aunt maria.", true, -1 },  // odd case
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt maria!", true, -1 },  // the corpus's punctuation only
+        { "<act>phone.call contact=aunt_maria</act>", " Calling climate now.", true, -1 },  // another intent's word
+        { "<act>assist.set feature=lane_keep state=off</act>", " Lane keeping off.", true, 0 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling maria.", true, -1 },          // from its start
+        { "<act>nav.go dest=riverside_clinic</act>", " Navigating to the clinic.", true, -1 },
+        { "<act>nav.go dest=riverside_clinic</act>", " Navigating to riverside clinic clinic.", true, -1 },
+        { "<act>nav.go dest=riverside_clinic</act>", " Navigating to riverside clinic.", true, 0 },
+        { "<act>nav.go dest=24_copper_row</act>", " Navigating to copper row.", true, -1 },   // its number first
+        { "<act>nav.go dest=24_copper_row</act>", " Navigating to 24 copper row.", true, 0 },
+        { "<act>nav.go dest=24_copper_row</act>", " Navigating to  24 copper row.", false, -1 },  // one space
+        { "<act>nav.go dest=24_copper_row</act>", " Navigating to 24 copper row", true, -1 },      // a full stop ends it
+        { "<act>nav.go dest=24_copper_row</act>", " Route to 24 copper row set ", false, -1 },     // nothing follows "set"
+        { "<act>phone.call contact=dial_6</act>", " Calling dial ", false, 0 },   // a number after a name's last word
+        { "<act>status.query item=fuel</act>", " Checking the ETA.", true, -1 },
+        { "<act>nav.go dest=work</act>", " Taking you home.", true, -1 },
+        { "<act>climate.adjust zone=driver delta=+2</act>", " Warming it up on the driver side.", true, 0 },
+        { "<act>climate.adjust zone=driver delta=+2</act>", " Warming it up on the passenger side.", true, -1 },
+        { "<act>none</act>", " I'm only able to help with things in the car.", true, 0 },
+        { "<act>none</act>", " I'm only able to help with", true, -1 },   // ends where no sentence does
+        { "<act>none</act>", " I'm only able to help with", false, 0 },
+        { "<act>none</act>", " Route 66 is nice.", true, -1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int r = action_grammar_check_sentence(cases[i].action, cases[i].sentence, strlen(cases[i].sentence), cases[i].ended);
+        CHECK(r == cases[i].want, "%s%s%s: got %d, want %d", cases[i].action, cases[i].sentence,
+              cases[i].ended ? " (ended)" : "", r, cases[i].want);
+    }
+}
+
+// Every reference reply of the held-out set keeps the sentence rules (the rules hold on the
+// corpus, so they cannot push the model away from the replies it was trained on).
+static void heldout_sentences(void) {
+    const char *path = "assets/eval/heldout.jsonl";
+    FILE *f = fopen(path, "r");
+    if (!f) { SKIP("%s is not there", path); return; }
+    char line[8192];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        for (char *p = strstr(line, "\"reply\": \"<act>"); p; p = strstr(p, "\"reply\": \"<act>")) {
+            p += strlen("\"reply\": \"");
+            char *close = strstr(p, "</act>"), *end = close ? strchr(close, '"') : NULL;
+            if (!end) break;
+            n++;
+            if (action_grammar_check_sentence(p, close + 6, (size_t)(end - close - 6), true) != 0 && bad++ < 5)
+                printf("held-out reply against the sentence rules: %.*s\n", (int)(end - p), p);
+            p = end;
+        }
+    }
+    fclose(f);
+    CHECK(n > 3000 && bad == 0, "%d of %d held-out reference replies break the sentence rules", bad, n);
+}
+
 int main(void) {
     checker_cases();
+    sentence_cases();
+    heldout_sentences();
     random_model_replies();
     return test_finish();
 }
