@@ -559,13 +559,34 @@ void action_grammar_free(action_grammar *g) {
     free(g);
 }
 
-static bool sentence_token_ok(action_grammar *g, char *cand, int i) {
-    size_t sl = g->slen;
+// The sentence's last word or number, still open, and the state of the rule before it: each
+// candidate piece is checked from there (one short scan per vocabulary entry).
+typedef struct sentence_tail {
+    reply_sentence_state st;   // after sentence[0..from)
+    char text[sizeof ((action_grammar *)0)->sentence + 256];   // sentence[from..slen), then the piece
+    size_t len;
+} sentence_tail;
+
+static void sentence_tail_init(const action_grammar *g, sentence_tail *t) {
+    size_t from = g->slen;
+    while (from > 0 && (isalnum((unsigned char)g->sentence[from - 1]) || g->sentence[from - 1] == '\'' ||
+                        g->sentence[from - 1] == '.'))
+        from--;
+    reply_sentence_start(&t->st);
+    // (if the sentence so far broke the rule, after the session's fallback, every piece fails
+    // from here and the reply ends)
+    if (reply_sentence_scan(&t->st, g->sentence, from, false, &g->rule) != 0) t->st.broken = true;
+    t->len = g->slen - from;
+    memcpy(t->text, g->sentence + from, t->len);
+}
+
+static bool sentence_token_ok(const action_grammar *g, sentence_tail *t, int i) {
     if (g->special[i] && !g->eog[i]) return false;   // control and unknown tokens are not speech
     int pl = g->eog[i] ? 0 : g->piece_len[i];
-    if (sl + (size_t)pl > sizeof g->sentence) return true;   // past the buffer: left alone
-    memcpy(cand + sl, g->piece[i], (size_t)pl);
-    return reply_sentence_check(cand, sl + (size_t)pl, g->eog[i], &g->rule) == 0;
+    if (g->slen + (size_t)pl > sizeof g->sentence) return true;   // past the buffer: left alone
+    memcpy(t->text + t->len, g->piece[i], (size_t)pl);
+    reply_sentence_state st = t->st;
+    return reply_sentence_scan(&st, t->text, t->len + (size_t)pl, g->eog[i], &g->rule) == 0;
 }
 
 // Does token i begin a new word of the sentence (" maria" after "Calling", "maria" after "Calling ")?
@@ -583,16 +604,16 @@ static bool starts_word(const action_grammar *g, int i) {
 // begin a value word are left, and the value is then said whole.
 static void sentence_mask(action_grammar *g, float *logits, int n_vocab) {
     int nv = n_vocab < g->n_vocab ? n_vocab : g->n_vocab;
-    char cand[sizeof g->sentence + 256];
-    memcpy(cand, g->sentence, g->slen);
+    sentence_tail cand;
+    sentence_tail_init(g, &cand);
     int best = -1;
     for (int i = 0; i < nv; i++)
         if (logits[i] != -INFINITY && (best < 0 || logits[i] > logits[best])) best = i;
-    if (best >= 0 && g->rule.n_word > 0 && starts_word(g, best) && !sentence_token_ok(g, cand, best)) {
+    if (best >= 0 && g->rule.n_word > 0 && starts_word(g, best) && !sentence_token_ok(g, &cand, best)) {
         g->rule.values_only = true;
         bool any = false;
         for (int i = 0; i < nv; i++)
-            any |= g->ok[i] = logits[i] != -INFINITY && starts_word(g, i) && sentence_token_ok(g, cand, i);
+            any |= g->ok[i] = logits[i] != -INFINITY && starts_word(g, i) && sentence_token_ok(g, &cand, i);
         g->rule.values_only = false;
         if (any) {
             for (int i = 0; i < nv; i++)
@@ -602,7 +623,7 @@ static void sentence_mask(action_grammar *g, float *logits, int n_vocab) {
     }
     bool any = false;
     for (int i = 0; i < nv; i++)
-        any |= g->ok[i] = logits[i] != -INFINITY && sentence_token_ok(g, cand, i);
+        any |= g->ok[i] = logits[i] != -INFINITY && sentence_token_ok(g, &cand, i);
     // A sentence the pieces cannot go on with ("Turning the," then nothing that may follow
     // "the"): the reply ends there rather than leave the rule.
     for (int i = 0; i < nv; i++)

@@ -95,11 +95,16 @@ static int lower_bound(const char *const *list, int n, const char *key) {
 // Does the pair "prev next" occur (with `open`: "prev " followed by an item that begins with next)?
 static bool pair_ok(const reply_sentence_rule *r, const char *prev, const char *next, size_t len, bool open) {
     if (!r->vocab) return true;
-    char key[128];
-    int kl = snprintf(key, sizeof key, "%s %.*s", prev, (int)len, next);
-    if (kl < 0 || kl >= (int)sizeof key) return false;
+    char key[136];
+    size_t pl = strlen(prev);
+    if (pl + 1 + len >= sizeof key) return false;
+    memcpy(key, prev, pl);
+    key[pl] = ' ';
+    memcpy(key + pl + 1, next, len);
+    size_t kl = pl + 1 + len;
+    key[kl] = 0;
     int k = lower_bound(r->vocab->pairs, r->vocab->n_pairs, key);
-    return k < r->vocab->n_pairs && matches(r->vocab->pairs[k], key, (size_t)kl, open);
+    return k < r->vocab->n_pairs && matches(r->vocab->pairs[k], key, kl, open);
 }
 
 // May anything but the end follow the item prev?
@@ -138,10 +143,18 @@ static bool case_ok(const char *s, size_t len) {
     return lower || (upper && isupper((unsigned char)s[0]));
 }
 
-int reply_sentence_check(const char *s, size_t n, bool ended, const reply_sentence_rule *r) {
-    char prev[64] = "^";     // the item before
-    int expect = -1;         // the copied value's word that must come next (after "aunt": maria)
-    bool run_open = false;   // the item before is a value's words that more words of the car's own values may join
+void reply_sentence_start(reply_sentence_state *st) {
+    memset(st, 0, sizeof *st);
+    strcpy(st->prev, "^");
+    st->expect = -1;
+}
+
+int reply_sentence_scan(reply_sentence_state *st, const char *s, size_t n, bool ended, const reply_sentence_rule *r) {
+    if (st->broken) return -1;
+    char *prev = st->prev;
+    int expect = st->expect;
+    bool run_open = st->run_open;
+#define BEFORE(i) ((i) > 0 ? s[(i) - 1] : st->before)
     for (size_t i = 0; i < n; i++) {
         if (isdigit((unsigned char)s[i])) {
             size_t e = number_end(s, n, i);
@@ -194,20 +207,30 @@ int reply_sentence_check(const char *s, size_t n, bool ended, const reply_senten
             if (!open) {
                 expect = v >= 0 && !r->word_last[v] ? v + 1 : -1;
                 run_open = v >= 0 && !r->word_copied[v];
-                if (v >= 0) strcpy(prev, "@"); else snprintf(prev, sizeof prev, "%s", w);
+                if (v >= 0) strcpy(prev, "@"); else snprintf(prev, sizeof st->prev, "%s", w);
             }
             i = e - 1;
         } else if (s[i] == ' ') {
-            if (i > 0 && s[i - 1] == ' ') return -1;   // one space between words
+            if (BEFORE(i) == ' ') return -1;   // one space between words
             if (i + 1 == n && expect < 0 && !has_next(r, prev)) return -1;   // a space where the sentence must end
             continue;
         } else if (s[i] != '.' && s[i] != ',' && s[i] != '/') {
             return -1;
-        } else if (expect >= 0 || i == 0 || !(is_word_char(s[i - 1]) || isdigit((unsigned char)s[i - 1]))) {
+        } else if (expect >= 0 || !(is_word_char(BEFORE(i)) || isdigit((unsigned char)BEFORE(i)))) {
             return -1;   // punctuation inside a value, or not right after a word or number ("the . . .")
         }
     }
     // The end: after a full stop, where a sentence of the corpus ends.
-    if (ended && (expect >= 0 || n == 0 || s[n - 1] != '.' || !pair_ok(r, prev, "$", 1, false))) return -1;
+    if (ended && (expect >= 0 || BEFORE(n) != '.' || !pair_ok(r, prev, "$", 1, false))) return -1;
+#undef BEFORE
+    st->expect = expect;
+    st->run_open = run_open;
+    if (n > 0) st->before = s[n - 1];
     return 0;
+}
+
+int reply_sentence_check(const char *s, size_t n, bool ended, const reply_sentence_rule *r) {
+    reply_sentence_state st;
+    reply_sentence_start(&st);
+    return reply_sentence_scan(&st, s, n, ended, r);
 }

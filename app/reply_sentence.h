@@ -27,6 +27,23 @@ typedef struct reply_sentence_rule {
 // contact=aunt_maria").
 void reply_sentence_rule_init(reply_sentence_rule *r, const char *action, size_t n);
 
+// Where a scan of the sentence stands after its complete items (the token filter scans the
+// sentence once per token up to its last word, then each candidate piece from there).
+typedef struct reply_sentence_state {
+    char prev[64];     // the item before: "^", "@", "#" or a word
+    int expect;        // the copied value's word that must come next (after "aunt": maria); -1 none
+    bool run_open;     // the item before is a value's words that more words of the car's own values may join
+    char before;       // the character before the text to scan (0 at the start)
+    bool broken;       // what was seen broke the rule: nothing goes on from here
+} reply_sentence_state;
+
+void reply_sentence_start(reply_sentence_state *st);
+
+// Scans s[0..n), the sentence's text after what st has seen (which must end where no word or
+// number goes on: at the start, a space or punctuation): 0 if it keeps the rule (st then stands
+// after it), -1 otherwise (st is then undefined).
+int reply_sentence_scan(reply_sentence_state *st, const char *s, size_t n, bool ended, const reply_sentence_rule *r);
+
 // 0 if the sentence s[0..n) keeps the rule (its last word or number may be the beginning of an
 // allowed one unless `ended`), -1 otherwise.
 int reply_sentence_check(const char *s, size_t n, bool ended, const reply_sentence_rule *r);
