@@ -28,7 +28,8 @@ const char *const RUN_OPTS_HELP =
     "  --mmap               cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
     "                       less anonymous memory, slower decode)\n"
     "  --free-actions       do not constrain the assistant's <act> lines to the action grammar\n"
-    "                       (the model's raw output; docs/ASSISTANT.md)\n";
+    "                       nor its spoken sentence to what the action holds (the model's raw\n"
+    "                       output; docs/ASSISTANT.md)\n";
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
