@@ -630,6 +630,14 @@ static void sentence_mask(action_grammar *g, float *logits, int n_vocab) {
         if (!g->ok[i] && (any || !g->eog[i])) logits[i] = -INFINITY;
 }
 
+// A complete reply so far ("<act>" ACTION "</act>" then perhaps the start of the sentence): the
+// sentence's rule for its action, and where the sentence starts.
+static size_t sentence_start(const char *reply, size_t n, reply_sentence_rule *rule) {
+    size_t alen = (size_t)((const char *)memmem(reply, n, "</act>", 6) - reply);
+    reply_sentence_rule_init(rule, reply + 5, alen - 5);
+    return alen + 6;
+}
+
 static void grammar_mask(void *ud, float *logits, int n_vocab) {
     action_grammar *g = ud;
     if (g->done) return;
@@ -643,10 +651,10 @@ static void grammar_mask(void *ud, float *logits, int n_vocab) {
         memcpy(cand + g->len, g->piece[i], (size_t)pl);
         int r = check_reply(cand, g->len + (size_t)pl, &g->req);
         if (r == 1) {   // the piece closes the action line: what it brings after "</act>" starts the sentence
-            size_t n = g->len + (size_t)pl, alen = (size_t)((char *)memmem(cand, n, "</act>", 6) - cand);
+            size_t n = g->len + (size_t)pl;
             reply_sentence_rule rule;
-            reply_sentence_rule_init(&rule, cand + 5, alen - 5);
-            if (reply_sentence_check(cand + alen + 6, n - alen - 6, false, &rule) < 0) r = -1;
+            size_t at = sentence_start(cand, n, &rule);
+            if (reply_sentence_check(cand + at, n - at, false, &rule) < 0) r = -1;
         }
         if (r < 0) logits[i] = -INFINITY;
     }
@@ -669,13 +677,10 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
     // valid was left).
     int r = check_reply(g->reply, g->len, &g->req);
     if (r == 1) {
-        const char *close = memmem(g->reply, g->len, "</act>", 6);
-        size_t alen = (size_t)(close - g->reply);
-        reply_sentence_rule_init(&g->rule, g->reply + 5, alen - 5);
         // The piece that closed the action line may already start the sentence.
-        size_t rest = g->len - alen - 6;
-        memcpy(g->sentence, close + 6, rest);
-        g->slen = rest;
+        size_t at = sentence_start(g->reply, g->len, &g->rule);
+        memcpy(g->sentence, g->reply + at, g->len - at);
+        g->slen = g->len - at;
         g->in_sentence = true;
     } else if (r < 0) {
         g->done = true;
