@@ -153,7 +153,7 @@ TINY=assets/models/cabin-tiny.gguf
 if [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
     VM="$T/m.gguf"; [ -f "$TINY" ] && VM="$(pwd)/$TINY"
     rm -f "$T/rc" "$T/reply.wav"
-    start 120 40 "$VM" -n 24 --temp 0 -t 1 --audio-in "'$(pwd)/$WAV'" --audio-out "'$T/reply.wav'"
+    start 120 40 "$VM" -n 48 --temp 0 -t 1 --audio-in "'$(pwd)/$WAV'" --audio-out "'$T/reply.wav'"
     wait_for "type a message" 20 && wait_for "F5 to talk" 5 && ok || bad "voice panel not idle with a WAV microphone"
     tmux send-keys -t "$S" F5
     wait_for "│ listening" 30 && grep -qE "level .*[0-9]+ dB" "$T/screen" && ok || bad "F5 did not start listening (with a level)"
