@@ -13,12 +13,13 @@ values, so the evaluation measures generalisation, not recall.
 Training-only augmentation (off by default; docs/ASSISTANT.md): --pseudo P (pseudo-word
 contacts/places/streets), --frames P (paraphrased frames, never a reserved one), --spoken-house P,
 --fillers P, --one-way 1, --word-drop P (one word of a turn dropped, never a number, a slot
-value's word or one that carries the direction or state: drop_word), and --decontaminate 1 (no
+value's word or one that carries the direction or state: drop_word), --unknown-words P (one
+pseudo-word put into a turn: unknown_word), and --decontaminate 1 (no
 training dialogue repeats a held-out user text). None of them changes the held-out file.
 
 usage: gen_corpus.py [--train N] [--heldout N] [--seed S] [--train-out PATH] [--heldout-out PATH]
                      [--no-heldout] [--pseudo P] [--frames P] [--spoken-house P] [--fillers P]
-                     [--one-way 0|1] [--word-drop P] [--decontaminate 0|1]
+                     [--one-way 0|1] [--word-drop P] [--unknown-words P] [--decontaminate 0|1]
 """
 import argparse
 import json
@@ -207,8 +208,11 @@ def pick_place(rng, split):
 #   learns to copy a name it has never seen into contact=/dest= instead of recalling one it knows;
 # frames: share of training frames rewritten by augment_frame (phrase swaps, article dropout);
 # spoken_house: share of training addresses whose house number is spoken in words.
+# unknown_words: share of training turns given one pseudo-word (inserted, or in place of a word
+#   drop_word could remove), so the model learns that a word it has never seen does not change
+#   a request it otherwise knows.
 AUGMENT = {"pseudo": 0.0, "frames": 0.0, "spoken_house": 0.0, "fillers": 0.0, "one_way": 0,
-           "word_drop": 0.0}
+           "word_drop": 0.0, "unknown_words": 0.0}
 
 PSEUDO_ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
                  "w", "y", "z", "br", "ch", "sh", "th", "st", "tr", "gr", "kl", "pr", "dr", "fl",
@@ -1217,6 +1221,34 @@ def drop_word(rng, user, rep):
     return " ".join(words[:i] + words[i + 1:])
 
 
+def unknown_word(rng, user, rep):
+    """The user text with one pseudo-word (training only): in place of a word drop_word could
+    remove (a third of the time) or inserted between two words, never next to a slot value's
+    word or a number, so a copied name or number stays whole and the action stays true."""
+    act = rep.split("</act>")[0]
+    value_words = set()
+    for tok in act.replace("<act>", " ").split():
+        if "=" in tok:
+            value_words.update(tok.split("=", 1)[1].split("_"))
+    words = user.split(" ")
+
+    def fixed(w):
+        return w in value_words or any(c.isdigit() for c in w) or "{" in w
+
+    new = pseudo_word(rng)
+    if rng.random() < 1 / 3:
+        cand = [i for i, w in enumerate(words) if w not in KEEP_WORDS and not fixed(w)]
+        if cand and len(words) >= 3:
+            i = rng.choice(cand)
+            return " ".join(words[:i] + [new] + words[i + 1:])
+    gaps = [i for i in range(len(words) + 1)
+            if (i == 0 or not fixed(words[i - 1])) and (i == len(words) or not fixed(words[i]))]
+    if not gaps:
+        return user
+    i = rng.choice(gaps)
+    return " ".join(words[:i] + [new] + words[i:])
+
+
 def gen_dialogue(rng, split):
     n_turns = rng.choice([1, 1, 2, 2, 2, 3, 3, 4])
     ctx = {}
@@ -1234,6 +1266,8 @@ def gen_dialogue(rng, split):
             user = " ".join(words[:i] + [rng.choice(NEUTRAL_FILLERS)] + words[i:])
         if split == TRAIN and AUGMENT["word_drop"] > 0 and rng.random() < AUGMENT["word_drop"]:
             user = drop_word(rng, user, rep)
+        if split == TRAIN and AUGMENT["unknown_words"] > 0 and rng.random() < AUGMENT["unknown_words"]:
+            user = unknown_word(rng, user, rep)
         turns.append({"user": add_noise(rng, user), "reply": rep})
     return {"turns": turns}
 
@@ -1269,13 +1303,16 @@ def main():
                     help="1: also the one-way rewrites of PHRASE_ONE_WAY")
     ap.add_argument("--word-drop", type=float, default=AUGMENT["word_drop"],
                     help="training share of turns with one word dropped (drop_word)")
+    ap.add_argument("--unknown-words", type=float, default=AUGMENT["unknown_words"],
+                    help="training share of turns with one pseudo-word put in (unknown_word)")
     ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
     ap.add_argument("--decontaminate", type=int, default=0,
                     help="1: replace training dialogues with a held-out user text (case and "
                     "punctuation ignored)")
     a = ap.parse_args()
     AUGMENT.update(pseudo=a.pseudo, frames=a.frames, spoken_house=a.spoken_house, fillers=a.fillers,
-                   one_way=a.one_way, word_drop=a.word_drop)
+                   one_way=a.one_way, word_drop=a.word_drop,
+                   unknown_words=a.unknown_words)
     rng_train = random.Random(a.seed)
     rng_held = random.Random(a.seed + 1)
     held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]

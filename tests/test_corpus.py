@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Checks of the corpus generator (tools/corpus/gen_corpus.py) behind the embedded model:
+determinism, the held-out split (the committed held-out set is what the generator makes, with any
+training options; held-out values and texts never in training) and the training-only
+augmentations (never touching a number or a slot value's word). Prints one line per failed check
+and the "N passed, N failed" line tests/run.sh reads.
+
+usage: test_corpus.py TMPDIR
+"""
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
+import gen_corpus as gc  # noqa: E402
+
+GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
+RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
+          "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"]
+REPLY = re.compile(r"^<act>([a-z]+\.[a-z]+(?: [a-z_]+=[^ <]+)*|none)</act> \S.*$")
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL: " + what)
+
+
+def generate(tmp, name, args):
+    train, held = os.path.join(tmp, name + "-train.jsonl"), os.path.join(tmp, name + "-held.jsonl")
+    subprocess.run(["/usr/bin/python3", GEN, "--train", "4000", "--train-out", train,
+                    "--heldout-out", held] + args, check=True, stdout=subprocess.DEVNULL)
+    return open(train).read(), open(held).read()
+
+
+def dialogues(text):
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def value_words(reply):
+    act = reply.split("</act>")[0].replace("<act>", " ")
+    return [w for tok in act.split() if "=" in tok for w in tok.split("=", 1)[1].split("_")]
+
+
+def kept_words(user, words):
+    """The words of user that augmentation must keep, in order: numbers and slot values' words."""
+    return [w for w in user.split(" ") if w in words or any(c.isdigit() for c in w)]
+
+
+def main():
+    tmp = sys.argv[1]
+    train, held = generate(tmp, "a", RECIPE)
+    train2, held2 = generate(tmp, "b", RECIPE)
+    check(train == train2 and held == held2, "two runs with the same options differ")
+    _, held_plain = generate(tmp, "plain", [])
+    check(held == held_plain, "training options changed the held-out set")
+    committed = open(os.path.join(ROOT, "assets", "eval", "heldout.jsonl")).read()
+    check(held == committed, "assets/eval/heldout.jsonl is not what gen_corpus.py generates")
+
+    tr, ho = dialogues(train), dialogues(held)
+    check(len(tr) == 4000 and len(ho) == 1500, "dialogue counts %d/%d" % (len(tr), len(ho)))
+    turns = [t for d in tr + ho for t in d["turns"]]
+    bad = [t["reply"] for t in turns if not REPLY.match(t["reply"])]
+    check(not bad, "replies outside the grammar: %s" % bad[:3])
+
+    # decontamination: no training user text is a held-out one (case and punctuation ignored)
+    held_texts = {gc.norm_text(t["user"]) for d in ho for t in d["turns"]}
+    shared = [t["user"] for d in tr for t in d["turns"] if gc.norm_text(t["user"]) in held_texts]
+    check(not shared, "training user texts that are held-out ones: %s" % shared[:3])
+
+    # held-out names, places and streets never occur in a training action, and do occur held out
+    held_values = ({"contact=" + gc.slotify(c) for c in gc.CONTACTS_HELD} |
+                   {"dest=" + gc.slotify(p) for p, _ in gc.PLACES_HELD})
+    train_acts = " ".join(t["reply"].split("</act>")[0] + " " for d in tr for t in d["turns"])
+    leaked = [v for v in held_values if v + " " in train_acts or v + "<" in train_acts]
+    check(not leaked, "held-out values in training actions: %s" % leaked[:5])
+    streets = [s for s in gc.STREETS_HELD if gc.slotify(s) in train_acts]
+    check(not streets, "held-out streets in training actions: %s" % streets)
+    held_acts = " ".join(t["reply"].split("</act>")[0] + " " for d in ho for t in d["turns"])
+    check(any(v + "<" in held_acts or v + " " in held_acts for v in held_values),
+          "no held-out value in the held-out set")
+
+    # reserved (held-out) frames are never paraphrased into training frames
+    rng = random.Random(7)
+    gc.AUGMENT.update(frames=1.0)
+    reserved = gc._reserved_frames()
+    check(len(reserved) > 100, "only %d reserved frames found" % len(reserved))
+    phrasing_lists = [v for v in vars(gc).values()     # (lists of 4 or more distinct strings)
+                      if isinstance(v, list) and len(v) >= 4 and all(isinstance(x, str) for x in v)
+                      and len(set(v)) == len(v)]
+    frames = [t for v in phrasing_lists for i, t in enumerate(v) if i % 4 != 3]
+    gc.AUGMENT.update(frames=0.0)
+    leaks = [(v.index(t), t) for v in phrasing_lists for t in (gc.pick(rng, v, gc.TRAIN) for _ in range(40))
+             if v.index(t) % 4 == 3]
+    check(not leaks, "pick gave training a held-out frame: %s" % leaks[:3])
+    only_held = [t for v in phrasing_lists for t in (gc.pick(rng, v, gc.HELDOUT) for _ in range(10))
+                 if v.index(t) % 4 != 3]
+    check(not only_held, "pick gave the held-out set a training frame: %s" % only_held[:3])
+    gc.AUGMENT.update(frames=1.0)
+    made = {out for t in frames for out in (gc.augment_frame(rng, t) for _ in range(3)) if out != t}
+    check(len(made) > 300, "only %d paraphrases made" % len(made))
+    check(not (made & reserved), "paraphrases that are held-out frames: %s" % sorted(made & reserved)[:3])
+
+    # drop_word and unknown_word keep every number and every slot value's word, in order; the
+    # pseudo-word unknown_word puts in is no held-out value's word and sits next to no kept word
+    gc.AUGMENT.update(frames=0.0)
+    held_words = gc._held_words()
+    sample = [t for d in tr[:1500] for t in d["turns"]]
+    broken, odd = [], []
+    for i, t in enumerate(sample):
+        vw = set(value_words(t["reply"]))
+        want = kept_words(t["user"], vw)
+        dropped = gc.drop_word(random.Random(i), t["user"], t["reply"])
+        changed = gc.unknown_word(random.Random(i), t["user"], t["reply"])
+        for out in (dropped, changed):
+            if kept_words(out, vw) != want:
+                broken.append((t["user"], out))
+        new = [w for w in changed.split(" ") if w not in t["user"].split(" ")]
+        n_old, n_new = len(t["user"].split(" ")), len(changed.split(" "))
+        if changed != t["user"] and (len(new) != 1 or new[0] in held_words or n_new not in (n_old, n_old + 1)):
+            odd.append((t["user"], changed))
+    check(not broken, "augmentation lost a number or a value word: %s" % broken[:3])
+    check(not odd, "unknown_word did not put in exactly one new pseudo-word: %s" % odd[:3])
+    check(sum(1 for t in sample if gc.unknown_word(random.Random(1), t["user"], t["reply"]) != t["user"])
+          > 0.9 * len(sample), "unknown_word left most turns unchanged")
+
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
