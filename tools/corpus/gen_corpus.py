@@ -210,7 +210,7 @@ def pick_place(rng, split):
 # spoken_house: share of training addresses whose house number is spoken in words.
 # unknown_words: share of training turns given one pseudo-word (inserted, or in place of a word
 #   drop_word could remove), so the model learns that a word it has never seen does not change
-#   a request it otherwise knows.
+#   a request it otherwise knows; a refusal gets 1-3 of its words replaced and stays a refusal.
 AUGMENT = {"pseudo": 0.0, "frames": 0.0, "spoken_house": 0.0, "fillers": 0.0, "one_way": 0,
            "word_drop": 0.0, "unknown_words": 0.0}
 
@@ -1224,7 +1224,8 @@ def drop_word(rng, user, rep):
 def unknown_word(rng, user, rep):
     """The user text with one pseudo-word (training only): in place of a word drop_word could
     remove (a third of the time) or inserted between two words, never next to a slot value's
-    word or a number, so a copied name or number stays whole and the action stays true."""
+    word or a number, so a copied name or number stays whole and the action stays true.
+    A refusal (action none) gets 1-3 of its words replaced instead."""
     act = rep.split("</act>")[0]
     value_words = set()
     for tok in act.replace("<act>", " ").split():
@@ -1235,6 +1236,13 @@ def unknown_word(rng, user, rep):
     def fixed(w):
         return w in value_words or any(c.isdigit() for c in w) or "{" in w
 
+    if act.strip() == "<act>none":
+        # a refusal stays one with unknown words in place of 1-3 of its own (a request for
+        # something the model has never heard of is outside the car, not a car command)
+        cand = [i for i, w in enumerate(words) if not fixed(w)]
+        for i in rng.sample(cand, min(len(cand), rng.choice([1, 2, 2, 3]))):
+            words[i] = pseudo_word(rng)
+        return " ".join(words)
     new = pseudo_word(rng)
     if rng.random() < 1 / 3:
         cand = [i for i, w in enumerate(words) if w not in KEEP_WORDS and not fixed(w)]
