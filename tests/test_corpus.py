@@ -45,11 +45,6 @@ def dialogues(text):
     return [json.loads(line) for line in text.splitlines()]
 
 
-def value_words(reply):
-    act = reply.split("</act>")[0].replace("<act>", " ")
-    return [w for tok in act.split() if "=" in tok for w in tok.split("=", 1)[1].split("_")]
-
-
 def kept_words(user, words):
     """The words of user that augmentation must keep, in order: numbers and slot values' words."""
     return [w for w in user.split(" ") if w in words or any(c.isdigit() for c in w)]
@@ -116,7 +111,7 @@ def main():
     sample = [t for d in tr[:1500] for t in d["turns"]]
     broken, odd = [], []
     for i, t in enumerate(sample):
-        vw = set(value_words(t["reply"]))
+        vw = gc.action_value_words(t["reply"])
         want = kept_words(t["user"], vw)
         dropped = gc.drop_word(random.Random(i), t["user"], t["reply"])
         changed = gc.unknown_word(random.Random(i), t["user"], t["reply"])

@@ -1200,15 +1200,21 @@ higher lower more less max min full all half warmer cooler hotter colder""".spli
     set(ONES) | set(t for t in TENS if t)
 
 
+def action_value_words(rep):
+    """The words of the slot values of reply rep's action line ("contact=aunt_maria" -> aunt, maria)."""
+    act = rep.split("</act>")[0]
+    words = set()
+    for tok in act.replace("<act>", " ").split():
+        if "=" in tok:
+            words.update(tok.split("=", 1)[1].split("_"))
+    return words
+
+
 def drop_word(rng, user, rep):
     """The user text with one word removed (training only): a word that is not a number, not
     one of KEEP_WORDS and not part of a slot value the action line names. The model learns to
     read every cue of a request rather than lean on one exact frame."""
-    act = rep.split("</act>")[0]
-    value_words = set()
-    for tok in act.replace("<act>", " ").split():
-        if "=" in tok:
-            value_words.update(tok.split("=", 1)[1].split("_"))
+    value_words = action_value_words(rep)
     words = user.split(" ")
     if len(words) < 3:
         return user
@@ -1226,17 +1232,13 @@ def unknown_word(rng, user, rep):
     remove (a third of the time) or inserted between two words, never next to a slot value's
     word or a number, so a copied name or number stays whole and the action stays true.
     A refusal (action none) gets 1-3 of its words replaced instead."""
-    act = rep.split("</act>")[0]
-    value_words = set()
-    for tok in act.replace("<act>", " ").split():
-        if "=" in tok:
-            value_words.update(tok.split("=", 1)[1].split("_"))
+    value_words = action_value_words(rep)
     words = user.split(" ")
 
     def fixed(w):
         return w in value_words or any(c.isdigit() for c in w) or "{" in w
 
-    if act.strip() == "<act>none":
+    if rep.startswith("<act>none</act>"):
         # a refusal stays one with unknown words in place of 1-3 of its own (a request for
         # something the model has never heard of is outside the car, not a car command)
         cand = [i for i, w in enumerate(words) if not fixed(w)]
