@@ -81,6 +81,14 @@ static const char *const ones_words[] = { "zero", "one", "two", "three", "four",
 static const char *const tens_words[] = { "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
     "ninety", NULL };
 
+int action_grammar_spell_number(long n, char *buf, size_t cap) {
+    if (n < 0 || n > 99 || cap == 0) return -1;
+    int k = n < 20 ? snprintf(buf, cap, "%s", ones_words[n])
+          : n % 10 == 0 ? snprintf(buf, cap, "%s", tens_words[n / 10 - 2])
+          : snprintf(buf, cap, "%s %s", tens_words[n / 10 - 2], ones_words[n % 10]);
+    return k >= 0 && (size_t)k < cap ? 0 : -1;
+}
+
 static int word_index(const char *const *list, const char *w) {
     for (int i = 0; list[i]; i++)
         if (strcmp(list[i], w) == 0) return i;

@@ -34,4 +34,8 @@ int action_grammar_check(const char *reply, size_t len, const char *request);
 // number allowed to be the beginning of one unless `ended`; -1 otherwise.
 int action_grammar_check_sentence(const char *action_line, const char *sentence, size_t len, bool ended);
 
+// A whole number 0..99 as the grammar reads it spoken ("22" -> "twenty two"; exposed for tests):
+// 0, or -1 if n is out of range or buf too small.
+int action_grammar_spell_number(long n, char *buf, size_t cap);
+
 #endif

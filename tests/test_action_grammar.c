@@ -136,23 +136,31 @@ static void forbid_all(void *ud, float *logits, int n_vocab) {
 
 // Every reply a random model writes under the grammar is a valid action the car accepts.
 
+// The speller the test below reads spoken numbers with, against hand-written spellings.
+static void spell_cases(void) {
+    static const struct { long n; const char *words; } cases[] = {
+        { 0, "zero" }, { 7, "seven" }, { 15, "fifteen" }, { 19, "nineteen" }, { 20, "twenty" },
+        { 22, "twenty two" }, { 40, "forty" }, { 99, "ninety nine" },
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(action_grammar_spell_number(cases[i].n, buf, sizeof buf) == 0 && !strcmp(buf, cases[i].words),
+              "spell %ld: '%s', want '%s'", cases[i].n, buf, cases[i].words);
+    CHECK(action_grammar_spell_number(100, buf, sizeof buf) == -1, "100 is out of range");
+    CHECK(action_grammar_spell_number(-1, buf, sizeof buf) == -1, "-1 is out of range");
+    CHECK(action_grammar_spell_number(22, buf, 6) == -1, "'twenty two' does not fit in 6 bytes");
+}
+
 // Whether req spells the whole number in digits (below 100) in words: "fifteen" for "15",
 // "twenty two" for "22" (the grammar copies a spoken house number into dest= as digits).
 static bool spelled_in(const char *req, const char *digits) {
-    static const char *const ones[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
-        "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen" };
-    static const char *const tens[] = { "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy",
-        "eighty", "ninety" };
     char *end;
     long n = strtol(digits, &end, 10);
-    if (*end || n < 0 || n > 99) return false;
     char words[32];
-    if (n < 20) snprintf(words, sizeof words, "%s", ones[n]);
-    else if (n % 10 == 0) snprintf(words, sizeof words, "%s", tens[n / 10]);
-    else snprintf(words, sizeof words, "%s %s", tens[n / 10], ones[n % 10]);
-    return strcasestr(req, words) != NULL;
+    return end != digits && !*end && action_grammar_spell_number(n, words, sizeof words) == 0 &&
+           strcasestr(req, words) != NULL;
 }
+
 static void random_model_replies(void) {
     const char *vocab = "assets/models/cabin-tiny.gguf";
     if (access(vocab, R_OK) != 0) { SKIP("%s is not there (its vocabulary is needed)", vocab); return; }
@@ -333,6 +341,7 @@ static void heldout_sentences(void) {
 
 int main(void) {
     checker_cases();
+    spell_cases();
     sentence_cases();
     heldout_sentences();
     random_model_replies();
