@@ -4,18 +4,14 @@ outputs in ../shared/ref/models (see ../shared/ref/README.md for the tolerances)
 Prints one closing line "N passed, N failed[, N skipped]"."""
 import json, os, subprocess, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytally import Tally  # noqa: E402
+
 cabin = sys.argv[1] if len(sys.argv) > 1 else "build/cabin"
 extra = sys.argv[2:]           # e.g. --backend vulkan
 ref = os.environ.get("CABIN_REF_DIR") or "../shared/ref"
-passed = failed = skipped = 0
-
-def check(cond, msg):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", msg)
+tally = Tally()
+check = tally.check
 
 def run(args):
     # extra options (e.g. --backend vulkan) go to the commands that run the model
@@ -25,7 +21,8 @@ def run(args):
 
 if not os.path.isdir(os.path.join(ref, "models")):
     print("skipped: ../shared/ref not present")
-    print("0 passed, 0 failed, 1 skipped")
+    tally.skipped = 1
+    print(tally.line())
     sys.exit(0)
 
 for name in sorted(os.listdir(os.path.join(ref, "models"))):
@@ -38,7 +35,7 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
         check(rc == 1 and len(err.strip().splitlines()) == 1 and "not support" in err,
               f"{name}: K-quant file should give one clear error, got rc {rc}: {err}")
         print(f"skipped: {name}: K-quant types are not supported yet")
-        skipped += 1
+        tally.skipped += 1
         continue
     wtype = spec["model"].rsplit("-", 1)[1].split(".")[0]
     tol = {"F32": 0.003, "F16": 0.003, "BF16": 0.006}.get(wtype, 0.025)
@@ -81,12 +78,9 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
                 check(False, f"{name} case {i}: greedy step {step}: {gen[step] if step < len(gen) else None} != {want}")
                 break
             agree += 1
-            passed += 1
+            tally.passed += 1
         print(f"note: {name} case {i}: logits max diff {worst:.5f} (tolerance {tol * scale:.4f}); "
               f"greedy agrees for {agree} steps")
 
-if skipped:
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-else:
-    print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+print(tally.line())
+sys.exit(tally.exit_code())

@@ -17,21 +17,15 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
 import gen_corpus as gc  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from pytally import Tally  # noqa: E402
 
 GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
 RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
           "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"]
 REPLY = re.compile(r"^<act>([a-z]+\.[a-z]+(?: [a-z_]+=[^ <]+)*|none)</act> \S.*$")
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: " + what)
+tally = Tally()
+check = tally.check
 
 
 def generate(tmp, name, args):
@@ -131,8 +125,8 @@ def main():
     check(sum(1 for t in sample if gc.unknown_word(random.Random(1), t["user"], t["reply"]) != t["user"])
           > 0.9 * len(sample), "unknown_word left most turns unchanged")
 
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print(tally.line())
+    return tally.exit_code()
 
 
 if __name__ == "__main__":
