@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Builds cabin's JSGF command grammar (assets/asr/cabin.gram) from the corpus generator.
 
-Every sentence frame of tools/corpus/gen_corpus.py (training and held-out phrasings alike: both
+Every sentence frame of tools/corpus/corpus_phrases.py (training and held-out phrasings alike: both
 are the product's phrasings) becomes an alternative of one rule; its {slots} become rules over
 the generator's slot values (numbers spelled as the recogniser writes them, zones, seats,
 windows, contacts, destinations, media sources, ...). Around each command: the generator's
@@ -147,7 +147,7 @@ def check_complete():
     known = {n for n, _ in FRAMES} | NOT_FRAMES
     missing = [n for n, v in vars(g).items() if n.isupper() and isinstance(v, list) and n not in known]
     if missing:
-        sys.exit("build_grammar: gen_corpus.py has frame lists this tool does not know: %s "
+        sys.exit("build_grammar: corpus_phrases.py has frame lists this tool does not know: %s "
                  "(add them to FRAMES or NOT_FRAMES)" % " ".join(missing))
 
 
