@@ -125,7 +125,7 @@ clean:
 CORPUS_ARGS ?= --train 100000 --frames 0.5 --spoken-house 0.3 --decontaminate 1 --word-drop 0.25 --unknown-words 0.3
 TRAIN_ARGS ?= --steps 2500 --long-steps 200 --bf16 1 --dropout 0.1 --seed 1234
 model:
-	@dpkg -s python3-torch python3-numpy libopenblas0-pthread >/dev/null 2>&1 || sh tools/train/setup.sh
+	@dpkg -s python3-torch python3-numpy libopenblas0-pthread wordnet-base >/dev/null 2>&1 || sh tools/train/setup.sh
 	/usr/bin/python3 tools/corpus/gen_corpus.py $(CORPUS_ARGS) --train-out $(BUILD)/corpus/train.jsonl --heldout-out assets/eval/heldout.jsonl
 	/usr/bin/python3 tools/corpus/reply_words.py $(BUILD)/corpus/train.jsonl > app/reply_words.c
 	/usr/bin/python3 tools/train/spm_tokenizer.py --corpus $(BUILD)/corpus/train.jsonl --out $(BUILD)/tokenizer/vocab.json

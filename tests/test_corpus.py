@@ -19,9 +19,11 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
 import gen_corpus as gc  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from pytally import Tally  # noqa: E402
+import wordnet  # noqa: E402
 
 GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
-RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
+HAVE_WORDNET = wordnet.available()
+RECIPE = (["--synonyms", "0.3"] if HAVE_WORDNET else []) + ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
           "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"]
 REPLY = re.compile(r"^<act>([a-z]+\.[a-z]+(?: [a-z_]+=[^ <]+)*|none)</act> \S.*$")
 tally = Tally()
@@ -104,12 +106,26 @@ def main():
     held_words = gc._held_words()
     sample = [t for d in tr[:1500] for t in d["turns"]]
     broken, odd = [], []
+    syn_odd, syn_changed = [], 0
     for i, t in enumerate(sample):
         vw = gc.action_value_words(t["reply"])
         want = kept_words(t["user"], vw)
         dropped = gc.drop_word(random.Random(i), t["user"], t["reply"])
         changed = gc.unknown_word(random.Random(i), t["user"], t["reply"])
-        for out in (dropped, changed):
+        outs = [dropped, changed]
+        if HAVE_WORDNET:
+            swapped = gc.synonym_word(random.Random(i), t["user"], t["reply"])
+            outs.append(swapped)
+            if swapped != t["user"]:
+                syn_changed += 1
+                a, b = t["user"].split(" "), swapped.split(" ")
+                diff = [k for k in range(min(len(a), len(b))) if a[k] != b[k]]
+                # one word replaced (a synonym may be two words: the rest of the turn shifts by one)
+                if not diff or a[:diff[0]] != b[:diff[0]] or a[diff[0] + 1:] != b[diff[0] + 1 + len(b) - len(a):] \
+                        or len(b) - len(a) not in (0, 1) or a[diff[0]] in gc.KEEP_WORDS \
+                        or any(w in held_words or w in gc.DOMAIN_WORDS for w in b[diff[0]:diff[0] + 1 + len(b) - len(a)]):
+                    syn_odd.append((t["user"], swapped))
+        for out in outs:
             if kept_words(out, vw) != want:
                 broken.append((t["user"], out))
         new = [w for w in changed.split(" ") if w not in t["user"].split(" ")]
@@ -120,6 +136,14 @@ def main():
                                      (not refusal and (len(new) != 1 or n_new not in (n_old, n_old + 1)))):
             odd.append((t["user"], changed))
     check(not broken, "augmentation lost a number or a value word: %s" % broken[:3])
+    if HAVE_WORDNET:
+        check(not syn_odd, "synonym_word did not replace one word (not a KEEP_WORDS one) by words no "
+              "phrase table or held-out value has: %s" % syn_odd[:3])
+        check(syn_changed > 0.3 * len(sample), "synonym_word changed only %d of %d turns" % (syn_changed, len(sample)))
+    else:
+        print("skipped: synonym_word checks: WordNet is not installed (%s; Debian package wordnet-base)"
+              % wordnet.WORDNET_DIR)
+        tally.skipped += 1
     check(not odd, "unknown_word did not put in one new pseudo-word (1-3 in place of a refusal's "
           "words): %s" % odd[:3])
     check(sum(1 for t in sample if gc.unknown_word(random.Random(1), t["user"], t["reply"]) != t["user"])

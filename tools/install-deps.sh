@@ -2,7 +2,7 @@
 # Installs the Debian packages cabin needs to build and test, when they are missing.
 # Run as root (make run / .ci/run do); as another user it only says what is missing.
 set -e
-PKGS="build-essential libreadline-dev libncurses-dev libcjson-dev python3 tmux libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers portaudio19-dev libpocketsphinx-dev pocketsphinx-en-us libsphinxbase-dev libespeak-ng-dev espeak-ng sox alsa-utils pkg-config"
+PKGS="build-essential libreadline-dev libncurses-dev libcjson-dev python3 tmux libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers portaudio19-dev libpocketsphinx-dev pocketsphinx-en-us libsphinxbase-dev libespeak-ng-dev espeak-ng sox alsa-utils pkg-config wordnet-base"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -14,7 +14,8 @@ Training-only augmentation (off by default; docs/ASSISTANT.md): --pseudo P (pseu
 contacts/places/streets), --frames P (paraphrased frames, never a reserved one), --spoken-house P,
 --fillers P, --one-way 1, --word-drop P (one word of a turn dropped, never a number, a slot
 value's word or one that carries the direction or state: drop_word), --unknown-words P (one
-pseudo-word put into a turn: unknown_word), and --decontaminate 1 (no
+pseudo-word put into a turn: unknown_word), --synonyms P (one word replaced by a WordNet
+synonym: synonym_word; needs Debian's wordnet-base), and --decontaminate 1 (no
 training dialogue repeats a held-out user text). None of them changes the held-out file.
 
 The phrase tables (sentence frames, synonyms, slot values, replies, refusals, fillers, ...) are
@@ -24,14 +25,18 @@ line.
 
 usage: gen_corpus.py [--train N] [--heldout N] [--seed S] [--train-out PATH] [--heldout-out PATH]
                      [--no-heldout] [--pseudo P] [--frames P] [--spoken-house P] [--fillers P]
-                     [--one-way 0|1] [--word-drop P] [--unknown-words P] [--decontaminate 0|1]
+                     [--one-way 0|1] [--word-drop P] [--unknown-words P] [--synonyms P]
+                     [--decontaminate 0|1]
 """
 import argparse
 import json
 import os
 import random
+import re
+import sys
 
 import corpus_phrases
+import wordnet
 from corpus_phrases import (  # the tables the mechanics below use
     ONES, TENS, TEMPS_HELD, TEMPS_TRAIN_W, VOL_HELD, VOL_TRAIN, WIN_HELD, WIN_TRAIN, ZONES, SEATS,
     WINDOWS, CONTACTS_TRAIN, CONTACTS_HELD, PLACES_TRAIN, PLACES_HELD, STREETS_TRAIN, STREETS_HELD,
@@ -153,8 +158,11 @@ def pick_place(rng, split):
 # unknown_words: share of training turns given one pseudo-word (inserted, or in place of a word
 #   drop_word could remove), so the model learns that a word it has never seen does not change
 #   a request it otherwise knows; a refusal gets 1-3 of its words replaced and stays a refusal.
+# synonyms: share of training turns in which one word is replaced by a WordNet synonym that no
+#   training phrase uses (synonym_word), so the model meets more of the words people use for the
+#   same request than the phrase tables hold.
 AUGMENT = {"pseudo": 0.0, "frames": 0.0, "spoken_house": 0.0, "fillers": 0.0, "one_way": 0,
-           "word_drop": 0.0, "unknown_words": 0.0}
+           "word_drop": 0.0, "unknown_words": 0.0, "synonyms": 0.0}
 
 
 def _held_words():
@@ -787,6 +795,80 @@ def unknown_word(rng, user, rep):
     return " ".join(words[:i] + [new] + words[i:])
 
 
+# Words synonym_word never replaces: function words (their WordNet "synonyms" are other senses:
+# "it" -> "information technology", "here" -> "hera") and the words of the fillers, prefixes and
+# suffixes around a request ("like" -> "wish", "well" -> "swell"), besides KEEP_WORDS, numbers
+# and slot values: only the words of the request itself.
+SYNONYM_SKIP = set("""the a an it its it's i i'm i'd me my you your we us our to of in at for and or
+is are be can could would will here there this that""".split()) | \
+    set(" ".join(NEUTRAL_FILLERS + PREFIXES + POLITE_PREFIXES + SUFFIXES).split()) | \
+    set(" ".join(w for table in (ZONES, SEATS, WINDOWS, DEFROST_TARGET, SEAT_LEVEL_WORDS, PART_WORDS,
+                                 LIGHT_NAMES, SOURCES, FEATURES)
+                 for names in table.values() for w in names).split())   # slot names: "back", "whole"
+SYNONYM_SENSES = 2      # a word's most frequent senses (per part of speech) whose lemmas are used
+WORDNET = None          # wordnet.WordNet, loaded on first use
+DOMAIN_WORDS = None     # every word of the phrase tables outside the held-out frames
+
+
+def _domain_words():
+    reserved = _reserved_frames()
+    words = set()
+
+    def walk(v):
+        if isinstance(v, str):
+            if v not in reserved:
+                words.update(re.findall(r"[a-z']+", v.lower()))
+        elif isinstance(v, (list, tuple, set)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+
+    for k, v in vars(corpus_phrases).items():
+        if not k.startswith("_"):
+            walk(v)
+    return words
+
+
+def synonym_word(rng, user, rep):
+    """The user text with one word replaced by a WordNet synonym (training only): one of the
+    lemmas of the word's SYNONYM_SENSES most frequent senses that shares no word with the phrase
+    tables (outside the held-out frames) or with a held-out value, so "time left" may become
+    "time remaining" but "seat" never "rear". Numbers, slot values, KEEP_WORDS (direction,
+    state, amount) and SYNONYM_SKIP (function words, fillers, the names of zones, seats,
+    windows, lights, sources, features) stay. WordNet mixes senses ("volume" -> "bulk"): the action
+    stays true either way, as with unknown_word's pseudo-words."""
+    global WORDNET, DOMAIN_WORDS, HELD_WORDS, RESERVED_FRAMES
+    if WORDNET is None:
+        if not wordnet.available():
+            sys.exit("gen_corpus: --synonyms needs WordNet: %s is missing (Debian package "
+                     "wordnet-base; tools/install-deps.sh installs it)" % wordnet.WORDNET_DIR)
+        WORDNET = wordnet.WordNet()
+        if RESERVED_FRAMES is None:
+            RESERVED_FRAMES = _reserved_frames()
+        DOMAIN_WORDS = _domain_words()
+        if HELD_WORDS is None:
+            HELD_WORDS = _held_words()
+    value_words = action_value_words(rep)
+    words = user.split(" ")
+    options = []
+    for i, w in enumerate(words):
+        if (w in value_words or w in KEEP_WORDS or w in SYNONYM_SKIP or len(w) < 3
+                or not re.fullmatch(r"[a-z]+", w)):
+            continue
+        syns = [s for s in WORDNET.synonyms(w, SYNONYM_SENSES)
+                if re.fullmatch(r"[a-z]+( [a-z]+)?", s) and w not in s.split()
+                and not any(x in DOMAIN_WORDS or x in HELD_WORDS for x in s.split())]
+        if syns:
+            options.append((i, syns))
+    if not options:
+        return user
+    i, syns = rng.choice(options)
+    return " ".join(words[:i] + [rng.choice(syns)] + words[i + 1:])
+
+
 def gen_dialogue(rng, split):
     n_turns = rng.choice([1, 1, 2, 2, 2, 3, 3, 4])
     ctx = {}
@@ -806,6 +888,8 @@ def gen_dialogue(rng, split):
             user = drop_word(rng, user, rep)
         if split == TRAIN and AUGMENT["unknown_words"] > 0 and rng.random() < AUGMENT["unknown_words"]:
             user = unknown_word(rng, user, rep)
+        if split == TRAIN and AUGMENT["synonyms"] > 0 and rng.random() < AUGMENT["synonyms"]:
+            user = synonym_word(rng, user, rep)
         turns.append({"user": add_noise(rng, user), "reply": rep})
     return {"turns": turns}
 
@@ -843,6 +927,9 @@ def main():
                     help="training share of turns with one word dropped (drop_word)")
     ap.add_argument("--unknown-words", type=float, default=AUGMENT["unknown_words"],
                     help="training share of turns with one pseudo-word put in (unknown_word)")
+    ap.add_argument("--synonyms", type=float, default=AUGMENT["synonyms"],
+                    help="training share of turns with one word replaced by a WordNet synonym "
+                    "(synonym_word; needs wordnet-base)")
     ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
     ap.add_argument("--decontaminate", type=int, default=0,
                     help="1: replace training dialogues with a held-out user text (case and "
@@ -850,7 +937,7 @@ def main():
     a = ap.parse_args()
     AUGMENT.update(pseudo=a.pseudo, frames=a.frames, spoken_house=a.spoken_house, fillers=a.fillers,
                    one_way=a.one_way, word_drop=a.word_drop,
-                   unknown_words=a.unknown_words)
+                   unknown_words=a.unknown_words, synonyms=a.synonyms)
     rng_train = random.Random(a.seed)
     rng_held = random.Random(a.seed + 1)
     held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]

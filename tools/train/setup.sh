@@ -1,9 +1,10 @@
 #!/bin/sh
 # Packages the tiny-model pipeline (tools/corpus, tools/train) needs on Debian 12: PyTorch and
 # NumPy for the system interpreter /usr/bin/python3, and the threaded OpenBLAS (without it torch
-# falls back to the slow reference BLAS). Installs only what is missing.
+# falls back to the slow reference BLAS), and WordNet (wordnet-base: gen_corpus.py --synonyms).
+# Installs only what is missing.
 set -e
-PKGS="python3-torch python3-numpy libopenblas0-pthread"
+PKGS="python3-torch python3-numpy libopenblas0-pthread wordnet-base"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
