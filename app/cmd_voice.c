@@ -186,6 +186,8 @@ int cmd_voice(int argc, char **argv) {
                    "  --fresh-turns         every turn starts a new conversation and car\n"
                    "  --asr domain|general  recogniser LM: the assistant's domain (default) or en-us\n"
                    "  --asr-lm F --asr-dict F --asr-grammar F (\"\" for none) --asr-fdict F (noise dictionary)\n"
+                   "  --asr-floor DB        white noise added before recognition, dBFS (default -50;\n"
+                   "                        -200: none; docs/VOICE.md)\n"
                    "  --vad-margin DB       speech: this far above the noise floor (default 10)\n"
                    "  --vad-hangover MS     silence that ends a turn (default 400)\n"
                    "  --tts-voice NAME      espeak-ng voice (default en-us); --tts-wpm N speed\n"
@@ -205,6 +207,7 @@ int cmd_voice(int argc, char **argv) {
         if (arg_str(&a, "--asr-dict", NULL, &vo.asr.dict)) continue;
         if (arg_str(&a, "--asr-grammar", NULL, &vo.asr.jsgf)) continue;
         if (arg_str(&a, "--asr-fdict", NULL, &vo.asr.fdict)) continue;
+        if (arg_float(&a, "--asr-floor", NULL, &vo.asr.noise_floor_db)) continue;
         if (arg_float(&a, "--vad-margin", NULL, &margin)) continue;
         if (arg_int(&a, "--vad-hangover", NULL, &hang)) continue;
         if (arg_str(&a, "--tts-voice", NULL, &vo.tts_voice)) continue;

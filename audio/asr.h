@@ -24,6 +24,8 @@ typedef struct asr_opts {
                             // in the LM's hypothesis, in order (default 0.2)
     const char *fdict;     // noise/filler dictionary (default assets/asr/cabin.filler if present,
                             // else the acoustic model's; "" = the acoustic model's)
+    float noise_floor_db;  // white noise added to the audio before recognition, RMS in dB
+                            // relative to full scale (default -50; below -120: none). See asr.c.
 } asr_opts;
 
 asr_opts asr_opts_default(void);
