@@ -35,8 +35,9 @@
 // words, a microphone behind a noise gate or an OS noise suppressor) leaves mel bands nearly
 // empty, their log energies far below anything the model saw, and recognition suffers. Measured
 // on espeak-ng speech (development set, 48 commands, clean WER 0.186 without): white noise at
-// -60 dBFS 0.074, -50 dBFS 0.037, -42 dBFS 0.052, -36 dBFS 0.130. -50 dBFS is about the self-noise
-// of a microphone, so a real one's input is changed by at most a few dB of floor.
+// -60 dBFS 0.074, -50 dBFS 0.037, -42 dBFS 0.052, -36 dBFS 0.130. -50 dBFS is within the range of
+// a real microphone's own floor (about -60 to -45 dBFS) and 20-30 dB below speech at a usual
+// level, so real input keeps its signal-to-noise ratio within a few dB.
 #define NOISE_FLOOR_DB_DEFAULT (-50.0f)
 
 // One search's best path.
@@ -79,7 +80,7 @@ struct asr {
     size_t n, cap;
     int n_utts;             // utterances finished
     float noise_amp;        // uniform white noise in [-noise_amp, noise_amp] (int16 units; 0: none)
-    uint32_t noise_state;   // its xorshift32 state (fixed seed: the same audio decodes the same)
+    uint32_t noise_state;   // its xorshift32 state (fixed seed: a run over the same audio decodes the same)
     int16_t *floored;       // asr_feed's input with the noise added
     size_t floored_cap;
     double cpu;             // this thread's CPU seconds this utterance
