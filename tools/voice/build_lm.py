@@ -295,8 +295,10 @@ def main():
     ap.add_argument("--order", type=int, default=3)
     ap.add_argument("--prune", type=int, default=2, help="keep top-order n-grams seen at least this often")
     ap.add_argument("--corpus", help="user turns from this JSONL instead of the generator")
-    ap.add_argument("--espeak-alts", type=int, default=1,
-                    help="1: add espeak-ng's pronunciation of each word where cmudict's differ")
+    ap.add_argument("--espeak-alts", type=int, default=0,
+                    help="1: add espeak-ng's pronunciation of each word where cmudict's differ "
+                    "(off since the recogniser's noise floor: they matched the test audio's "
+                    "synthesizer, not people, and no longer change its WER; docs/VOICE.md)")
     a = ap.parse_args()
     raw, src = corpus_sentences(a.dialogues, a.seed, a.corpus)
     pron = load_dict(CMUDICT)
