@@ -23,8 +23,9 @@ import wordnet  # noqa: E402
 
 GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
 HAVE_WORDNET = wordnet.available()
-RECIPE = (["--synonyms", "0.3"] if HAVE_WORDNET else []) + ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
-          "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"]
+RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
+          "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"] + \
+    (["--synonyms", "0.3"] if HAVE_WORDNET else [])   # every training-only option
 REPLY = re.compile(r"^<act>([a-z]+\.[a-z]+(?: [a-z_]+=[^ <]+)*|none)</act> \S.*$")
 tally = Tally()
 check = tally.check
