@@ -840,14 +840,12 @@ def synonym_word(rng, user, rep):
     state, amount) and SYNONYM_SKIP (function words, fillers, the names of zones, seats,
     windows, lights, sources, features) stay. WordNet mixes senses ("volume" -> "bulk"): the action
     stays true either way, as with unknown_word's pseudo-words."""
-    global WORDNET, DOMAIN_WORDS, HELD_WORDS, RESERVED_FRAMES
+    global WORDNET, DOMAIN_WORDS, HELD_WORDS
     if WORDNET is None:
         if not wordnet.available():
             sys.exit("gen_corpus: --synonyms needs WordNet: %s is missing (Debian package "
                      "wordnet-base; tools/install-deps.sh installs it)" % wordnet.WORDNET_DIR)
         WORDNET = wordnet.WordNet()
-        if RESERVED_FRAMES is None:
-            RESERVED_FRAMES = _reserved_frames()
         DOMAIN_WORDS = _domain_words()
         if HELD_WORDS is None:
             HELD_WORDS = _held_words()
