@@ -32,7 +32,8 @@ asr_opts asr_opts_default(void);
 
 typedef struct asr_result {
     char text[512];
-    const char *search;    // "grammar", "lm" or "" (nothing recognised)
+    const char *search;    // "grammar", "lm", "pick" (the two differed only in hesitations; the
+                           // acoustics chose between them: asr_end) or "" (nothing recognised)
     double conf;           // share of the grammar's words the n-gram search also heard (0..1)
     double audio_s;        // seconds of audio in the utterance
     double cpu_s;          // CPU time spent decoding it, both searches on both threads (feed + end)

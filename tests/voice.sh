@@ -12,9 +12,10 @@ for tool in espeak-ng sox; do
     fi
 done
 # The targets are WER <= 0.15 clean and <= 0.25 noisy, actions >= 0.90 on the clean set.
-# Measured (docs/VOICE.md; the audio is the same every run): WER 0.228 clean, 0.203 noisy with
-# the recogniser's noise floor (session 8; 0.342 and 0.177 without it); actions 8/16 clean, 8/16
-# noisy (session 7's model; 10/16 and 12/16 with session 6's and no floor, 9/16 and 11/16 in
+# Measured (docs/VOICE.md; the audio is the same every run): WER 0.190 clean, 0.177 noisy with
+# the acoustics choosing between readings that differ only in hesitations (session 9; 0.228 and
+# 0.203 before; 0.342 and 0.177 before the noise floor of session 8); actions 9/16 clean, 9/16
+# noisy (8/16 and 8/16 before session 9; session 7's model; 10/16 and 12/16 with session 6's and no floor, 9/16 and 11/16 in
 # session 5, 6/16 and 6/16 when first written).
 # The noisy WER target is met and asserted; the clean WER and action bounds are regression
 # guards just beyond the measured figures, with the targets printed beside them
@@ -25,7 +26,7 @@ done
 # score.py splits the failures into turns heard wrongly and turns heard right, answered wrongly.
 WER_CLEAN_TARGET=0.15
 WER_NOISY_TARGET=0.25
-WER_CLEAN_MAX=${VOICE_WER_CLEAN_MAX:-0.25}
+WER_CLEAN_MAX=${VOICE_WER_CLEAN_MAX:-0.21}
 WER_NOISY_MAX=${VOICE_WER_NOISY_MAX:-0.25}
 ACT_TARGET=0.90
 ACT_MIN=${VOICE_ACT_MIN:-0.30}
