@@ -432,7 +432,7 @@ static int split_words(char *buf, size_t cap, const char *s, const char **w, int
 // The two hypotheses as one small grammar: their common words (longest common subsequence) in
 // order, and where they differ either one's words ("turn ( uh | um ) down the music", "[ so ]
 // turn ..."). Decoding the utterance again with it lets the acoustics alone choose.
-static int union_grammar(const char *g, const char *l, char *out, size_t cap) {
+int asr_union_grammar(const char *g, const char *l, char *out, size_t cap) {
     enum { MAXW = 64 };
     char gb[512], lb[512];
     const char *wg[MAXW], *wl[MAXW];
@@ -469,13 +469,13 @@ static int union_grammar(const char *g, const char *l, char *out, size_t cap) {
     return k < cap ? 0 : -1;
 }
 
-// Decodes the kept utterance again on the grammar decoder with union_grammar(g, l); its words
+// Decodes the kept utterance again on the grammar decoder with asr_union_grammar(g, l); its words
 // into h. The decoder's live cepstral mean is put back afterwards, so this second look at the
 // utterance does not count twice in it. Returns -1 if that could not be done (h then empty).
 static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     char jsgf[4096];
     memset(h, 0, sizeof *h);
-    if (union_grammar(g, l, jsgf, sizeof jsgf)) return -1;
+    if (asr_union_grammar(g, l, jsgf, sizeof jsgf)) return -1;
     if (ps_set_jsgf_string(a->gram, "pick", jsgf) < 0 || ps_set_search(a->gram, "pick") < 0) {
         ps_set_search(a->gram, "cabin");
         return -1;
@@ -507,7 +507,7 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
 // Whether a and b are the same words once hesitations and a discourse "so" are left out
 // (the two searches often differ only there: the grammar's filler loop puts "uh" or "so" where
 // espeak-ng's voice starts, the n-gram search drops a real "um").
-static bool same_but_fillers(const char *a, const char *b) {
+bool asr_same_but_fillers(const char *a, const char *b) {
     enum { MAXW = 64 };
     char ab[512], bb[512];
     const char *wa[MAXW], *wb[MAXW];
@@ -568,7 +568,7 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     // to acoustics where the priors matter: 156 -> 171; the acoustically best reading is
     // mostly the n-gram search's own.
     bool pick_it = *gram.text && *lm.text && strcmp(gram.text, lm.text) != 0
-                && (a->policy == POLICY_PICK || (a->policy == POLICY_AGREE && same_but_fillers(gram.text, lm.text)));
+                && (a->policy == POLICY_PICK || (a->policy == POLICY_AGREE && asr_same_but_fillers(gram.text, lm.text)));
     hyp_info pick = { .text = "" };
     if (pick_it && pick_pass(a, gram.text, lm.text, &pick) < 0) pick.text[0] = 0;
     if (getenv("CABIN_ASR_DEBUG"))

@@ -1,4 +1,5 @@
 // Unit tests of audio/: ring buffer, WAV read/write and refusal, resampler, VAD, clause splitting.
+#include "audio/asr.h"
 #include "audio/ring.h"
 #include "audio/vad.h"
 #include "audio/voice.h"
@@ -144,5 +145,29 @@ int main(void) {
     CHECK(n_clauses == 4 && strcmp(clauses[0], "Setting it to 22.") == 0 && strcmp(clauses[1], "Anything else,") == 0 &&
           strcmp(clauses[2], "one two three four five six") == 0 && strcmp(clauses[3], "seven eight") == 0,
           "%d clauses: [%s] [%s] [%s] [%s]", n_clauses, clauses[0], clauses[1], clauses[2], clauses[3]);
+
+    // --- the recogniser's choice between its two readings (asr_end)
+    CHECK(asr_same_but_fillers("uh so turn the fan on", "turn um the fan on"), "fillers only");
+    CHECK(asr_same_but_fillers("", "uh"), "nothing but fillers");
+    CHECK(!asr_same_but_fillers("turn the fan on", "turn the fan off"), "a word differs");
+    CHECK(!asr_same_but_fillers("turn the fan on", "turn the fan on please"), "a word more");
+    CHECK(!asr_same_but_fillers("also call mom", "call mom"), "'also' is not 'so'");
+    const char *pairs[][3] = {
+        { "turn uh down the music", "turn um down the music",
+          "public <pick> = turn ( uh | um ) down the music;" },
+        { "so turn the ac off", "turn the ac off", "public <pick> = [ so ] turn the ac off;" },
+        { "call mom", "call mom uh", "public <pick> = call mom [ uh ];" },
+        { "okay drive home", "okay like fully", "public <pick> = okay ( drive home | like fully );" },
+        { "play", "stop", "public <pick> = ( play | stop );" },
+        { "a b c", "a b c", "public <pick> = a b c;" },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        char g[1024];
+        int rc = asr_union_grammar(pairs[i][0], pairs[i][1], g, sizeof g);
+        CHECK(rc == 0 && strncmp(g, "#JSGF V1.0;\ngrammar pick;\n", 26) == 0 && strstr(g, pairs[i][2]),
+              "union of '%s' and '%s': %s", pairs[i][0], pairs[i][1], g);
+    }
+    char tiny[40];
+    CHECK(asr_union_grammar("turn the fan on", "turn the fan off", tiny, sizeof tiny) == -1, "too small a buffer refused");
     return test_finish();
 }
