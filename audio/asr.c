@@ -283,7 +283,7 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
     // uniform noise of RMS r has amplitude r * sqrt(3)
     a->noise_amp = o->noise_floor_db < -120 ? 0 : 32768.0f * powf(10.0f, o->noise_floor_db / 20) * sqrtf(3.0f);
     a->noise_state = 0x9e3779b9u;
-    const char *pol = getenv("CABIN_ASR_POLICY");   // experiments: agree | grammar | lm
+    const char *pol = getenv("CABIN_ASR_POLICY");   // experiments: agree | grammar | lm | pick
     a->policy = pol && strcmp(pol, "grammar") == 0 ? POLICY_GRAMMAR : pol && strcmp(pol, "lm") == 0 ? POLICY_LM
               : pol && strcmp(pol, "pick") == 0 ? POLICY_PICK : POLICY_AGREE;
     // The noise dictionary's hesitations are for the grammar: pocketsphinx's n-gram search takes
@@ -389,17 +389,21 @@ int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
     return rc < 0 ? err_set(err, "asr: decoding failed") : 0;
 }
 
+// Splits s (a copy in buf) into words.
+static int split_words(char *buf, size_t cap, const char *s, const char **w, int maxw) {
+    snprintf(buf, cap, "%s", s);
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, " ", &save); t && n < maxw; t = strtok_r(NULL, " ", &save)) w[n++] = t;
+    return n;
+}
+
 // Share of a's words that b has in the same order: longest common subsequence / words of a.
 static double word_agreement(const char *a, const char *b) {
     enum { MAXW = 64 };
     char ab[512], bb[512];
     const char *wa[MAXW], *wb[MAXW];
-    int na = 0, nb = 0;
-    snprintf(ab, sizeof ab, "%s", a);
-    snprintf(bb, sizeof bb, "%s", b);
-    char *save = NULL;
-    for (char *t = strtok_r(ab, " ", &save); t && na < MAXW; t = strtok_r(NULL, " ", &save)) wa[na++] = t;
-    for (char *t = strtok_r(bb, " ", &save); t && nb < MAXW; t = strtok_r(NULL, " ", &save)) wb[nb++] = t;
+    int na = split_words(ab, sizeof ab, a, wa, MAXW), nb = split_words(bb, sizeof bb, b, wb, MAXW);
     if (!na) return 0;
     int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wa[0..i) and wb[0..j)
     for (int i = 0; i <= na; i++)
@@ -420,15 +424,6 @@ static int end_both(asr *a, hyp_info *lm, hyp_info *gram, errbuf *err) {
     return 0;
 }
 
-// Splits s (a copy in buf) into words.
-static int split_words(char *buf, size_t cap, const char *s, const char **w, int maxw) {
-    snprintf(buf, cap, "%s", s);
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, " ", &save); t && n < maxw; t = strtok_r(NULL, " ", &save)) w[n++] = t;
-    return n;
-}
-
 // The two hypotheses as one small grammar: their common words (longest common subsequence) in
 // order, and where they differ either one's words ("turn ( uh | um ) down the music", "[ so ]
 // turn ..."). Decoding the utterance again with it lets the acoustics alone choose.
@@ -437,7 +432,7 @@ int asr_union_grammar(const char *g, const char *l, char *out, size_t cap) {
     char gb[512], lb[512];
     const char *wg[MAXW], *wl[MAXW];
     int ng = split_words(gb, sizeof gb, g, wg, MAXW), nl = split_words(lb, sizeof lb, l, wl, MAXW);
-    static int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wg[i..) and wl[j..)
+    int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wg[i..) and wl[j..)
     for (int i = ng; i >= 0; i--)
         for (int j = nl; j >= 0; j--)
             m[i][j] = i == ng || j == nl ? 0 : strcmp(wg[i], wl[j]) == 0 ? m[i + 1][j + 1] + 1
@@ -504,6 +499,13 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     return rc < 0 ? -1 : 0;
 }
 
+static bool is_filler(const char *w) {
+    static const char *const fillers[] = { "uh", "um", "er", "hmm", "so" };
+    for (size_t k = 0; k < sizeof fillers / sizeof *fillers; k++)
+        if (strcmp(w, fillers[k]) == 0) return true;
+    return false;
+}
+
 // Whether a and b are the same words once hesitations and a discourse "so" are left out
 // (the two searches often differ only there: the grammar's filler loop puts "uh" or "so" where
 // espeak-ng's voice starts, the n-gram search drops a real "um").
@@ -512,19 +514,10 @@ bool asr_same_but_fillers(const char *a, const char *b) {
     char ab[512], bb[512];
     const char *wa[MAXW], *wb[MAXW];
     int na = split_words(ab, sizeof ab, a, wa, MAXW), nb = split_words(bb, sizeof bb, b, wb, MAXW);
-    static const char *const fillers[] = { "uh", "um", "er", "hmm", "so" };
     int i = 0, j = 0;
     for (;;) {
-        for (bool f = true; f && i < na;) {
-            f = false;
-            for (size_t k = 0; k < sizeof fillers / sizeof *fillers; k++)
-                if (strcmp(wa[i], fillers[k]) == 0) { i++, f = true; break; }
-        }
-        for (bool f = true; f && j < nb;) {
-            f = false;
-            for (size_t k = 0; k < sizeof fillers / sizeof *fillers; k++)
-                if (strcmp(wb[j], fillers[k]) == 0) { j++, f = true; break; }
-        }
+        while (i < na && is_filler(wa[i])) i++;
+        while (j < nb && is_filler(wb[j])) j++;
         if (i == na || j == nb) return i == na && j == nb;
         if (strcmp(wa[i], wb[j]) != 0) return false;
         i++, j++;
