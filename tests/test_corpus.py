@@ -16,6 +16,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "corpus"))
+import augment as aug  # noqa: E402
 import gen_corpus as gc  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from pytally import Tally  # noqa: E402
@@ -82,40 +83,40 @@ def main():
 
     # reserved (held-out) frames are never paraphrased into training frames
     rng = random.Random(7)
-    gc.AUGMENT.update(frames=1.0)
-    reserved = gc._reserved_frames()
+    aug.AUGMENT.update(frames=1.0)
+    reserved = aug._reserved_frames()
     check(len(reserved) > 100, "only %d reserved frames found" % len(reserved))
     phrasing_lists = [v for v in vars(gc).values()     # (lists of 4 or more distinct strings)
                       if isinstance(v, list) and len(v) >= 4 and all(isinstance(x, str) for x in v)
                       and len(set(v)) == len(v)]
     frames = [t for v in phrasing_lists for i, t in enumerate(v) if i % 4 != 3]
-    gc.AUGMENT.update(frames=0.0)
+    aug.AUGMENT.update(frames=0.0)
     leaks = [(v.index(t), t) for v in phrasing_lists for t in (gc.pick(rng, v, gc.TRAIN) for _ in range(40))
              if v.index(t) % 4 == 3]
     check(not leaks, "pick gave training a held-out frame: %s" % leaks[:3])
     only_held = [t for v in phrasing_lists for t in (gc.pick(rng, v, gc.HELDOUT) for _ in range(10))
                  if v.index(t) % 4 != 3]
     check(not only_held, "pick gave the held-out set a training frame: %s" % only_held[:3])
-    gc.AUGMENT.update(frames=1.0)
-    made = {out for t in frames for out in (gc.augment_frame(rng, t) for _ in range(3)) if out != t}
+    aug.AUGMENT.update(frames=1.0)
+    made = {out for t in frames for out in (aug.augment_frame(rng, t) for _ in range(3)) if out != t}
     check(len(made) > 300, "only %d paraphrases made" % len(made))
     check(not (made & reserved), "paraphrases that are held-out frames: %s" % sorted(made & reserved)[:3])
 
     # drop_word and unknown_word keep every number and every slot value's word, in order; the
     # pseudo-words unknown_word puts in are no held-out value's words
-    gc.AUGMENT.update(frames=0.0)
-    held_words = gc._held_words()
+    aug.AUGMENT.update(frames=0.0)
+    held_words = aug._held_words()
     sample = [t for d in tr[:1500] for t in d["turns"]]
     broken, odd = [], []
     syn_odd, syn_changed = [], 0
     for i, t in enumerate(sample):
-        vw = gc.action_value_words(t["reply"])
+        vw = aug.action_value_words(t["reply"])
         want = kept_words(t["user"], vw)
-        dropped = gc.drop_word(random.Random(i), t["user"], t["reply"])
-        changed = gc.unknown_word(random.Random(i), t["user"], t["reply"])
+        dropped = aug.drop_word(random.Random(i), t["user"], t["reply"])
+        changed = aug.unknown_word(random.Random(i), t["user"], t["reply"])
         outs = [dropped, changed]
         if HAVE_WORDNET:
-            swapped = gc.synonym_word(random.Random(i), t["user"], t["reply"])
+            swapped = aug.synonym_word(random.Random(i), t["user"], t["reply"])
             outs.append(swapped)
             if swapped != t["user"]:
                 syn_changed += 1
@@ -124,7 +125,7 @@ def main():
                 # one word replaced (a synonym may be two words: the rest of the turn shifts by one)
                 if not diff or a[:diff[0]] != b[:diff[0]] or a[diff[0] + 1:] != b[diff[0] + 1 + len(b) - len(a):] \
                         or len(b) - len(a) not in (0, 1) or a[diff[0]] in gc.KEEP_WORDS \
-                        or any(w in held_words or w in gc.DOMAIN_WORDS for w in b[diff[0]:diff[0] + 1 + len(b) - len(a)]):
+                        or any(w in held_words or w in aug.DOMAIN_WORDS for w in b[diff[0]:diff[0] + 1 + len(b) - len(a)]):
                     syn_odd.append((t["user"], swapped))
         for out in outs:
             if kept_words(out, vw) != want:
@@ -147,7 +148,7 @@ def main():
         tally.skipped += 1
     check(not odd, "unknown_word did not put in one new pseudo-word (1-3 in place of a refusal's "
           "words): %s" % odd[:3])
-    check(sum(1 for t in sample if gc.unknown_word(random.Random(1), t["user"], t["reply"]) != t["user"])
+    check(sum(1 for t in sample if aug.unknown_word(random.Random(1), t["user"], t["reply"]) != t["user"])
           > 0.9 * len(sample), "unknown_word left most turns unchanged")
 
     print(tally.line())
