@@ -432,6 +432,7 @@ int asr_union_grammar(const char *g, const char *l, char *out, size_t cap) {
     char gb[512], lb[512];
     const char *wg[MAXW], *wl[MAXW];
     int ng = split_words(gb, sizeof gb, g, wg, MAXW), nl = split_words(lb, sizeof lb, l, wl, MAXW);
+    if (ng == MAXW || nl == MAXW) return -1;   // (possibly) cut short: no union of parts
     int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wg[i..) and wl[j..)
     for (int i = ng; i >= 0; i--)
         for (int j = nl; j >= 0; j--)
@@ -514,6 +515,7 @@ bool asr_same_but_fillers(const char *a, const char *b) {
     char ab[512], bb[512];
     const char *wa[MAXW], *wb[MAXW];
     int na = split_words(ab, sizeof ab, a, wa, MAXW), nb = split_words(bb, sizeof bb, b, wb, MAXW);
+    if (na == MAXW || nb == MAXW) return false;   // (possibly) cut short
     int i = 0, j = 0;
     for (;;) {
         while (i < na && is_filler(wa[i])) i++;

@@ -53,10 +53,11 @@ int asr_decode(asr *a, const int16_t *x, size_t n, asr_result *r, errbuf *err);
 const char *asr_describe(const asr *a);   // "domain LM + grammar (assets/asr/...)"
 
 // Helpers of asr_end's choice between the two searches (exposed for tests):
-// whether a and b are the same words once uh/um/er/hmm/so are left out;
+// whether a and b are the same words once uh/um/er/hmm/so are left out (false for a reading of
+// 64 words or more);
 bool asr_same_but_fillers(const char *a, const char *b);
 // the JSGF grammar of both readings (common words in order, "( a's | b's )" or "[ one's ]" where
-// they differ) into out; -1 if it does not fit in cap.
+// they differ) into out; -1 if it does not fit in cap or a reading has 64 words or more.
 int asr_union_grammar(const char *a, const char *b, char *out, size_t cap);
 
 #endif

@@ -1,4 +1,5 @@
-// Unit tests of audio/: ring buffer, WAV read/write and refusal, resampler, VAD, clause splitting.
+// Unit tests of audio/: ring buffer, WAV read/write and refusal, resampler, VAD, clause splitting,
+// the recogniser's helpers for choosing between its two readings.
 #include "audio/asr.h"
 #include "audio/ring.h"
 #include "audio/vad.h"
@@ -167,6 +168,10 @@ int main(void) {
         CHECK(rc == 0 && strncmp(g, "#JSGF V1.0;\ngrammar pick;\n", 26) == 0 && strstr(g, pairs[i][2]),
               "union of '%s' and '%s': %s", pairs[i][0], pairs[i][1], g);
     }
+    char many[400] = "", big[4096];
+    for (int i = 0; i < 70; i++) strcat(many, "go ");
+    CHECK(asr_union_grammar(many, "go", big, sizeof big) == -1 && !asr_same_but_fillers(many, many),
+          "over 64 words: no union, no filler match (the words would be cut short)");
     char tiny[40];
     CHECK(asr_union_grammar("turn the fan on", "turn the fan off", tiny, sizeof tiny) == -1, "too small a buffer refused");
     return test_finish();
