@@ -25,7 +25,7 @@ typedef struct voice_turn_stats {
     double first_audio_ms;     // -> first sample played by the device (time to first audio)
     double last_token_ms;      // -> last reply token
     double asr_rtf;            // recognition time / audio time
-    const char *asr_search;    // "grammar" or "lm"
+    const char *asr_search;    // "grammar", "lm" or "pick" (asr_result.search)
     double asr_conf;           // share of the grammar's words the n-gram search also heard
     bool barged_in;            // this turn's reply was cut off by the next one
     double barge_stop_ms;      // barge-in: onset detected -> generation and playback stopped
