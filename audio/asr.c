@@ -472,7 +472,15 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     char jsgf[4096];
     memset(h, 0, sizeof *h);
     if (asr_union_grammar(g, l, jsgf, sizeof jsgf)) return -1;
-    if (ps_set_jsgf_string(a->gram, "pick", jsgf) < 0 || ps_set_search(a->gram, "pick") < 0) {
+    // What ps_set_jsgf_string does (the network built at the decoder's language weight), without
+    // its leak: pocketsphinx 5prealpha never frees the parsed grammar there.
+    jsgf_t *j = jsgf_parse_string(jsgf, NULL);
+    jsgf_rule_t *rule = j ? jsgf_get_public_rule(j) : NULL;
+    fsg_model_t *fsg = rule ? jsgf_build_fsg(j, rule, ps_get_logmath(a->gram), cmd_ln_float32_r(a->cfg_gram, "-lw")) : NULL;
+    if (j) jsgf_grammar_free(j);
+    int set = fsg ? ps_set_fsg(a->gram, "pick", fsg) : -1;
+    if (fsg) fsg_model_free(fsg);   // the search holds its own reference
+    if (set < 0 || ps_set_search(a->gram, "pick") < 0) {
         ps_set_search(a->gram, "cabin");
         return -1;
     }
