@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,23 +136,36 @@ static ps_decoder_t *open_decoder(cmd_ln_t **cfg, const char *hmm, const char *d
 // language weight, as pocketsphinx does for FSG files (fsg_model_read) but not for JSGF
 // (jsgf_build_fsg leaves them unscaled, so the grammar's /weights/ would barely count against
 // the acoustic scores while silence and filler loops, which are scaled, count fully).
-static int load_grammar(ps_decoder_t *ps, const char *path, float scale, errbuf *err) {
-    jsgf_t *j = jsgf_parse_file(path, NULL);
-    if (!j) return err_set(err, "asr: %s: not a JSGF grammar pocketsphinx can read", path);
+// The public rule of grammar j (freed here) as ps's search `name`, made the active one: the
+// network built at language weight lw (pocketsphinx scales its silence and filler transitions by
+// it), the grammar's own transition log-probabilities then multiplied by arc_scale.
+// Returns 0, or USE_NO_RULE, USE_NO_NETWORK, USE_REFUSED.
+enum { USE_NO_RULE = -1, USE_NO_NETWORK = -2, USE_REFUSED = -3 };
+static int use_grammar(ps_decoder_t *ps, const char *name, jsgf_t *j, float lw, float arc_scale) {
     jsgf_rule_t *rule = jsgf_get_public_rule(j);
-    if (!rule) { jsgf_grammar_free(j); return err_set(err, "asr: %s: no public rule", path); }
-    fsg_model_t *fsg = jsgf_build_fsg(j, rule, ps_get_logmath(ps), scale);
+    fsg_model_t *fsg = rule ? jsgf_build_fsg(j, rule, ps_get_logmath(ps), lw) : NULL;
     jsgf_grammar_free(j);
-    if (!fsg) return err_set(err, "asr: %s: could not build the grammar network", path);
+    if (!rule) return USE_NO_RULE;
+    if (!fsg) return USE_NO_NETWORK;
     for (int s = 0; s < fsg_model_n_state(fsg); s++)
         for (fsg_arciter_t *it = fsg_model_arcs(fsg, s); it; it = fsg_arciter_next(it)) {
             fsg_link_t *l = fsg_arciter_get(it);
-            l->logs2prob = (int32)((double)l->logs2prob * scale);
+            l->logs2prob = (int32)((double)l->logs2prob * arc_scale);
         }
-    int rc = ps_set_fsg(ps, "cabin", fsg);
+    int rc = ps_set_fsg(ps, name, fsg);
     fsg_model_free(fsg);   // the search holds its own reference
-    if (rc < 0 || ps_set_search(ps, "cabin") < 0)
+    return rc < 0 || ps_set_search(ps, name) < 0 ? USE_REFUSED : 0;
+}
+
+static int load_grammar(ps_decoder_t *ps, const char *path, float scale, errbuf *err) {
+    jsgf_t *j = jsgf_parse_file(path, NULL);
+    if (!j) return err_set(err, "asr: %s: not a JSGF grammar pocketsphinx can read", path);
+    switch (use_grammar(ps, "cabin", j, scale, scale)) {
+    case USE_NO_RULE: return err_set(err, "asr: %s: no public rule", path);
+    case USE_NO_NETWORK: return err_set(err, "asr: %s: could not build the grammar network", path);
+    case USE_REFUSED:
         return err_set(err, "asr: %s: pocketsphinx refused the grammar (a word missing from the dictionary?)", path);
+    }
     return 0;
 }
 
@@ -389,28 +403,39 @@ int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
     return rc < 0 ? err_set(err, "asr: decoding failed") : 0;
 }
 
-// Splits s (a copy in buf) into words.
-static int split_words(char *buf, size_t cap, const char *s, const char **w, int maxw) {
-    snprintf(buf, cap, "%s", s);
-    int n = 0;
+// A hypothesis split into words (a copy of its text in buf; at most MAX_HYP_WORDS words kept).
+enum { MAX_HYP_WORDS = 64 };
+typedef struct hyp_words {
+    char buf[512];
+    const char *w[MAX_HYP_WORDS];
+    int n;
+} hyp_words;
+
+static void split_words(hyp_words *h, const char *s) {
+    snprintf(h->buf, sizeof h->buf, "%s", s);
+    h->n = 0;
     char *save = NULL;
-    for (char *t = strtok_r(buf, " ", &save); t && n < maxw; t = strtok_r(NULL, " ", &save)) w[n++] = t;
-    return n;
+    for (char *t = strtok_r(h->buf, " ", &save); t && h->n < MAX_HYP_WORDS; t = strtok_r(NULL, " ", &save))
+        h->w[h->n++] = t;
+}
+
+// m[i][j] = length of the longest common subsequence of a's words from i on and b's from j on.
+static void lcs_table(const hyp_words *a, const hyp_words *b, int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1]) {
+    for (int i = a->n; i >= 0; i--)
+        for (int j = b->n; j >= 0; j--)
+            m[i][j] = i == a->n || j == b->n ? 0 : strcmp(a->w[i], b->w[j]) == 0 ? m[i + 1][j + 1] + 1
+                    : m[i + 1][j] > m[i][j + 1] ? m[i + 1][j] : m[i][j + 1];
 }
 
 // Share of a's words that b has in the same order: longest common subsequence / words of a.
 static double word_agreement(const char *a, const char *b) {
-    enum { MAXW = 64 };
-    char ab[512], bb[512];
-    const char *wa[MAXW], *wb[MAXW];
-    int na = split_words(ab, sizeof ab, a, wa, MAXW), nb = split_words(bb, sizeof bb, b, wb, MAXW);
-    if (!na) return 0;
-    int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wa[0..i) and wb[0..j)
-    for (int i = 0; i <= na; i++)
-        for (int j = 0; j <= nb; j++)
-            m[i][j] = !i || !j ? 0 : strcmp(wa[i - 1], wb[j - 1]) == 0 ? m[i - 1][j - 1] + 1
-                    : m[i - 1][j] > m[i][j - 1] ? m[i - 1][j] : m[i][j - 1];
-    return (double)m[na][nb] / na;
+    hyp_words wa, wb;
+    split_words(&wa, a);
+    split_words(&wb, b);
+    if (!wa.n) return 0;
+    int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1];
+    lcs_table(&wa, &wb, m);
+    return (double)m[0][0] / wa.n;
 }
 
 // Ends both searches (in parallel: the grammar's on its thread) and reads their best paths.
@@ -427,41 +452,46 @@ static int end_both(asr *a, hyp_info *lm, hyp_info *gram, errbuf *err) {
 // The two hypotheses as one small grammar: their common words (longest common subsequence) in
 // order, and where they differ either one's words ("turn ( uh | um ) down the music", "[ so ]
 // turn ..."). Decoding the utterance again with it lets the acoustics alone choose.
+static void appendf(char *out, size_t cap, size_t *k, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    *k += (size_t)vsnprintf(out + *k, *k < cap ? cap - *k : 0, fmt, ap);
+    va_end(ap);
+}
+
 int asr_union_grammar(const char *g, const char *l, char *out, size_t cap) {
-    enum { MAXW = 64 };
-    char gb[512], lb[512];
-    const char *wg[MAXW], *wl[MAXW];
-    int ng = split_words(gb, sizeof gb, g, wg, MAXW), nl = split_words(lb, sizeof lb, l, wl, MAXW);
-    if (ng == MAXW || nl == MAXW) return -1;   // (possibly) cut short: no union of parts
-    int m[MAXW + 1][MAXW + 1];   // m[i][j]: LCS of wg[i..) and wl[j..)
-    for (int i = ng; i >= 0; i--)
-        for (int j = nl; j >= 0; j--)
-            m[i][j] = i == ng || j == nl ? 0 : strcmp(wg[i], wl[j]) == 0 ? m[i + 1][j + 1] + 1
-                    : m[i + 1][j] > m[i][j + 1] ? m[i + 1][j] : m[i][j + 1];
-    size_t k = (size_t)snprintf(out, cap, "#JSGF V1.0;\ngrammar pick;\npublic <pick> =");
+    hyp_words wg, wl;
+    split_words(&wg, g);
+    split_words(&wl, l);
+    if (wg.n == MAX_HYP_WORDS || wl.n == MAX_HYP_WORDS) return -1;   // (possibly) cut short: no union of parts
+    int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1];
+    lcs_table(&wg, &wl, m);
+    size_t k = 0;
+    appendf(out, cap, &k, "#JSGF V1.0;\ngrammar pick;\npublic <pick> =");
     int i = 0, j = 0;
-    while (i < ng || j < nl) {
-        if (i < ng && j < nl && strcmp(wg[i], wl[j]) == 0) {
-            k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, " %s", wg[i]);
+    while (i < wg.n || j < wl.n) {
+        if (i < wg.n && j < wl.n && strcmp(wg.w[i], wl.w[j]) == 0) {
+            appendf(out, cap, &k, " %s", wg.w[i]);
             i++, j++;
             continue;
         }
         // the differing stretch: up to the next common word of the LCS
         int i2 = i, j2 = j;
-        while (i2 < ng || j2 < nl) {
-            if (i2 < ng && j2 < nl && strcmp(wg[i2], wl[j2]) == 0 && m[i2][j2] == m[i2 + 1][j2 + 1] + 1) break;
-            if (i2 < ng && (j2 == nl || m[i2 + 1][j2] >= m[i2][j2 + 1])) i2++;
+        while (i2 < wg.n || j2 < wl.n) {
+            if (i2 < wg.n && j2 < wl.n && strcmp(wg.w[i2], wl.w[j2]) == 0) break;
+            if (i2 < wg.n && (j2 == wl.n || m[i2 + 1][j2] >= m[i2][j2 + 1])) i2++;
             else j2++;
         }
-        char ga[256] = "", la[256] = "";
-        size_t kg = 0, kl = 0;
-        for (int x = i; x < i2; x++) kg += (size_t)snprintf(ga + kg, kg < sizeof ga ? sizeof ga - kg : 0, " %s", wg[x]);
-        for (int x = j; x < j2; x++) kl += (size_t)snprintf(la + kl, kl < sizeof la ? sizeof la - kl : 0, " %s", wl[x]);
-        if (*ga && *la) k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, " (%s |%s )", ga, la);
-        else k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, " [%s ]", *ga ? ga : la);
+        // "( g's | l's )" where both have words, "[ the one's ]" where one has none
+        bool both = i2 > i && j2 > j;
+        appendf(out, cap, &k, both ? " (" : " [");
+        for (int x = i; x < i2; x++) appendf(out, cap, &k, " %s", wg.w[x]);
+        if (both) appendf(out, cap, &k, " |");
+        for (int x = j; x < j2; x++) appendf(out, cap, &k, " %s", wl.w[x]);
+        appendf(out, cap, &k, both ? " )" : " ]");
         i = i2, j = j2;
     }
-    k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, ";\n");
+    appendf(out, cap, &k, ";\n");
     return k < cap ? 0 : -1;
 }
 
@@ -472,15 +502,10 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     char jsgf[4096];
     memset(h, 0, sizeof *h);
     if (asr_union_grammar(g, l, jsgf, sizeof jsgf)) return -1;
-    // What ps_set_jsgf_string does (the network built at the decoder's language weight), without
-    // its leak: pocketsphinx 5prealpha never frees the parsed grammar there.
+    // What ps_set_jsgf_string does (the network built at the decoder's language weight, no
+    // further scaling), without its leak: pocketsphinx 5prealpha never frees the parsed grammar.
     jsgf_t *j = jsgf_parse_string(jsgf, NULL);
-    jsgf_rule_t *rule = j ? jsgf_get_public_rule(j) : NULL;
-    fsg_model_t *fsg = rule ? jsgf_build_fsg(j, rule, ps_get_logmath(a->gram), cmd_ln_float32_r(a->cfg_gram, "-lw")) : NULL;
-    if (j) jsgf_grammar_free(j);
-    int set = fsg ? ps_set_fsg(a->gram, "pick", fsg) : -1;
-    if (fsg) fsg_model_free(fsg);   // the search holds its own reference
-    if (set < 0 || ps_set_search(a->gram, "pick") < 0) {
+    if (!j || use_grammar(a->gram, "pick", j, cmd_ln_float32_r(a->cfg_gram, "-lw"), 1.0f) < 0) {
         ps_set_search(a->gram, "cabin");
         return -1;
     }
@@ -519,17 +544,16 @@ static bool is_filler(const char *w) {
 // (the two searches often differ only there: the grammar's filler loop puts "uh" or "so" where
 // espeak-ng's voice starts, the n-gram search drops a real "um").
 bool asr_same_but_fillers(const char *a, const char *b) {
-    enum { MAXW = 64 };
-    char ab[512], bb[512];
-    const char *wa[MAXW], *wb[MAXW];
-    int na = split_words(ab, sizeof ab, a, wa, MAXW), nb = split_words(bb, sizeof bb, b, wb, MAXW);
-    if (na == MAXW || nb == MAXW) return false;   // (possibly) cut short
+    hyp_words wa, wb;
+    split_words(&wa, a);
+    split_words(&wb, b);
+    if (wa.n == MAX_HYP_WORDS || wb.n == MAX_HYP_WORDS) return false;   // (possibly) cut short
     int i = 0, j = 0;
     for (;;) {
-        while (i < na && is_filler(wa[i])) i++;
-        while (j < nb && is_filler(wb[j])) j++;
-        if (i == na || j == nb) return i == na && j == nb;
-        if (strcmp(wa[i], wb[j]) != 0) return false;
+        while (i < wa.n && is_filler(wa.w[i])) i++;
+        while (j < wb.n && is_filler(wb.w[j])) j++;
+        if (i == wa.n || j == wb.n) return i == wa.n && j == wb.n;
+        if (strcmp(wa.w[i], wb.w[j]) != 0) return false;
         i++, j++;
     }
 }
