@@ -22,14 +22,15 @@
 // Decoder settings (CABIN_ASR_LM_ARGS / CABIN_ASR_GRAM_ARGS replace them, for experiments).
 // The n-gram search keeps pocketsphinx's three passes (without the flat-lexicon pass at the
 // end of the utterance, the development set's WER rose 0.182 -> 0.197; the LM's own words,
-// without both passes, 0.28 -> 0.33). The grammar
-// search has wider beams than pocketsphinx's defaults (-beam/-pbeam 1e-48 -> 1e-60, -wbeam
-// 7e-29 -> 1e-40): a grammar this small costs little more to search, and the default beams
-// pruned the right path of voices the acoustic model matches badly (development sets, WER
-// clean/noisy 0.048/0.063 and 0.114/0.081 -> 0.041/0.052 and 0.065/0.060; 1e-80/1e-50 no better
-// and RTF p90 over 1; narrower ones, tried to save time, left it without any complete parse in
-// a fifth of the commands; docs/VOICE.md). No lattice pass; hesitation fillers are rare in it
-// (-fillprob 1e-4: at 1e-2 it heard "uh" between half the words).
+// without both passes, 0.28 -> 0.33). The grammar search has wider beams than pocketsphinx's
+// defaults (-beam/-pbeam 1e-48 -> 1e-60, -wbeam 7e-29 -> 1e-40): the defaults pruned the right
+// path of voices the acoustic model matches badly (development sets, WER clean/noisy
+// 0.048/0.063 and 0.114/0.081 -> 0.041/0.052 and 0.065/0.060; 1e-80/1e-50 no better, RTF p90
+// over 1). The wider beams cost CPU while the person speaks (recognition RTF p50 0.41 -> 0.66),
+// not time after the release (TTFA p50 74 -> 79 ms, within the spread; docs/VOICE.md).
+// Narrower ones, tried to save time, left it without any complete parse in a fifth of the
+// commands. No lattice pass; hesitation fillers are rare in it (-fillprob 1e-4: at 1e-2 it
+// heard "uh" between half the words).
 #define LM_ARGS ""
 #define GRAMMAR_ARGS "-bestpath no -fillprob 0.0001 -beam 1e-60 -pbeam 1e-60 -wbeam 1e-40"
 // The grammar's transition log-probabilities are multiplied by this (see load_grammar): 3 was

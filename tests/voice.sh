@@ -19,11 +19,10 @@ done
 # session 6's model and no floor, 9/16 and 11/16 in session 5, 6/16 and 6/16 when first written).
 # Both WER targets are met and asserted; the action bounds are regression guards just below the
 # measured figures, with the target printed beside them (VOICE_ACT_MIN=0.90 asserts it).
-# Actions cannot reach 0.90
-# through the recogniser alone: the embedded model did not get all of these 16 commands right
-# from their exact words (7/16 when this was written, 15/16 with session 6's model, 12/16 now;
-# printed below as the ceiling), and
-# score.py splits the failures into turns heard wrongly and turns heard right, answered wrongly.
+# Actions cannot reach 0.90 through the recogniser alone: the embedded model did not get all of
+# these 16 commands right from their exact words (7/16 when this was written, 15/16 with session
+# 6's model, 12/16 now; printed below as the ceiling), and score.py splits the failures into
+# turns heard wrongly and turns heard right, answered wrongly.
 WER_CLEAN_TARGET=0.15
 WER_NOISY_TARGET=0.25
 WER_CLEAN_MAX=${VOICE_WER_CLEAN_MAX:-0.15}
