@@ -1,7 +1,8 @@
 // oog_score: an experiment tool (not used by cabin itself) for refusing free speech, see
 // docs/VOICE.md "Free speech". For each WAV (16 kHz mono PCM16; the caller mixes in the noise
 // floor, e.g. sox whitenoise at vol 0.005) it decodes with the command grammar (the
-// recogniser's grammar settings) and with a free phone loop (pocketsphinx's allphone search,
+// recogniser's grammar beams, but the grammar as pocketsphinx reads it: audio/asr.c multiplies
+// its weights by 3, which a built-in version should do too) and with a free phone loop (pocketsphinx's allphone search,
 // context-independent phones, en-us-phone.lm.bin, -lw 2), and prints
 //   FRAMES <TAB> (grammar path ascr - phone loop ascr) / FRAMES <TAB> grammar words <TAB> file
 // A command the grammar holds scores near the phone loop (about -12 to -35 per frame on the
