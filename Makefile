@@ -65,7 +65,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 MODEL    ?= assets/models/cabin-tiny.gguf
 
 .PHONY: all run test test-asan bench install clean deps model
-all: $(BUILD)/cabin $(TEST_BIN) $(BUILD)/oog_score
+all: $(BUILD)/cabin $(TEST_BIN)
 
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -86,10 +86,6 @@ $(BUILD)/libcabin.a: $(LIB_OBJ)
 
 $(BUILD)/cabin: $(MAIN_OBJ) $(BUILD)/libcabin.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
-
-# An experiment tool for refusing free speech (docs/VOICE.md "Free speech"); not used by cabin.
-$(BUILD)/oog_score: tools/voice/oog_score.c $(BUILD)/libcabin.a
-	$(CC) $(ALL_CFLAGS) $(AUDIO_CFLAGS) -o $@ $< $(BUILD)/libcabin.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libcabin.a tests/test.h
 	@mkdir -p $(dir $@)

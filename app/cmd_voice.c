@@ -84,9 +84,10 @@ static void app_turn(void *ud, const voice_turn_stats *st) {
     voice_app *a = ud;
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
     if (a->stats)
-        printf("latency turn %d: speech %.2f s | asr %s agree %.2f, RTF %.2f | end of speech -> transcript %.0f ms, "
+        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f | end of speech -> transcript %.0f ms, "
                "first token %.0f ms, first audio written %.0f ms, first audio played %.0f ms, last token %.0f ms%s\n",
-               st->turn, st->speech_s, st->asr_search, st->asr_conf, st->asr_rtf, st->asr_final_ms,
+               st->turn, st->speech_s, st->asr_search, st->asr_refused ? " refused" : "", st->asr_conf, st->asr_fit,
+               st->asr_rtf, st->asr_final_ms,
                st->first_token_ms, st->first_write_ms, st->first_audio_ms, st->last_token_ms,
                st->barged_in ? "" : "");
     if (st->barged_in && a->stats) printf("barge-in turn %d: generation and playback stopped %.1f ms after onset\n",

@@ -47,6 +47,15 @@
 // a real microphone's own floor (about -60 to -45 dBFS) and 20-30 dB below speech at a usual
 // level, so real input keeps its signal-to-noise ratio within a few dB.
 #define NOISE_FLOOR_DB_DEFAULT (-50.0f)
+// Free speech (not a command, not one the grammar holds) is forced through the grammar's words
+// and fits the audio far worse than a free phone loop does; a command fits nearly as well
+// (asr_result.fit). An utterance that fits below this is refused (docs/VOICE.md, "Free
+// speech").
+#define REFUSE_BELOW_DEFAULT (-38.0f)
+#define PHONE_LM PS_MODEL_DIR "/en-us-phone.lm.bin"
+// The phone loop: context-independent phones (context-dependent ones cost RTF 1.6 here against
+// 0.05, and separated commands from free speech no better), narrow beams.
+#define LOOP_ARGS "-allphone_ci yes -lw 2.0 -beam 1e-20 -pbeam 1e-20"
 
 // One search's best path.
 typedef struct hyp_info {
@@ -55,6 +64,8 @@ typedef struct hyp_info {
     int32 ascr;      // acoustic score of the path (sum over its words; log base of the decoder)
     int words;       // words in text
     double post;     // posterior probability of the path (n-gram search with its lattice pass)
+    bool has_loop;   // grammar search: the phone loop decoded the same frames ...
+    int32 loop_ascr; // ... and its best path's acoustic score (see asr_result.fit)
 } hyp_info;
 
 // The grammar search runs on a thread of its own, beside the n-gram search on the caller's: the
@@ -79,7 +90,10 @@ typedef struct gram_worker {
 struct asr {
     ps_decoder_t *lm;       // n-gram search
     ps_decoder_t *gram;     // grammar search (NULL without a grammar)
-    cmd_ln_t *cfg_lm, *cfg_gram;
+    ps_decoder_t *loop;     // free phone loop fed beside the grammar search, on its thread (NULL:
+                            // no phone LM, or no grammar); how well the grammar fits (asr_end)
+    cmd_ln_t *cfg_lm, *cfg_gram, *cfg_loop;
+    float refuse_below;     // asr_opts.refuse_below
     float grammar_min_agree;
     int policy;             // how the two results are combined (see asr_end)
     // the current utterance's audio, 16 kHz (kept: the worker reads it, and the first
@@ -100,7 +114,7 @@ enum { POLICY_AGREE, POLICY_GRAMMAR, POLICY_LM, POLICY_PICK };
 
 asr_opts asr_opts_default(void) {
     asr_opts o = { .hmm = NULL, .lm = NULL, .dict = NULL, .jsgf = NULL, .general = false, .grammar_min_agree = 0.2f,
-                   .noise_floor_db = NOISE_FLOOR_DB_DEFAULT,
+                   .noise_floor_db = NOISE_FLOOR_DB_DEFAULT, .refuse_below = REFUSE_BELOW_DEFAULT,
                    .fdict = NULL };
     return o;
 }
@@ -114,23 +128,33 @@ static double thread_cpu_sec(void) {
 
 static bool readable(const char *p) { return p && access(p, R_OK) == 0; }
 
+enum { DEC_LM, DEC_GRAMMAR, DEC_LOOP };
+
+// A decoder of the given kind: the n-gram search (lm), the grammar search (its grammar is set
+// by load_grammar) or the free phone loop (no dictionary: pocketsphinx's allphone search).
 static ps_decoder_t *open_decoder(cmd_ln_t **cfg, const char *hmm, const char *dict, const char *fdict,
-                                  const char *lm, bool grammar, errbuf *err) {
+                                  const char *lm, int kind, errbuf *err) {
+    static const char *const env[] = { "CABIN_ASR_LM_ARGS", "CABIN_ASR_GRAM_ARGS", "CABIN_ASR_LOOP_ARGS" };
+    static const char *const args[] = { LM_ARGS, GRAMMAR_ARGS, LOOP_ARGS };
     char extra[512];
-    const char *tune = getenv(grammar ? "CABIN_ASR_GRAM_ARGS" : "CABIN_ASR_LM_ARGS");   // experiments
-    snprintf(extra, sizeof extra, "%s", tune ? tune : grammar ? GRAMMAR_ARGS : LM_ARGS);
+    const char *tune = getenv(env[kind]);   // experiments
+    snprintf(extra, sizeof extra, "%s", tune ? tune : args[kind]);
     const char *log = getenv("CABIN_ASR_LOG");   // pocketsphinx's own log, for experiments
-    const char *argv[64] = { "-hmm", hmm, "-dict", dict, "-logfn", log ? log : "/dev/null", "-samprate", "16000" };
-    int argc = 8;
+    const char *argv[64] = { "-hmm", hmm, "-logfn", log ? log : "/dev/null", "-samprate", "16000" };
+    int argc = 6;
+    if (kind == DEC_LOOP) { argv[argc++] = "-allphone"; argv[argc++] = PHONE_LM; }
+    else { argv[argc++] = "-dict"; argv[argc++] = dict; }
     if (lm) { argv[argc++] = "-lm"; argv[argc++] = lm; }
     if (fdict) { argv[argc++] = "-fdict"; argv[argc++] = fdict; }
     char *save = NULL;
     for (char *t = strtok_r(extra, " ", &save); t && argc < 62; t = strtok_r(NULL, " ", &save)) argv[argc++] = t;
     *cfg = cmd_ln_parse_r(NULL, ps_args(), argc, (char **)argv, TRUE);
-    if (!*cfg) { err_set(err, "asr: bad pocketsphinx configuration (%s, %s)", hmm, lm ? lm : "grammar"); return NULL; }
+    const char *what = kind == DEC_LOOP ? PHONE_LM : lm ? lm : "grammar";
+    if (!*cfg) { err_set(err, "asr: bad pocketsphinx configuration (%s, %s)", hmm, what); return NULL; }
     ps_decoder_t *ps = ps_init(*cfg);
     if (!ps) {
-        err_set(err, "asr: pocketsphinx could not load %s with %s%s%s", hmm, dict, lm ? " and " : "", lm ? lm : "");
+        err_set(err, "asr: pocketsphinx could not load %s with %s%s%s", hmm, kind == DEC_LOOP ? PHONE_LM : dict,
+                lm ? " and " : "", lm ? lm : "");
         cmd_ln_free_r(*cfg);
         *cfg = NULL;
     }
@@ -218,6 +242,7 @@ static void *gram_main(void *ud) {
             w->pos = w->fed = 0;
             pthread_mutex_unlock(&w->lock);
             int rc = ps_start_utt(a->gram);
+            if (a->loop && ps_start_utt(a->loop) < 0) rc = -1;
             pthread_mutex_lock(&w->lock);
             if (rc < 0) w->rc = -1;
         } else if (w->pos < a->n) {
@@ -226,14 +251,24 @@ static void *gram_main(void *ud) {
             w->pos += k;
             pthread_mutex_unlock(&w->lock);
             int rc = ps_process_raw(a->gram, chunk, k, FALSE, FALSE);
+            if (a->loop && ps_process_raw(a->loop, chunk, k, FALSE, FALSE) < 0) rc = -1;
             pthread_mutex_lock(&w->lock);
             if (rc < 0) w->rc = -1;
             w->fed = w->pos;
         } else {   // ending, every sample in
             pthread_mutex_unlock(&w->lock);
-            hyp_info h;
+            hyp_info h = { .has_loop = false };
             int rc = ps_end_utt(a->gram);
             path_words(a->gram, &h);
+            if (a->loop) {
+                if (ps_end_utt(a->loop) < 0) rc = -1;
+                h.has_loop = true;
+                for (ps_seg_t *sg = ps_seg_iter(a->loop); sg; sg = ps_seg_next(sg)) {
+                    int32 ascr = 0, lscr = 0, lback = 0;
+                    ps_seg_prob(sg, &ascr, &lscr, &lback);
+                    h.loop_ascr += ascr;
+                }
+            }
             pthread_mutex_lock(&w->lock);
             if (rc < 0) w->rc = -1;
             w->hyp = h;
@@ -299,6 +334,8 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
             return err_set(err, "asr: %s: not found%s", need[i], i == 0 ? " (install pocketsphinx-en-us)" : ""), NULL;
     asr *a = xcalloc(1, sizeof *a);
     a->grammar_min_agree = o->grammar_min_agree;
+    const char *rb = getenv("CABIN_ASR_REFUSE_BELOW");   // experiments
+    a->refuse_below = rb ? (float)atof(rb) : o->refuse_below;
     // uniform noise of RMS r has amplitude r * sqrt(3)
     a->noise_amp = o->noise_floor_db < -120 ? 0 : 32768.0f * powf(10.0f, o->noise_floor_db / 20) * sqrtf(3.0f);
     a->noise_state = 0x9e3779b9u;
@@ -308,15 +345,21 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
     // The noise dictionary's hesitations are for the grammar: pocketsphinx's n-gram search takes
     // only one-phone fillers (multi-phone ones trip an assertion in its segment scoring), and the
     // LM has "um" and "uh" as words with their corpus probabilities anyway.
-    a->lm = open_decoder(&a->cfg_lm, hmm, dict, NULL, lm, false, err);
+    a->lm = open_decoder(&a->cfg_lm, hmm, dict, NULL, lm, DEC_LM, err);
     if (!a->lm) { free(a); return NULL; }
     if (*jsgf) {
         if (!readable(jsgf)) { err_set(err, "asr: %s: not found", jsgf); asr_close(a); return NULL; }
-        a->gram = open_decoder(&a->cfg_gram, hmm, dict, fdict, NULL, true, err);
+        a->gram = open_decoder(&a->cfg_gram, hmm, dict, fdict, NULL, DEC_GRAMMAR, err);
         if (!a->gram) { asr_close(a); return NULL; }
         const char *sc = getenv("CABIN_ASR_GRAM_SCALE");   // experiments
         float scale = sc ? (float)atof(sc) : GRAMMAR_SCALE;
         if (load_grammar(a->gram, jsgf, scale, err)) { asr_close(a); return NULL; }
+        // The phone loop is for the acoustic model it was made for; without it (another model,
+        // or the file missing) nothing is refused.
+        if (!o->hmm && readable(PHONE_LM)) {
+            errbuf lerr = {{0}};
+            a->loop = open_decoder(&a->cfg_loop, hmm, NULL, NULL, NULL, DEC_LOOP, &lerr);
+        }
         pthread_mutex_init(&a->w.lock, NULL);
         pthread_cond_init(&a->w.cond, NULL);
         a->w.done = true;
@@ -327,8 +370,8 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
         }
         a->w.running = true;
     }
-    snprintf(a->desc, sizeof a->desc, "%s%s%s (%s)", o->general ? "general en-us LM" : "domain LM",
-             *jsgf ? " + grammar " : "", jsgf, lm);
+    snprintf(a->desc, sizeof a->desc, "%s%s%s (%s)%s", o->general ? "general en-us LM" : "domain LM",
+             *jsgf ? " + grammar " : "", jsgf, lm, a->loop ? " + phone loop" : "");
     return a;
 }
 
@@ -345,8 +388,10 @@ void asr_close(asr *a) {
     }
     if (a->lm) ps_free(a->lm);
     if (a->gram) ps_free(a->gram);
+    if (a->loop) ps_free(a->loop);
     if (a->cfg_lm) cmd_ln_free_r(a->cfg_lm);
     if (a->cfg_gram) cmd_ln_free_r(a->cfg_gram);
+    if (a->cfg_loop) cmd_ln_free_r(a->cfg_loop);
     free(a->utt);
     free(a->floored);
     free(a);
@@ -603,10 +648,18 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
                 && (a->policy == POLICY_PICK || (a->policy == POLICY_AGREE && asr_same_but_fillers(gram.text, lm.text)));
     hyp_info pick = { .text = "" };
     if (pick_it && pick_pass(a, gram.text, lm.text, &pick) < 0) pick.text[0] = 0;
+    // How well the grammar's path fits, against the free phone loop over the same frames. The
+    // grammar holds every phrasing of every command the product knows; speech that fits it far
+    // worse than a free phone sequence does is not a command, whichever reading was chosen (the
+    // n-gram search turns it into in-domain words too, which the model acts on). Development
+    // sets (288 commands, 36 free sentences): at -38, 4 commands refused (2 of them answered
+    // right before) and free sentences acted on 27 -> 7 (docs/VOICE.md, "Free speech").
+    r->fit = *gram.text && gram.has_loop && gram.frames > 0 ? (double)(gram.ascr - gram.loop_ascr) / gram.frames : NAN;
     if (getenv("CABIN_ASR_DEBUG"))
-        fprintf(stderr, "asr: grammar \"%s\" ascr %d | lm \"%s\" ascr %d | %d frames, agreement %.2f -> %s | lm posterior %.3f\n",
+        fprintf(stderr, "asr: grammar \"%s\" ascr %d | lm \"%s\" ascr %d | %d frames, agreement %.2f -> %s | lm posterior %.3f | fit %.1f%s\n",
                 gram.text, gram.ascr, lm.text, lm.ascr, lm.frames, agree,
-                *pick.text ? "pick" : use_gram ? "grammar" : "lm", lm.post);
+                *pick.text ? "pick" : use_gram ? "grammar" : "lm", lm.post, r->fit,
+                r->fit < a->refuse_below ? " (below the refusal threshold)" : "");
     if (*pick.text) {
         snprintf(r->text, sizeof r->text, "%s", pick.text);
         r->search = "pick";
@@ -618,6 +671,7 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
         r->search = "lm";
     }
     r->conf = agree;
+    r->refused = *r->text && !isnan(r->fit) && r->fit < a->refuse_below;
     a->cpu += thread_cpu_sec() - t0;
     r->audio_s = (double)a->n / 16000.0;
     r->cpu_s = a->cpu;

@@ -4,7 +4,9 @@
 // of the assistant's commands (its alternatives weighted by corpus frequency) and an n-gram LM
 // for free phrasing; the grammar's result is used when it parses the utterance and the LM
 // bears it out, the LM's otherwise. Hesitations ("um", "uh") are fillers of the grammar's noise
-// dictionary, allowed between any two of its words.
+// dictionary, allowed between any two of its words. A free phone loop fed beside the grammar
+// search says how well the grammar fits the audio; speech that fits far worse than any phone
+// sequence is not a command and is refused (asr_result.refused).
 #ifndef CABIN_AUDIO_ASR_H
 #define CABIN_AUDIO_ASR_H
 
@@ -26,6 +28,8 @@ typedef struct asr_opts {
                             // else the acoustic model's; "" = the acoustic model's)
     float noise_floor_db;  // white noise added to the audio before recognition, RMS in dB
                             // relative to full scale (default -50; below -120: none). See asr.c.
+    float refuse_below;    // an utterance whose fit (asr_result.fit) is below this is refused
+                            // as not a command (default -38, asr.c; -1e9: never)
 } asr_opts;
 
 asr_opts asr_opts_default(void);
@@ -38,6 +42,13 @@ typedef struct asr_result {
     double audio_s;        // seconds of audio in the utterance
     double cpu_s;          // CPU time spent decoding it, both searches on both threads (feed + end)
     bool redecoded;        // the first utterance: decoded twice (see asr_end)
+    // How well the grammar's best path fits the audio: its acoustic score minus that of a free
+    // phone loop over the same frames, per frame (log base of the decoder; 0 = as well as any
+    // phone sequence, commands -10 to -35, speech the grammar does not hold far lower); NAN
+    // without a grammar parse or the phone loop.
+    double fit;
+    bool refused;          // fit below refuse_below: speech that is not a command, whichever
+                           // reading was chosen (text still holds it, for display)
 } asr_result;
 
 typedef struct asr asr;

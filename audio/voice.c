@@ -52,6 +52,7 @@ struct voice {
     _Atomic bool reply_done;
     _Atomic bool abort;            // barge-in: stop generating and speaking this turn
     char reply_text[512];
+    bool reply_refused;            // the reply thread says "Sorry, I didn't catch that." instead (asr_result.refused)
     clause_splitter cs;            // reply thread only
     // TTS thread and its queue of clauses
     pthread_t tts_thread;
@@ -167,7 +168,9 @@ static void *reply_main(void *ud) {
     errbuf err = {{0}};
     clause_init(&v->cs, v->o.clause_max_words);
     v->cs.first_max_words = v->o.clause_first_words;
-    if (v->h.reply(v->h.ud, v, v->reply_text, &err) && !atomic_load(&v->abort))
+    if (v->reply_refused)   // speech the grammar does not hold, forced into its words: not acted on
+        emit_clause(v, "Sorry, I didn't catch that.");
+    else if (v->h.reply(v->h.ud, v, v->reply_text, &err) && !atomic_load(&v->abort))
         emit_clause(v, "Sorry, something went wrong.");
     if (!atomic_load(&v->abort)) clause_finish(&v->cs, emit_clause, emit_action, v);
     clause_free(&v->cs);
@@ -253,6 +256,8 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     v->cur.asr_rtf = r.audio_s > 0 ? r.cpu_s / r.audio_s : 0;
     v->cur.asr_search = r.search;
     v->cur.asr_conf = r.conf;
+    v->cur.asr_fit = r.fit;
+    v->cur.asr_refused = r.refused;
     snprintf(v->cur.transcript, sizeof v->cur.transcript, "%s", r.text);
     if (v->h.on_transcript) v->h.on_transcript(v->h.ud, r.text);
     // the reply
@@ -269,6 +274,7 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     pthread_mutex_unlock(&v->qlock);
     if (v->out) audio_out_mark(v->out);
     snprintf(v->reply_text, sizeof v->reply_text, "%s", r.text);
+    v->reply_refused = r.refused;
     state(v, "thinking");
     pthread_create(&v->reply_thread, NULL, reply_main, v);
     v->reply_running = true;

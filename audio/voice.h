@@ -27,6 +27,9 @@ typedef struct voice_turn_stats {
     double asr_rtf;            // recognition time / audio time
     const char *asr_search;    // "grammar", "lm" or "pick" (asr_result.search)
     double asr_conf;           // share of the grammar's words the n-gram search also heard
+    double asr_fit;            // how well the grammar's path fits the audio (asr_result.fit; NAN: none)
+    bool asr_refused;          // not a command (asr_result.refused): not sent to the model,
+                               // "Sorry, I didn't catch that." spoken instead
     bool barged_in;            // this turn's reply was cut off by the next one
     double barge_stop_ms;      // barge-in: onset detected -> generation and playback stopped
     int clauses;               // clauses spoken (or started)

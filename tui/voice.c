@@ -143,6 +143,10 @@ static void h_turn(void *ud, const voice_turn_stats *st) {
     vw->first_audio_ms = st->first_audio_ms >= 0 ? st->first_audio_ms : st->first_write_ms;
     vw->barged_in = st->barged_in;
     vw->turn_vad = !in->ptt;
+    if (st->asr_refused) {   // not sent to the model (asr_result.refused): say so beside what was heard
+        size_t k = strlen(vw->transcript);
+        snprintf(vw->transcript + k, sizeof vw->transcript - k, " (not a command)");
+    }
     if (vw->state == TV_THINKING || vw->state == TV_SPEAKING) vw->state = in->ptt ? TV_IDLE : TV_LISTENING;
     pthread_mutex_unlock(&tv->mu);
     if (in->recorded) voice_stop(in->v);   // its one turn is done
