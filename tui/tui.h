@@ -32,6 +32,8 @@ typedef struct tui_voice_view {
     bool audio_played;           // first_audio_ms is the first sample played (else handed over)
     bool barged_in;              // the last turn's reply was cut off by a new press
     bool turn_vad;               // the last turn ended by the VAD (else by a release)
+    int refused;                 // turns refused as not a command (asr_result.refused) ...
+    char refused_text[256];      // ... and what the last one was heard as
 } tui_voice_view;
 
 // The KL of the plan in force against the file's precision (tui/measure.c).

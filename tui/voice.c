@@ -144,6 +144,8 @@ static void h_turn(void *ud, const voice_turn_stats *st) {
     vw->barged_in = st->barged_in;
     vw->turn_vad = !in->ptt;
     if (st->asr_refused) {   // not sent to the model (asr_result.refused): say so beside what was heard
+        vw->refused++;
+        snprintf(vw->refused_text, sizeof vw->refused_text, "%s", vw->transcript);
         size_t k = strlen(vw->transcript);
         snprintf(vw->transcript + k, sizeof vw->transcript - k, " (not a command)");
     }

@@ -264,6 +264,12 @@ static void poll_aside(wb *b) {
     bool changed = v.state != o->state || v.turns != o->turns || v.hands_free != o->hands_free ||
                    v.have_level != o->have_level || (v.have_level && (int)v.level_db != (int)o->level_db) ||
                    strcmp(v.transcript, o->transcript) != 0 || strcmp(v.line, o->line) != 0;
+    if (v.refused > o->refused) {   // a spoken turn refused as not a command: say so in the conversation
+        char m[400];
+        snprintf(m, sizeof m, "voice: heard \"%s\": not a command, not sent to the model", v.refused_text);
+        chat_add(&b->chat, MSG_INFO, m);
+        changed = true;
+    }
     if (changed || st != b->snap.kl_state || kl != b->snap.kl) b->dirty = true;
     b->snap.voice = v;
     b->snap.kl_state = st;
