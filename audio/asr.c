@@ -64,8 +64,8 @@ typedef struct hyp_info {
     int32 ascr;      // acoustic score of the path (sum over its words; log base of the decoder)
     int words;       // words in text
     double post;     // posterior probability of the path (n-gram search with its lattice pass)
-    bool has_loop;   // grammar search: the phone loop decoded the same frames ...
-    int32 loop_ascr; // ... and its best path's acoustic score (see asr_result.fit)
+    int32 loop_ascr; // grammar search: the phone loop's best path's acoustic score over the same
+                     // frames (when there is a loop; see asr_result.fit)
 } hyp_info;
 
 // The grammar search runs on a thread of its own, beside the n-gram search on the caller's: the
@@ -257,12 +257,11 @@ static void *gram_main(void *ud) {
             w->fed = w->pos;
         } else {   // ending, every sample in
             pthread_mutex_unlock(&w->lock);
-            hyp_info h = { .has_loop = false };
+            hyp_info h = { .loop_ascr = 0 };
             int rc = ps_end_utt(a->gram);
             path_words(a->gram, &h);
             if (a->loop) {
                 if (ps_end_utt(a->loop) < 0) rc = -1;
-                h.has_loop = true;
                 for (ps_seg_t *sg = ps_seg_iter(a->loop); sg; sg = ps_seg_next(sg)) {
                     int32 ascr = 0, lscr = 0, lback = 0;
                     ps_seg_prob(sg, &ascr, &lscr, &lback);
@@ -661,7 +660,7 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     // n-gram search turns it into in-domain words too, which the model acts on). Development
     // sets (288 commands, 36 free sentences): at -38, 4 commands refused (2 of them answered
     // right before) and free sentences acted on 27 -> 7 (docs/VOICE.md, "Free speech").
-    r->fit = *gram.text && gram.has_loop && gram.frames > 0 ? (double)(gram.ascr - gram.loop_ascr) / gram.frames : NAN;
+    r->fit = *gram.text && a->loop && gram.frames > 0 ? (double)(gram.ascr - gram.loop_ascr) / gram.frames : NAN;
     if (getenv("CABIN_ASR_DEBUG"))
         fprintf(stderr, "asr: grammar \"%s\" ascr %d | lm \"%s\" ascr %d | %d frames, agreement %.2f -> %s | lm posterior %.3f | fit %.1f%s\n",
                 gram.text, gram.ascr, lm.text, lm.ascr, lm.frames, agree,
