@@ -146,10 +146,15 @@ static void find_numbers(const char *text, words *r) {
         add_number(r, x);
         p = end - 1;
     }
-    const char *w[MAX_WORDS];   // the words without fillers: "twenty er three" is 23
+    // the words without fillers ("twenty er three" is 23) nor stutters of other words than
+    // numbers ("twenty four point point five" is 24.5; "twenty twenty two" is 20 and 22)
+    const char *w[MAX_WORDS];
     int n = 0;
-    for (int i = 0; i < r->n; i++)
-        if (!is_filler(r->w[i])) w[n++] = r->w[i];
+    for (int i = 0; i < r->n; i++) {
+        const char *x = r->w[i];
+        bool number_word = word_index(ones_words, x) >= 0 || word_index(tens_words, x) >= 0;
+        if (!is_filler(x) && (n == 0 || number_word || strcmp(w[n - 1], x))) w[n++] = x;
+    }
     for (int i = 0; i < n; i++) {
         if (!strcmp(w[i], "half") || !strcmp(w[i], "halfway")) { add_number(r, 50); continue; }
         if (!strcmp(w[i], "quarter")) { add_number(r, 25); continue; }
@@ -370,18 +375,27 @@ static int check_copy_from(const words *req, const char *v, size_t n) {
     return a > b ? a : b;
 }
 
-// When the request states numbers that fit the slot, the value is one of them, copied (for a
-// signed spec, its size: "two degrees warmer" -> +2); otherwise any number in range.
+// The largest stated number a slot takes above its range (three digits: "volume fifty",
+// "set it to 72" for Fahrenheit, a house number).
+#define STATED_NUMBER_MAX 999
+
+// When the request states numbers, a numeric slot takes one of them, copied (for a signed spec,
+// its size: "two degrees warmer" -> +2), and nothing else: "up 2 degrees" cannot be temp=22,
+// so it is a change (delta=+2), not a setting. A stated number fits a slot when it is of the
+// slot's kind (whole; halves for degrees) and not below its range; one above the range is
+// taken as said ("set it to 72" -> temp=72) and the car refuses it with the range it allows,
+// instead of the model writing some other number. A number below the range (2 for a
+// temperature) is not taken: in the corpus those are changes. When no stated number fits, the
+// slot cannot be filled (an intent that needs it is not offered); when the request states no
+// number, any number in range.
 static int check_number(const char *spec, const char *s, size_t n, const words *req) {
     char kind = spec[0], buf[24];
-    long lo = atol(spec + 1), hi = atol(strchr(spec + 1, '-') + 1);
+    long lo = atol(spec + 1);
     int best = -1;
-    bool any_fits = false;
     for (int i = 0; i < req->n_num; i++) {
         double x = req->num[i];
         bool whole = x == floor(x);
-        if (x < lo || x > hi || (!whole && (kind != '%' || x * 2 != floor(x * 2)))) continue;
-        any_fits = true;
+        if (x < lo || x > STATED_NUMBER_MAX || (!whole && (kind != '%' || x * 2 != floor(x * 2)))) continue;
         for (int sign = 0; sign < (kind == '+' ? 2 : 1); sign++) {
             if (whole) snprintf(buf, sizeof buf, "%s%ld", kind == '+' ? (sign ? "-" : "+") : "", (long)x);
             else snprintf(buf, sizeof buf, "%ld.5", (long)x);
@@ -390,7 +404,7 @@ static int check_number(const char *spec, const char *s, size_t n, const words *
             if (bl > n && memcmp(buf, s, n) == 0) best = 0;
         }
     }
-    return any_fits ? best : check_number_any(spec, s, n);
+    return req->n_num > 0 ? best : check_number_any(spec, s, n);
 }
 
 static int check_value(const char *spec, const char *s, size_t n, const words *req) {
