@@ -542,6 +542,9 @@ struct action_grammar {
     char sentence[512];  // the spoken sentence so far
     size_t slen;
     bool done;           // the reply left the grammar (or outgrew the buffers): nothing more to mask
+    const vehicle *car;  // action_grammar_set_car: actions it refuses get its reason as their sentence
+    char forced[320];    // that sentence (" The temperature can be set between ..."); "" if none
+    size_t forced_len, forced_at;   // its length, and how much of it the reply already holds
 };
 
 action_grammar *action_grammar_new(session *s) {
@@ -660,9 +663,24 @@ static size_t sentence_start(const char *reply, size_t n, reply_sentence_rule *r
     return alen + 6;
 }
 
+// The car refuses the action: the sentence is its reason, spelled by whichever pieces the model
+// likes best among those that continue it, then the end of the reply.
+static void forced_mask(action_grammar *g, float *logits, int n_vocab) {
+    const char *rest = g->forced + g->forced_at;
+    size_t left = g->forced_len - g->forced_at;
+    for (int i = 0; i < n_vocab; i++) {
+        bool ok = i < g->n_vocab && (left == 0 ? g->eog[i]
+                                               : !g->special[i] && g->piece_len[i] > 0 &&
+                                                     (size_t)g->piece_len[i] <= left &&
+                                                     memcmp(g->piece[i], rest, (size_t)g->piece_len[i]) == 0);
+        if (!ok) logits[i] = -INFINITY;
+    }
+}
+
 static void grammar_mask(void *ud, float *logits, int n_vocab) {
     action_grammar *g = ud;
     if (g->done) return;
+    if (g->forced_len) { forced_mask(g, logits, n_vocab); return; }
     if (g->in_sentence) { sentence_mask(g, logits, n_vocab); return; }
     char cand[sizeof g->reply + 256];
     memcpy(cand, g->reply, g->len);
@@ -682,6 +700,19 @@ static void grammar_mask(void *ud, float *logits, int n_vocab) {
     }
 }
 
+// The action line is complete: would the car refuse it? Then its reason is the sentence.
+static void check_with_car(action_grammar *g) {
+    action a;
+    char line[sizeof g->reply + 1], unused[8], perr[128], reason[256];
+    memcpy(line, g->reply, g->len);
+    line[g->len] = 0;
+    if (action_parse(line, &a, unused, sizeof unused, perr, sizeof perr) != 0) return;
+    if (vehicle_check(g->car, &a, reason, sizeof reason) == 0 || !reason[0]) return;
+    snprintf(g->forced, sizeof g->forced, " %s", reason);
+    g->forced_len = strlen(g->forced);
+    g->forced_at = 0;
+}
+
 static void grammar_accept(void *ud, int32_t token, const char *piece, int len) {
     (void)token;
     action_grammar *g = ud;
@@ -690,6 +721,7 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
         if (g->slen + (size_t)len > sizeof g->sentence) { g->done = true; return; }
         memcpy(g->sentence + g->slen, piece, (size_t)len);
         g->slen += (size_t)len;
+        if (g->forced_len) g->forced_at += (size_t)len;
         return;
     }
     if (g->len + (size_t)len > sizeof g->reply) { g->done = true; return; }
@@ -704,6 +736,7 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
         memcpy(g->sentence, g->reply + at, g->len - at);
         g->slen = g->len - at;
         g->in_sentence = true;
+        if (g->car && g->slen == 0) check_with_car(g);
     } else if (r < 0) {
         g->done = true;
     }
@@ -716,9 +749,14 @@ int action_grammar_chat(action_grammar *g, session *s, const char *user_text, to
     g->slen = 0;
     g->in_sentence = false;
     g->done = false;
+    g->forced_len = g->forced_at = 0;
     token_filter f = { grammar_mask, grammar_accept, g };
     session_set_filter(s, &f);
     int rc = session_chat(s, user_text, cb, ud, err);
     session_set_filter(s, NULL);
     return rc;
+}
+
+void action_grammar_set_car(action_grammar *g, const vehicle *car) {
+    if (g) g->car = car;
 }

@@ -9,6 +9,7 @@
 #ifndef CABIN_ACTION_GRAMMAR_H
 #define CABIN_ACTION_GRAMMAR_H
 
+#include "app/assistant.h"
 #include "engine/session.h"
 
 #include <stdbool.h>
@@ -21,6 +22,12 @@ typedef struct action_grammar action_grammar;
 action_grammar *action_grammar_new(session *s);
 void action_grammar_free(action_grammar *g);
 
+// The car the replies act on (NULL: none). A complete action line the car would refuse (its
+// state as it is when the line ends: vehicle_check) gets the car's reason as its sentence ("set
+// it to 72" -> "<act>climate.set zone=all temp=72</act> The temperature can be set between 16
+// and 30 degrees."): the reply, and the conversation the model sees, never claim what the car
+// will not do. g may be NULL.
+void action_grammar_set_car(action_grammar *g, const vehicle *car);
 // One chat turn with the grammar in force (g may be NULL: a plain session_chat).
 int action_grammar_chat(action_grammar *g, session *s, const char *user_text, token_cb cb, void *ud, errbuf *err);
 

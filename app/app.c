@@ -23,6 +23,7 @@ int app_open(app_ctx *c, const session_opts *o, errbuf *err) {
     if (!c->s) return -1;
     c->grammar = c->free_actions ? NULL : action_grammar_new(c->s);
     c->car = vehicle_new();
+    action_grammar_set_car(c->grammar, c->car);
     if (c->t0 == 0) c->t0 = now_sec();
     return 0;
 }
@@ -154,6 +155,7 @@ static int reopen(app_ctx *c, errbuf *err) {
     c->s = s;
     action_grammar_free(c->grammar);
     c->grammar = c->free_actions ? NULL : action_grammar_new(s);
+    action_grammar_set_car(c->grammar, c->car);
     vehicle_reset(c->car);
     return 0;
 }

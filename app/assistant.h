@@ -44,6 +44,9 @@ void vehicle_reset(vehicle *v);
 // change; or -1 with a spoken reason ("The temperature can be set between 16 and 30 degrees.")
 // in reason. Queries (status.query) succeed and write the answer into reason-free `change`.
 int vehicle_apply(vehicle *v, const action *a, char *change, size_t change_len, char *reason, size_t reason_len);
+// Whether vehicle_apply would accept the action now, without changing anything: 0, or -1 with
+// the reason it would give.
+int vehicle_check(const vehicle *v, const action *a, char *reason, size_t reason_len);
 // A field's value as text ("22", "on", "central_station"); -1 if there is no such field.
 int vehicle_get(const vehicle *v, const char *field, char *buf, size_t n);
 // Field names in display order; NULL-terminated.

@@ -351,7 +351,9 @@ static void chat_apply(vehicle *v, const chat_out *o) {
         bool query = strcmp(a.intent, "status.query") == 0 || strcmp(a.intent, "nav.eta") == 0;
         if (change[0]) printf("\n%s[%s] %s%s", tty ? "\033[32m" : "", query ? "answer" : "vehicle", change, tty ? "\033[0m" : "");
     } else {
-        printf("\n%s[refused] %s%s", tty ? "\033[33m" : "", reason, tty ? "\033[0m" : "");
+        // the sentence is the car's reason already (action_grammar_set_car) unless the grammar is off
+        printf("\n%s[refused]%s%s%s", tty ? "\033[33m" : "", strstr(sentence, reason) ? "" : " ",
+               strstr(sentence, reason) ? "" : reason, tty ? "\033[0m" : "");
     }
 }
 
@@ -412,6 +414,7 @@ int cmd_chat(int argc, char **argv) {
     }
     vehicle *car = vehicle_new();
     action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
+    action_grammar_set_car(grammar, car);
     chat_session = s;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -236,6 +236,7 @@ int cmd_voice(int argc, char **argv) {
     if (!app.s) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
     app.car = vehicle_new();
     app.grammar = r.free_actions ? NULL : action_grammar_new(app.s);
+    action_grammar_set_car(app.grammar, app.car);
     voice_hooks h = { .ud = &app, .reply = app_reply, .cancel = app_cancel, .on_action = app_action,
                       .on_transcript = app_transcript, .on_turn = app_turn, .on_state = NULL };
     voice *v = voice_open(&vo, &h, &err);

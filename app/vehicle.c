@@ -476,3 +476,9 @@ int vehicle_apply(vehicle *v, const action *a, char *change, size_t change_len, 
         if (strcmp(handlers[i].domain, domain) == 0) return handlers[i].fn(&c, verb);
     return refuse(&c, "I can't do that in this car.");
 }
+
+int vehicle_check(const vehicle *v, const action *a, char *reason, size_t reason_len) {
+    vehicle scratch = *v;   // plain values: a copy is the whole state
+    char change[512];
+    return vehicle_apply(&scratch, a, change, sizeof change, reason, reason_len);
+}

@@ -103,6 +103,13 @@ if [ -f "$TINY" ]; then
     one_line_error "bad.jsonl:2" "a malformed held-out line"
     expect_rc 1 "eval-assistant --errors to a directory" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" --errors "$T"
     one_line_error "cannot write" "an unwritable --errors file"
+    # an action the car refuses is answered with the car's reason, not the model's sentence:
+    # a number above the range is taken as said, and a fresh car has no one to redial
+    printf 'set the temperature to 72\ncall back the last number\n' |
+        "$CABIN" chat -m "$TINY" --temp 0 >"$T/out" 2>"$T/err"
+    grep -q "climate.set zone=all temp=72" "$T/out" && grep -qx "The temperature can be set between 16 and 30 degrees." "$T/out" &&
+        grep -q "phone.redial" "$T/out" && grep -qx "There is no one to redial yet." "$T/out" &&
+        ! grep -qi "set to 72\|redialing" "$T/out" && ok || { bad "refused actions spoken as the car's reason"; cat "$T/out" "$T/err"; }
 else
     skip=$((skip + 1)); echo "skipped: eval-assistant checks: $TINY is not there"
 fi

@@ -204,16 +204,19 @@ static void random_model_replies(void) {
     if (!s) { unlink(path); return; }
     action_grammar *g = action_grammar_new(s);
     CHECK(g != NULL, "a grammar for the assistant's vocabulary");
+    vehicle *car = vehicle_new();   // a fresh car each run: its refusals become the sentence
+    action_grammar_set_car(g, car);
     static const char *const requests[] = {
         "call aunt maria please", "take me to the riverside clinic", "set it to twenty two and a half",
         "volume 27", "two degrees warmer on my side", "open the window fifteen percent",
         "what's the capital of France", "fan to seven", "get me to 42 elm street", "hey",
     };
-    int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40, sentence_numbers = 0;
+    int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40, sentence_numbers = 0, refused_runs = 0;
     for (int i = 0; i < runs && g; i++) {
         const char *req = requests[i % n_req];
         reply_buf b = { .len = 0 };
         session_reset(s);
+        vehicle_reset(car);
         CHECK(action_grammar_chat(g, s, req, collect, &b, &err) == 0, "chat: %s", err.msg);
         // 64 tokens may end inside the action: then it must still be a valid prefix
         int r = action_grammar_check(b.text, b.len, req);
@@ -225,6 +228,8 @@ static void random_model_replies(void) {
         CHECK(action_parse(b.text, &a, sentence, sizeof sentence, perr, sizeof perr) == 0,
               "seed %llu: '%s' does not parse: %s", (unsigned long long)seed, b.text, perr);
         vehicle *v = vehicle_new();
+        char would[256];
+        bool refused = vehicle_check(car, &a, would, sizeof would) != 0;
         bool needs_state = !strcmp(a.intent, "nav.eta") || !strcmp(a.intent, "phone.redial") ||
                            action_slot_value(&a, "delta") != NULL;   // relative to the car's state
         // a number the request states above a slot's range is taken as said, and the car refuses it
@@ -246,8 +251,14 @@ static void random_model_replies(void) {
         }
         vehicle_free(v);
         // The sentence after </act> says only the action's numbers (a reply cut off at 64 tokens
-        // may end inside one).
+        // may end inside one); of an action the car refuses, it is the car's reason.
         const char *after = strstr(b.text, "</act>") + 6;
+        if (refused) {
+            refused_runs++;
+            CHECK(after[0] == 0 || (after[0] == ' ' && strncmp(after + 1, would, strlen(after + 1)) == 0),
+                  "seed %llu: '%s' is refused by the car ('%s') and says something else", (unsigned long long)seed, b.text, would);
+            continue;
+        }
         CHECK(action_grammar_check_sentence(b.text, after, strlen(after), false) == 0,
               "seed %llu: the sentence of '%s' breaks the sentence rules", (unsigned long long)seed, b.text);
         if (strpbrk(after, "0123456789")) sentence_numbers++;
@@ -263,9 +274,10 @@ static void random_model_replies(void) {
     CHECK(st.gen_tokens > 0, "a filter that forbids everything stopped generation");
     session_set_filter(s, NULL);
     CHECK(complete >= runs / 4, "only %d of %d random replies closed their action within 64 tokens", complete, runs);
-    printf("random model (seed %llu): %d of %d replies complete valid actions, %d of them with numbers in the sentence\n",
-           (unsigned long long)seed, complete, runs, sentence_numbers);
+    printf("random model (seed %llu): %d of %d replies complete valid actions, %d of them with numbers in the sentence, "
+           "%d refused by the car and saying its reason\n", (unsigned long long)seed, complete, runs, sentence_numbers, refused_runs);
     action_grammar_free(g);
+    vehicle_free(car);
     session_close(s);
     unlink(path);
 }
