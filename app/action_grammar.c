@@ -20,7 +20,7 @@
 //
 // Value specs: "a|b|c" an enumeration; "#LO-HI" an integer; "%LO-HI" degrees in halves
 // (22, 22.5); "+LO-HI" a signed integer (+2, -2); "*" words copied from the request
-// ("*home|work": those two words as well).
+// ("*home|work": those two words as well, when the request names them: value_named).
 typedef struct slot_alt { const char *key, *values; } slot_alt;
 typedef struct slot_group { slot_alt alt[2]; } slot_group;   // one of the alternatives, required
 typedef struct intent_spec { const char *name; slot_group groups[2]; } intent_spec;
@@ -407,9 +407,43 @@ static int check_number(const char *spec, const char *s, size_t n, const words *
     return req->n_num > 0 ? best : check_number_any(spec, s, n);
 }
 
+// The words that name a place the car knows without copying it: a destination is home or work
+// only when the request says so ("take me home", "head to the office"), so that "get me to the
+// velodrome" cannot become dest=home; any other destination is copied from the request.
+static const struct { const char *value; const char *const words[4]; } named_values[] = {
+    { "home", { "home", "house", NULL } },
+    { "work", { "work", "office", "job", NULL } },
+};
+
+static bool value_named(const char *value, size_t len, const words *req) {
+    for (size_t i = 0; i < sizeof named_values / sizeof named_values[0]; i++) {
+        if (strlen(named_values[i].value) != len || memcmp(named_values[i].value, value, len) != 0) continue;
+        for (int j = 0; named_values[i].words[j]; j++)
+            for (int k = 0; k < req->n; k++)
+                if (strcmp(req->w[k], named_values[i].words[j]) == 0) return true;
+        return false;
+    }
+    return true;   // not a named place: no condition
+}
+
+// check_enum over the values of `list` the request names.
+static int check_named_enum(const char *list, const char *s, size_t n, const words *req) {
+    int best = -1;
+    for (const char *p = list; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (value_named(p, len, req)) {
+            if (len == n && memcmp(p, s, n) == 0) return 1;
+            if (len > n && memcmp(p, s, n) == 0) best = 0;
+        }
+        p += len + (bar ? 1 : 0);
+    }
+    return best;
+}
+
 static int check_value(const char *spec, const char *s, size_t n, const words *req) {
     if (spec[0] == '*') {
-        int r = spec[1] ? check_enum(spec + 1, s, n) : -1;
+        int r = spec[1] ? check_named_enum(spec + 1, s, n, req) : -1;
         int c = check_copy_from(req, s, n);
         return r > c ? r : c;
     }

@@ -93,7 +93,12 @@ static void checker_cases(void) {
     EXPECT("<act>phone.redial</act>", "", 1);
     EXPECT("<act>phone.call contact=x</act>", "", -1);
     EXPECT("<act>nav.go dest=city_hall</act>", "take me to city uh hall", 1);
-    EXPECT("<act>nav.go dest=home</act>", "I want to go to the zoo", 1);
+    EXPECT("<act>nav.go dest=home</act>", "I want to go to the zoo", -1);    // home and work when said
+    EXPECT("<act>nav.go dest=home</act>", "take me home", 1);
+    EXPECT("<act>nav.go dest=home</act>", "back to the house please", 1);
+    EXPECT("<act>nav.go dest=work</act>", "head to the office", 1);
+    EXPECT("<act>nav.go dest=work</act>", "take me home", -1);
+    EXPECT("<act>nav.go dest=wo", "get me to the velodrome", -1);
     EXPECT("<act>nav.go dest=42_elm_street</act>", "get me to 42 Elm Street", 1);
     EXPECT("<act>nav.go dest=zoo</act>", "I want to go to the zoo", 1);
     EXPECT("<act>nav.go dest=the_zoo</act>", "I want to go to the zoo", -1);   // places without "the"
