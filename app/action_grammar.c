@@ -73,6 +73,7 @@ typedef struct words {
     int n_num;
     double num[MAX_NUMBERS];   // numbers the request states, in digits or words
     bool possible[N_INTENTS];  // intent_possible, once per request (read_request)
+    int direction;             // +1 / -1: the request's words of direction all go one way
 } words;
 
 static const char *const ones_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
@@ -184,6 +185,24 @@ static void find_copy_words(words *r) {
     }
 }
 
+// Words that say which way a change goes. A request with words of one way only ("plus five
+// volume", "up 2 degrees", "a bit colder") gets a delta of that sign; words of both ways or of
+// neither leave the sign to the model. Comparatives and verbs only: "warm" is no direction ("I'm
+// too warm" is -2). Every delta of the training corpus agrees (28,390 turns).
+static const char *const words_up[] = { "plus", "up", "more", "warmer", "hotter", "louder", "higher", "raise",
+    "increase", "boost", "bump", NULL };
+static const char *const words_down[] = { "minus", "down", "less", "cooler", "colder", "quieter", "lower",
+    "reduce", "decrease", "drop", "cut", "softer", NULL };
+
+static int find_direction(const words *r) {
+    bool up = false, down = false;
+    for (int i = 0; i < r->n; i++) {
+        up = up || word_index(words_up, r->w[i]) >= 0;
+        down = down || word_index(words_down, r->w[i]) >= 0;
+    }
+    return up == down ? 0 : up ? 1 : -1;
+}
+
 static void split_words(const char *text, words *out) {
     out->n = 0;
     for (const char *p = text; *p && out->n < MAX_WORDS;) {
@@ -199,6 +218,7 @@ static void split_words(const char *text, words *out) {
     }
     find_numbers(text, out);
     find_copy_words(out);
+    out->direction = find_direction(out);
 }
 
 // ---- value checks: 1 complete and valid, 0 a proper prefix of a valid value, -1 neither ----
@@ -397,6 +417,7 @@ static int check_number(const char *spec, const char *s, size_t n, const words *
         bool whole = x == floor(x);
         if (x < lo || x > STATED_NUMBER_MAX || (!whole && (kind != '%' || x * 2 != floor(x * 2)))) continue;
         for (int sign = 0; sign < (kind == '+' ? 2 : 1); sign++) {
+            if (kind == '+' && req->direction == (sign ? 1 : -1)) continue;   // sign 1 is '-'
             if (whole) snprintf(buf, sizeof buf, "%s%ld", kind == '+' ? (sign ? "-" : "+") : "", (long)x);
             else snprintf(buf, sizeof buf, "%ld.5", (long)x);
             size_t bl = strlen(buf);
@@ -404,7 +425,9 @@ static int check_number(const char *spec, const char *s, size_t n, const words *
             if (bl > n && memcmp(buf, s, n) == 0) best = 0;
         }
     }
-    return req->n_num > 0 ? best : check_number_any(spec, s, n);
+    if (req->n_num > 0) return best;
+    if (kind == '+' && n > 0 && req->direction && s[0] != (req->direction > 0 ? '+' : '-')) return -1;
+    return check_number_any(spec, s, n);
 }
 
 // The words that name a place the car knows without copying it: a destination is home or work

@@ -68,6 +68,14 @@ static void checker_cases(void) {
     EXPECT("<act>media.volume level=20</act>", "volume twenty twenty three", 1);  // a stutter
     EXPECT("<act>media.volume delta=-3</act>", "minus three volume", 1);
     EXPECT("<act>media.volume delta=-2</act>", "minus three volume", -1);
+    // words of one direction fix a delta's sign; "warm" is none ("I'm too warm" is -2)
+    EXPECT("<act>media.volume delta=+5</act>", "plus five volume", 1);
+    EXPECT("<act>media.volume delta=-5</act>", "plus five volume", -1);
+    EXPECT("<act>climate.adjust zone=all delta=+1</act>", "a bit colder", -1);
+    EXPECT("<act>climate.adjust zone=all delta=-1</act>", "a bit colder", 1);
+    EXPECT("<act>climate.adjust zone=all delta=-2</act>", "i'm too warm", 1);
+    EXPECT("<act>climate.adjust zone=all delta=+2</act>", "i'm too warm", 1);
+    EXPECT("<act>climate.fan delta=-1</act>", "fan up, no, down", 1);        // both ways: the model's call
     // a stated number above the slot's range is taken as said (the car refuses it with its
     // range); one below it is not a setting, and no other number stands in for it
     EXPECT("<act>media.volume level=100</act>", "volume one hundred", 1);
