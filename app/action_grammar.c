@@ -74,6 +74,7 @@ typedef struct words {
     double num[MAX_NUMBERS];   // numbers the request states, in digits or words
     bool possible[N_INTENTS];  // intent_possible, once per request (read_request)
     int direction;             // +1 / -1: the request's words of direction all go one way
+    int switch_to;             // +1 / -1: its words of switching all say on / off
 } words;
 
 static const char *const ones_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
@@ -194,13 +195,19 @@ static const char *const words_up[] = { "plus", "up", "more", "warmer", "hotter"
 static const char *const words_down[] = { "minus", "down", "less", "cooler", "colder", "quieter", "lower",
     "reduce", "decrease", "drop", "cut", "softer", NULL };
 
-static int find_direction(const words *r) {
-    bool up = false, down = false;
+// The same for state=on|off: "start defrosting the windscreen" is on, "kill the ac" off. Every
+// on/off state of the training corpus agrees (36,547 turns).
+static const char *const words_on[] = { "on", "start", "begin", "enable", "activate", "engage", NULL };
+static const char *const words_off[] = { "off", "stop", "halt", "disable", "deactivate", "disengage", "kill", NULL };
+
+// +1 if the request has words of `yes` and none of `no`, -1 the other way round, else 0.
+static int one_way(const words *r, const char *const *yes, const char *const *no) {
+    bool y = false, n = false;
     for (int i = 0; i < r->n; i++) {
-        up = up || word_index(words_up, r->w[i]) >= 0;
-        down = down || word_index(words_down, r->w[i]) >= 0;
+        y = y || word_index(yes, r->w[i]) >= 0;
+        n = n || word_index(no, r->w[i]) >= 0;
     }
-    return up == down ? 0 : up ? 1 : -1;
+    return y == n ? 0 : y ? 1 : -1;
 }
 
 static void split_words(const char *text, words *out) {
@@ -218,7 +225,8 @@ static void split_words(const char *text, words *out) {
     }
     find_numbers(text, out);
     find_copy_words(out);
-    out->direction = find_direction(out);
+    out->direction = one_way(out, words_up, words_down);
+    out->switch_to = one_way(out, words_on, words_off);
 }
 
 // ---- value checks: 1 complete and valid, 0 a proper prefix of a valid value, -1 neither ----
@@ -471,6 +479,7 @@ static int check_value(const char *spec, const char *s, size_t n, const words *r
         return r > c ? r : c;
     }
     if (spec[0] == '#' || spec[0] == '%' || spec[0] == '+') return check_number(spec, s, n, req);
+    if (strcmp(spec, ONOFF) == 0 && req->switch_to) return check_enum(req->switch_to > 0 ? "on" : "off", s, n);
     return check_enum(spec, s, n);
 }
 
@@ -488,10 +497,28 @@ static bool intent_possible(const intent_spec *it, const words *req) {
     return true;
 }
 
+// Words of a unit name the quantity: a request that says "degrees" is about the temperature, one
+// that says "percent" about how far a window or the sunroof is open ("up 4 degrees" is not the
+// fan's +4). Every turn of the training corpus with these words agrees (15,202 and 2,099).
+static const struct { const char *const words[4]; const char *const intents[3]; } unit_intents[] = {
+    { { "degree", "degrees", "celsius", NULL }, { "climate.set", "climate.adjust", NULL } },
+    { { "percent", NULL }, { "window.set", "sunroof.set", NULL } },
+};
+
+static bool unit_allows(const words *req, const char *intent) {
+    for (size_t u = 0; u < sizeof unit_intents / sizeof unit_intents[0]; u++) {
+        bool said = false;
+        for (int i = 0; i < req->n && !said; i++) said = word_index(unit_intents[u].words, req->w[i]) >= 0;
+        if (said && word_index(unit_intents[u].intents, intent) < 0) return false;
+    }
+    return true;
+}
+
 // Splits the request and decides once which intents it leaves possible.
 static void read_request(const char *text, words *req) {
     split_words(text, req);
-    for (int i = 0; i < N_INTENTS; i++) req->possible[i] = intent_possible(&intents[i], req);
+    for (int i = 0; i < N_INTENTS; i++)
+        req->possible[i] = intent_possible(&intents[i], req) && unit_allows(req, intents[i].name);
 }
 
 static const intent_spec *find_intent(const char *s, size_t n) {

@@ -76,6 +76,20 @@ static void checker_cases(void) {
     EXPECT("<act>climate.adjust zone=all delta=-2</act>", "i'm too warm", 1);
     EXPECT("<act>climate.adjust zone=all delta=+2</act>", "i'm too warm", 1);
     EXPECT("<act>climate.fan delta=-1</act>", "fan up, no, down", 1);        // both ways: the model's call
+    // words of a unit name the quantity
+    EXPECT("<act>climate.fan delta=+4</act>", "up 4 degrees", -1);
+    EXPECT("<act>climate.adjust zone=all delta=+4</act>", "up 4 degrees", 1);
+    EXPECT("<act>climate.ac", "bump it up 1 degree on the passenger only", -1);
+    EXPECT("<act>media.volume level=30</act>", "thirty percent", -1);
+    EXPECT("<act>sunroof.set position=30</act>", "thirty percent", 1);
+    // and words of switching fix state=on|off
+    EXPECT("<act>climate.defrost target=front state=off</act>", "start defrosting the windscreen", -1);
+    EXPECT("<act>climate.defrost target=front state=on</act>", "start defrosting the windscreen", 1);
+    EXPECT("<act>climate.ac state=on</act>", "kill the ac", -1);
+    EXPECT("<act>climate.ac state=off</act>", "kill the ac", 1);
+    EXPECT("<act>climate.defrost target=front state=off</act>", "the windshield is clear now", 1);
+    EXPECT("<act>climate.defrost target=front state=on</act>", "the windshield is clear now", 1);
+    EXPECT("<act>lights.set target=fog state=on</act>", "fog lights off, the other ones on", 1);
     // a stated number above the slot's range is taken as said (the car refuses it with its
     // range); one below it is not a setting, and no other number stands in for it
     EXPECT("<act>media.volume level=100</act>", "volume one hundred", 1);
