@@ -7,6 +7,7 @@
 // With the embedded model's 1024 pieces that is ~1024 short parses per generated action token.
 #include "app/action_grammar.h"
 #include "app/reply_sentence.h"
+#include "app/request_words.h"
 #include "engine/tokenizer.h"
 #include "engine/util.h"
 
@@ -56,177 +57,13 @@ static const intent_spec intents[] = {
 };
 #define N_INTENTS (int)(sizeof intents / sizeof intents[0])
 
+_Static_assert(N_INTENTS <= REQUEST_MAX_INTENTS, "request_words.possible holds every intent");
+typedef request_words words;   // the request as the checks read it
+
 static int n_groups(const intent_spec *it) {
     int n = 0;
     while (n < 2 && it->groups[n].alt[0].key) n++;
     return n;
-}
-
-// ---- the request's words: lowercase runs of [a-z0-9] ----
-#define MAX_WORDS 64
-#define MAX_NUMBERS 16
-typedef struct words {
-    int n;
-    char w[MAX_WORDS][32];
-    int n_copy;                // the words a name or place is copied from: w with each run of
-    char copy[MAX_WORDS][32];  // number words as digits ("twenty eight" -> "28")
-    int n_num;
-    double num[MAX_NUMBERS];   // numbers the request states, in digits or words
-    bool possible[N_INTENTS];  // intent_possible, once per request (read_request)
-    int direction;             // +1 / -1: the request's words of direction all go one way
-    int switch_to;             // +1 / -1: its words of switching all say on / off
-} words;
-
-static const char *const ones_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
-    "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen", NULL };
-static const char *const tens_words[] = { "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
-    "ninety", NULL };
-
-int action_grammar_spell_number(long n, char *buf, size_t cap) {
-    if (n < 0 || n > 99 || cap == 0) return -1;
-    int k = n < 20 ? snprintf(buf, cap, "%s", ones_words[n])
-          : n % 10 == 0 ? snprintf(buf, cap, "%s", tens_words[n / 10 - 2])
-          : snprintf(buf, cap, "%s %s", tens_words[n / 10 - 2], ones_words[n % 10]);
-    return k >= 0 && (size_t)k < cap ? 0 : -1;
-}
-
-static int word_index(const char *const *list, const char *w) {
-    for (int i = 0; list[i]; i++)
-        if (strcmp(list[i], w) == 0) return i;
-    return -1;
-}
-
-static void add_number(words *r, double x) {
-    for (int i = 0; i < r->n_num; i++)
-        if (r->num[i] == x) return;
-    if (r->n_num < MAX_NUMBERS) r->num[r->n_num++] = x;
-}
-
-// The numbers a request states, as speech recognition or a keyboard gives them: "22", "22.5",
-// "twenty two", "eighteen and a half", "twenty point five", "one hundred thirty nine"; and the
-// parts of the way the corpus names ("half", "a quarter", "three quarters": 50, 25, 75 percent).
-// A stutter ("twenty twenty two") gives both readings.
-static const char *const fillers[] = { "uh", "um", "er", "hmm", "like", NULL };
-
-static bool is_filler(const char *w) { return word_index(fillers, w) >= 0; }
-
-// A whole number spelled in words starting at w[i] ("twenty two", "one hundred thirty nine"):
-// its value, and *end the index after it; -1 if w[i] starts none.
-static double number_words_at(const char *const *w, int n, int i, int *end) {
-    int o = word_index(ones_words, w[i]), t = word_index(tens_words, w[i]);
-    double x;
-    int j = i + 1;
-    if (strcmp(w[i], "hundred") == 0) x = 100;
-    else if (o == 1 && j < n && strcmp(w[j], "hundred") == 0) { x = 100; j++; }
-    else if (o >= 0) { *end = j; return o; }
-    else if (t >= 0) {
-        x = 20 + 10 * t;
-        int u = j < n ? word_index(ones_words, w[j]) : -1;
-        if (u >= 1 && u <= 9) { x += u; j++; }
-        *end = j;
-        return x;
-    } else return -1;
-    if (j < n) {   // "one hundred [and] thirty nine"
-        int k = j + (strcmp(w[j], "and") == 0 && j + 1 < n);
-        int e;
-        double rest = word_index(ones_words, w[k]) >= 1 || word_index(tens_words, w[k]) >= 0
-                          ? number_words_at(w, n, k, &e) : -1;
-        if (rest >= 1 && rest <= 99) { x += rest; j = e; }
-    }
-    *end = j;
-    return x;
-}
-
-static void find_numbers(const char *text, words *r) {
-    r->n_num = 0;
-    for (const char *p = text; *p; p++) {   // digits, with an optional ".5"
-        if (!isdigit((unsigned char)*p) || (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '.'))) continue;
-        char *end;
-        double x = strtod(p, &end);
-        if (end > p && end[-1] == '.') end--;
-        add_number(r, x);
-        p = end - 1;
-    }
-    // the words without fillers ("twenty er three" is 23) nor stutters of other words than
-    // numbers ("twenty four point point five" is 24.5; "twenty twenty two" is 20 and 22)
-    const char *w[MAX_WORDS];
-    int n = 0;
-    for (int i = 0; i < r->n; i++) {
-        const char *x = r->w[i];
-        bool number_word = word_index(ones_words, x) >= 0 || word_index(tens_words, x) >= 0;
-        if (!is_filler(x) && (n == 0 || number_word || strcmp(w[n - 1], x))) w[n++] = x;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!strcmp(w[i], "half") || !strcmp(w[i], "halfway")) { add_number(r, 50); continue; }
-        if (!strcmp(w[i], "quarter")) { add_number(r, 25); continue; }
-        int j;
-        double x = number_words_at(w, n, i, &j);
-        if (x < 0) continue;
-        if (j < n && x >= 1 && x <= 3 && !strcmp(w[j], "quarters")) { add_number(r, 25 * x); i = j; continue; }
-        if (j + 1 < n && !strcmp(w[j], "point") && !strcmp(w[j + 1], "five")) { x += 0.5; j += 2; }
-        else if (j + 2 < n && !strcmp(w[j], "and") && !strcmp(w[j + 1], "a") && !strcmp(w[j + 2], "half")) { x += 0.5; j += 3; }
-        add_number(r, x);
-        i = j - 1;   // "twenty two" is 22, not also 2
-    }
-}
-
-// r->copy: the words with every run of number words as its digits (an address spoken as
-// "twenty eight queen street" is copied as 28_queen_street, as the model writes it).
-static void find_copy_words(words *r) {
-    const char *w[MAX_WORDS];
-    for (int i = 0; i < r->n; i++) w[i] = r->w[i];
-    r->n_copy = 0;
-    for (int i = 0; i < r->n;) {
-        int j;
-        double x = number_words_at(w, r->n, i, &j);
-        if (x >= 0) snprintf(r->copy[r->n_copy++], sizeof r->copy[0], "%ld", (long)x);
-        else { memcpy(r->copy[r->n_copy++], w[i], sizeof r->copy[0]); j = i + 1; }
-        i = j;
-    }
-}
-
-// Words that say which way a change goes. A request with words of one way only ("plus five
-// volume", "up 2 degrees", "a bit colder") gets a delta of that sign; words of both ways or of
-// neither leave the sign to the model. Comparatives and verbs only: "warm" is no direction ("I'm
-// too warm" is -2). Every delta of the training corpus agrees (28,390 turns).
-static const char *const words_up[] = { "plus", "up", "more", "warmer", "hotter", "louder", "higher", "raise",
-    "increase", "boost", "bump", NULL };
-static const char *const words_down[] = { "minus", "down", "less", "cooler", "colder", "quieter", "lower",
-    "reduce", "decrease", "drop", "cut", "softer", NULL };
-
-// The same for state=on|off: "start defrosting the windscreen" is on, "kill the ac" off. Every
-// on/off state of the training corpus agrees (36,547 turns).
-static const char *const words_on[] = { "on", "start", "begin", "enable", "activate", "engage", NULL };
-static const char *const words_off[] = { "off", "stop", "halt", "disable", "deactivate", "disengage", "kill", NULL };
-
-// +1 if the request has words of `yes` and none of `no`, -1 the other way round, else 0.
-static int one_way(const words *r, const char *const *yes, const char *const *no) {
-    bool y = false, n = false;
-    for (int i = 0; i < r->n; i++) {
-        y = y || word_index(yes, r->w[i]) >= 0;
-        n = n || word_index(no, r->w[i]) >= 0;
-    }
-    return y == n ? 0 : y ? 1 : -1;
-}
-
-static void split_words(const char *text, words *out) {
-    out->n = 0;
-    for (const char *p = text; *p && out->n < MAX_WORDS;) {
-        while (*p && !isalnum((unsigned char)*p)) p++;
-        if (!*p) break;
-        int k = 0;
-        while (isalnum((unsigned char)*p)) {
-            if (k < 31) out->w[out->n][k++] = (char)tolower((unsigned char)*p);
-            p++;
-        }
-        out->w[out->n][k] = 0;
-        out->n++;
-    }
-    find_numbers(text, out);
-    find_copy_words(out);
-    out->direction = one_way(out, words_up, words_down);
-    out->switch_to = one_way(out, words_on, words_off);
 }
 
 // ---- value checks: 1 complete and valid, 0 a proper prefix of a valid value, -1 neither ----
@@ -324,7 +161,7 @@ static bool all_digits(const char *w) {
 
 // A word a name may run through without it being part of the name: a filler, or the same word
 // again (a stutter: "129 129 falcon drive").
-static bool skippable(word_t *w, int i) { return is_filler(w[i]) || (i > 0 && strcmp(w[i], w[i - 1]) == 0); }
+static bool skippable(word_t *w, int i) { return request_is_filler(w[i]) || (i > 0 && strcmp(w[i], w[i - 1]) == 0); }
 
 static int next_word(word_t *w, int nw, int i) {
     int e = i + 1;
@@ -335,7 +172,7 @@ static int next_word(word_t *w, int nw, int i) {
 // A value whose last word so far is request word i (letters: it has a word that is not a number):
 // whether it can be complete (2), can only go on (1), or neither (0). It ends where the name does
 // (the request's end or a word of around_a_value) and needs a word that is not a number.
-static bool name_ends_before(word_t *w, int nw, int e) { return e >= nw || word_index(around_a_value, w[e]) >= 0; }
+static bool name_ends_before(word_t *w, int nw, int e) { return e >= nw || request_word_index(around_a_value, w[e]) >= 0; }
 
 static int value_can_end(word_t *w, int nw, int i, bool letters) {
     int e = next_word(w, nw, i);
@@ -358,12 +195,12 @@ static const char *const leads_to_a_value[] = { "up", "visit", "find", "contact"
 // those lists ("the quayside market" is never just "market").
 static bool value_can_start(word_t *w, int i) {
     const char *x = w[i];
-    if (word_index(not_a_value_start, x) >= 0 || (strlen(x) < 2 && !all_digits(x))) return false;
-    if (word_index(around_a_value, x) >= 0 && strcmp(x, "my")) return false;
+    if (request_word_index(not_a_value_start, x) >= 0 || (strlen(x) < 2 && !all_digits(x))) return false;
+    if (request_word_index(around_a_value, x) >= 0 && strcmp(x, "my")) return false;
     int j = i - 1;
-    while (j >= 0 && (is_filler(w[j]) || strcmp(w[j], x) == 0)) j--;
-    return j < 0 || word_index(not_a_value_start, w[j]) >= 0 || word_index(around_a_value, w[j]) >= 0 ||
-           word_index(leads_to_a_value, w[j]) >= 0;
+    while (j >= 0 && (request_is_filler(w[j]) || strcmp(w[j], x) == 0)) j--;
+    return j < 0 || request_word_index(not_a_value_start, w[j]) >= 0 || request_word_index(around_a_value, w[j]) >= 0 ||
+           request_word_index(leads_to_a_value, w[j]) >= 0;
 }
 
 // Words joined by '_' that occur in the request one after the other (fillers and stutters may
@@ -377,7 +214,7 @@ static int check_copy_list(word_t *w, int nw, const char *v, size_t n, int after
     int best = -1;
     for (int i = after + 1; i < nw; i++) {
         bool skip = after >= 0 && skippable(w, i);
-        bool ok = after < 0 ? value_can_start(w, i) : !is_filler(w[i]) && word_index(around_a_value, w[i]) < 0;
+        bool ok = after < 0 ? value_can_start(w, i) : !request_is_filler(w[i]) && request_word_index(around_a_value, w[i]) < 0;
         size_t len = strlen(w[i]);
         if (ok && len >= wl && memcmp(w[i], v, wl) == 0 && (wl > 0 || !us)) {
             bool l = letters || has_letter(w[i]);
@@ -508,15 +345,15 @@ static const struct { const char *const words[4]; const char *const intents[3]; 
 static bool unit_allows(const words *req, const char *intent) {
     for (size_t u = 0; u < sizeof unit_intents / sizeof unit_intents[0]; u++) {
         bool said = false;
-        for (int i = 0; i < req->n && !said; i++) said = word_index(unit_intents[u].words, req->w[i]) >= 0;
-        if (said && word_index(unit_intents[u].intents, intent) < 0) return false;
+        for (int i = 0; i < req->n && !said; i++) said = request_word_index(unit_intents[u].words, req->w[i]) >= 0;
+        if (said && request_word_index(unit_intents[u].intents, intent) < 0) return false;
     }
     return true;
 }
 
 // Splits the request and decides once which intents it leaves possible.
 static void read_request(const char *text, words *req) {
-    split_words(text, req);
+    request_words_read(text, req);
     for (int i = 0; i < N_INTENTS; i++)
         req->possible[i] = intent_possible(&intents[i], req) && unit_allows(req, intents[i].name);
 }
