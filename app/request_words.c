@@ -3,6 +3,7 @@
 #include "app/action_grammar.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +158,5 @@ void request_words_read(const char *text, request_words *out) {
     find_copy_words(out);
     out->direction = one_way(out, words_up, words_down);
     out->switch_to = one_way(out, words_on, words_off);
+    out->kept_temp = NAN;
 }

@@ -110,6 +110,10 @@ if [ -f "$TINY" ]; then
     grep -q "climate.set zone=all temp=72" "$T/out" && grep -qx "The temperature can be set between 16 and 30 degrees." "$T/out" &&
         grep -q "phone.redial" "$T/out" && grep -qx "There is no one to redial yet." "$T/out" &&
         ! grep -qi "set to 72\|redialing" "$T/out" && ok || { bad "refused actions spoken as the car's reason"; cat "$T/out" "$T/err"; }
+    # a follow-up climate.set that states no number keeps the temperature (free, the model says 22)
+    printf 'set the driver side to twenty one degrees\nalso the rear\n' |
+        "$CABIN" chat -m "$TINY" --temp 0 >"$T/out" 2>"$T/err"
+    grep -q "climate.set zone=rear temp=21" "$T/out" && ok || { bad "a follow-up keeps the temperature"; cat "$T/out" "$T/err"; }
 else
     skip=$((skip + 1)); echo "skipped: eval-assistant checks: $TINY is not there"
 fi
