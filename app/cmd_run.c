@@ -351,9 +351,9 @@ static void chat_apply(vehicle *v, const chat_out *o) {
         bool query = strcmp(a.intent, "status.query") == 0 || strcmp(a.intent, "nav.eta") == 0;
         if (change[0]) printf("\n%s[%s] %s%s", tty ? "\033[32m" : "", query ? "answer" : "vehicle", change, tty ? "\033[0m" : "");
     } else {
-        // the sentence is the car's reason already (action_grammar_set_car) unless the grammar is off
-        printf("\n%s[refused]%s%s%s", tty ? "\033[33m" : "", strstr(sentence, reason) ? "" : " ",
-               strstr(sentence, reason) ? "" : reason, tty ? "\033[0m" : "");
+        // the sentence says the car's reason already (action_grammar_set_car) unless the grammar is off
+        bool said = strstr(sentence, reason) != NULL;
+        printf("\n%s[refused]%s%s%s", tty ? "\033[33m" : "", said ? "" : " ", said ? "" : reason, tty ? "\033[0m" : "");
     }
 }
 
