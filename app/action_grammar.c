@@ -376,8 +376,10 @@ static int check_field(const slot_group *g, const char *s, size_t n, bool comple
     int best = -1;
     for (int a = 0; a < 2 && g->alt[a].key; a++) {
         size_t kl = strlen(g->alt[a].key);
-        if (!eq) {   // still typing the key
-            if (!complete && n <= kl && memcmp(s, g->alt[a].key, n) == 0) best = 0;
+        if (req->small_change && g->alt[1].key && strcmp(g->alt[a].key, "delta") != 0) continue;   // a change
+        if (!eq) {   // still typing the key (of a slot that can take a value here: no dead end)
+            if (!complete && n <= kl && memcmp(s, g->alt[a].key, n) == 0 && check_value(g->alt[a].values, "", 0, req) >= 0)
+                best = 0;
             continue;
         }
         if ((size_t)(eq - s) != kl || memcmp(s, g->alt[a].key, kl) != 0) continue;

@@ -131,6 +131,10 @@ static const char *const words_down[] = { "minus", "down", "less", "cooler", "co
 static const char *const words_on[] = { "on", "start", "begin", "enable", "activate", "engage", NULL };
 static const char *const words_off[] = { "off", "stop", "halt", "disable", "deactivate", "disengage", "kill", NULL };
 
+// Words of a small change: where a slot may be set or changed (the fan's and the volume's level
+// or delta), "a bit more air" is a change. Every such training turn is (545 of 545).
+static const char *const words_small[] = { "bit", "little", "tad", "slightly", "touch", NULL };
+
 // +1 if the request has words of `yes` and none of `no`, -1 the other way round, else 0.
 static int one_way(const request_words *r, const char *const *yes, const char *const *no) {
     bool y = false, n = false;
@@ -159,4 +163,6 @@ void request_words_read(const char *text, request_words *out) {
     out->direction = one_way(out, words_up, words_down);
     out->switch_to = one_way(out, words_on, words_off);
     out->kept_temp = NAN;
+    out->small_change = false;
+    for (int i = 0; i < out->n; i++) out->small_change |= request_word_index(words_small, out->w[i]) >= 0;
 }

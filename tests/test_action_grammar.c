@@ -76,6 +76,11 @@ static void checker_cases(void) {
     EXPECT("<act>climate.adjust zone=all delta=-2</act>", "i'm too warm", 1);
     EXPECT("<act>climate.adjust zone=all delta=+2</act>", "i'm too warm", 1);
     EXPECT("<act>climate.fan delta=-1</act>", "fan up, no, down", 1);        // both ways: the model's call
+    // "a bit" is a change: where a slot may be set or changed, it is changed
+    EXPECT("<act>climate.fan level=7</act>", "crank the fan a bit", -1);
+    EXPECT("<act>climate.fan l", "crank the fan a bit", -1);                 // no dead end at "level="
+    EXPECT("<act>climate.fan delta=+1</act>", "crank the fan a bit", 1);
+    EXPECT("<act>climate.fan level=7</act>", "crank the fan", 1);
     // words of a unit name the quantity
     EXPECT("<act>climate.fan delta=+4</act>", "up 4 degrees", -1);
     EXPECT("<act>climate.adjust zone=all delta=+4</act>", "up 4 degrees", 1);
