@@ -376,7 +376,8 @@ static int check_field(const slot_group *g, const char *s, size_t n, bool comple
     int best = -1;
     for (int a = 0; a < 2 && g->alt[a].key; a++) {
         size_t kl = strlen(g->alt[a].key);
-        if (req->small_change && g->alt[1].key && strcmp(g->alt[a].key, "delta") != 0) continue;   // a change
+        if (req->set_or_change && g->alt[1].key && (strcmp(g->alt[a].key, "delta") == 0) != (req->set_or_change < 0))
+            continue;   // set, or changed (request_words.h)
         if (!eq) {   // still typing the key (of a slot that can take a value here: no dead end)
             if (!complete && n <= kl && memcmp(s, g->alt[a].key, n) == 0 && check_value(g->alt[a].values, "", 0, req) >= 0)
                 best = 0;

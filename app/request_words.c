@@ -131,9 +131,30 @@ static const char *const words_down[] = { "minus", "down", "less", "cooler", "co
 static const char *const words_on[] = { "on", "start", "begin", "enable", "activate", "engage", NULL };
 static const char *const words_off[] = { "off", "stop", "halt", "disable", "deactivate", "disengage", "kill", NULL };
 
-// Words of a small change: where a slot may be set or changed (the fan's and the volume's level
-// or delta), "a bit more air" is a change. Every such training turn is (545 of 545).
+// Where a slot may be set or changed (the fan's and the volume's level or delta): "to" before a
+// number sets it ("fan to four", 2,564 training turns), "by" before one changes it ("louder by
+// five", 607), and so do words of a small change ("a bit more air", 545); no training turn
+// disagrees.
 static const char *const words_small[] = { "bit", "little", "tad", "slightly", "touch", NULL };
+
+// Whether request word i is "to"/"by" (`word`) followed by a number (fillers between).
+static bool before_number(const request_words *r, int i, const char *word) {
+    if (strcmp(r->w[i], word) != 0) return false;
+    int j = i + 1;
+    while (j < r->n && request_is_filler(r->w[j])) j++;
+    if (j >= r->n) return false;
+    const char *x = r->w[j];
+    return isdigit((unsigned char)x[0]) || request_word_index(ones_words, x) >= 0 || request_word_index(tens_words, x) >= 0;
+}
+
+static int set_or_change(const request_words *r) {
+    bool set = false, change = false;
+    for (int i = 0; i < r->n; i++) {
+        set = set || before_number(r, i, "to");
+        change = change || before_number(r, i, "by") || request_word_index(words_small, r->w[i]) >= 0;
+    }
+    return set == change ? 0 : set ? 1 : -1;
+}
 
 // +1 if the request has words of `yes` and none of `no`, -1 the other way round, else 0.
 static int one_way(const request_words *r, const char *const *yes, const char *const *no) {
@@ -163,6 +184,5 @@ void request_words_read(const char *text, request_words *out) {
     out->direction = one_way(out, words_up, words_down);
     out->switch_to = one_way(out, words_on, words_off);
     out->kept_temp = NAN;
-    out->small_change = false;
-    for (int i = 0; i < out->n; i++) out->small_change |= request_word_index(words_small, out->w[i]) >= 0;
+    out->set_or_change = set_or_change(out);
 }

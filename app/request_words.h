@@ -21,7 +21,8 @@ typedef struct request_words {
     bool possible[REQUEST_MAX_INTENTS];   // the action grammar's: which intents it leaves possible
     int direction;             // +1 / -1: the request's words of direction all go one way
     int switch_to;             // +1 / -1: its words of switching all say on / off
-    bool small_change;         // "a bit", "a little", "slightly": a change, not a setting
+    int set_or_change;         // where a slot may be set or changed: +1 set ("fan to four"), -1
+                               // change ("louder by five", "a bit more air"), 0 either
     double kept_temp;          // the action grammar's: a temperature this turn keeps (NAN: none)
 } request_words;
 

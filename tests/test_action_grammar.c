@@ -81,6 +81,11 @@ static void checker_cases(void) {
     EXPECT("<act>climate.fan l", "crank the fan a bit", -1);                 // no dead end at "level="
     EXPECT("<act>climate.fan delta=+1</act>", "crank the fan a bit", 1);
     EXPECT("<act>climate.fan level=7</act>", "crank the fan", 1);
+    EXPECT("<act>climate.fan level=4</act>", "fan to uh four", 1);             // "to" a number sets it
+    EXPECT("<act>climate.fan delta=+4</act>", "fan to uh four", -1);
+    EXPECT("<act>media.volume delta=+5</act>", "louder by 5", 1);               // "by" a number changes it
+    EXPECT("<act>media.volume level=5</act>", "louder by 5", -1);
+    EXPECT("<act>media.volume level=5</act>", "volume five", 1);
     // words of a unit name the quantity
     EXPECT("<act>climate.fan delta=+4</act>", "up 4 degrees", -1);
     EXPECT("<act>climate.adjust zone=all delta=+4</act>", "up 4 degrees", 1);
