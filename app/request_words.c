@@ -1,4 +1,5 @@
-// The words of a request, its numbers and its words of direction (see request_words.h).
+// The words of a request, its numbers, and which way its words of direction, switching and
+// setting go (see request_words.h).
 #include "app/request_words.h"
 #include "app/action_grammar.h"
 

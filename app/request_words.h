@@ -1,7 +1,7 @@
 // A request as the action grammar reads it (app/action_grammar.c): its words (lowercase runs of
 // [a-z0-9], at most REQUEST_MAX_WORDS), the numbers it states in digits or in words as speech
 // recognition gives them, the words a name or place is copied from, and which way its words of
-// direction ("up", "colder") and of switching ("start", "off") go.
+// direction ("up", "colder"), of switching ("start", "off") and of setting ("to four", "by two") go.
 #ifndef CABIN_REQUEST_WORDS_H
 #define CABIN_REQUEST_WORDS_H
 #include <stdbool.h>
