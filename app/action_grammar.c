@@ -73,17 +73,23 @@ static bool is_prefix(const char *pre, size_t n, const char *full) {
 }
 
 // s[0..n) against "a|b|c"
-static int check_enum(const char *list, const char *s, size_t n) {
+// named_in: only the values this request names (value_named; NULL: all).
+static bool value_named(const char *value, size_t len, const words *req);
+static int check_enum_named(const char *list, const char *s, size_t n, const words *named_in) {
     int best = -1;
     for (const char *p = list; *p;) {
         const char *bar = strchr(p, '|');
         size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && memcmp(p, s, n) == 0) return 1;
-        if (len > n && memcmp(p, s, n) == 0) best = 0;
+        if (!named_in || value_named(p, len, named_in)) {
+            if (len == n && memcmp(p, s, n) == 0) return 1;
+            if (len > n && memcmp(p, s, n) == 0) best = 0;
+        }
         p += len + (bar ? 1 : 0);
     }
     return best;
 }
+
+static int check_enum(const char *list, const char *s, size_t n) { return check_enum_named(list, s, n, NULL); }
 
 // Digits d[0..n) as a decimal integer in [lo, hi] (no leading zero but "0"): 1 if it is one, 0
 // if more digits can make one, -1 if not.
@@ -298,24 +304,9 @@ static bool value_named(const char *value, size_t len, const words *req) {
     return true;   // not a named place: no condition
 }
 
-// check_enum over the values of `list` the request names.
-static int check_named_enum(const char *list, const char *s, size_t n, const words *req) {
-    int best = -1;
-    for (const char *p = list; *p;) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (value_named(p, len, req)) {
-            if (len == n && memcmp(p, s, n) == 0) return 1;
-            if (len > n && memcmp(p, s, n) == 0) best = 0;
-        }
-        p += len + (bar ? 1 : 0);
-    }
-    return best;
-}
-
 static int check_value(const char *spec, const char *s, size_t n, const words *req) {
     if (spec[0] == '*') {
-        int r = spec[1] ? check_named_enum(spec + 1, s, n, req) : -1;
+        int r = spec[1] ? check_enum_named(spec + 1, s, n, req) : -1;
         int c = check_copy_from(req, s, n);
         return r > c ? r : c;
     }
@@ -346,13 +337,14 @@ static const struct { const char *const words[4]; const char *const intents[3]; 
     { { "percent", NULL }, { "window.set", "sunroof.set", NULL } },
 };
 
-static bool unit_allows(const words *req, const char *intent) {
+// Rules out the intents a unit the request says does not allow.
+static void apply_units(words *req) {
     for (size_t u = 0; u < sizeof unit_intents / sizeof unit_intents[0]; u++) {
         bool said = false;
         for (int i = 0; i < req->n && !said; i++) said = request_word_index(unit_intents[u].words, req->w[i]) >= 0;
-        if (said && request_word_index(unit_intents[u].intents, intent) < 0) return false;
+        for (int i = 0; said && i < N_INTENTS; i++)
+            if (request_word_index(unit_intents[u].intents, intents[i].name) < 0) req->possible[i] = false;
     }
-    return true;
 }
 
 // Splits the request and decides once which intents it leaves possible.
@@ -360,8 +352,8 @@ static bool unit_allows(const words *req, const char *intent) {
 static void read_request(const char *text, double kept_temp, words *req) {
     request_words_read(text, req);
     req->kept_temp = kept_temp;
-    for (int i = 0; i < N_INTENTS; i++)
-        req->possible[i] = intent_possible(&intents[i], req) && unit_allows(req, intents[i].name);
+    for (int i = 0; i < N_INTENTS; i++) req->possible[i] = intent_possible(&intents[i], req);
+    apply_units(req);
 }
 
 static const intent_spec *find_intent(const char *s, size_t n) {
