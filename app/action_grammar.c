@@ -295,11 +295,8 @@ static const struct { const char *value; const char *const words[4]; } named_val
 
 static bool value_named(const char *value, size_t len, const words *req) {
     for (size_t i = 0; i < sizeof named_values / sizeof named_values[0]; i++) {
-        if (strlen(named_values[i].value) != len || memcmp(named_values[i].value, value, len) != 0) continue;
-        for (int j = 0; named_values[i].words[j]; j++)
-            for (int k = 0; k < req->n; k++)
-                if (strcmp(req->w[k], named_values[i].words[j]) == 0) return true;
-        return false;
+        if (strlen(named_values[i].value) == len && memcmp(named_values[i].value, value, len) == 0)
+            return request_says(req, named_values[i].words);
     }
     return true;   // not a named place: no condition
 }
@@ -340,15 +337,14 @@ static const struct { const char *const words[4]; const char *const intents[3]; 
 // Rules out the intents a unit the request says does not allow.
 static void apply_units(words *req) {
     for (size_t u = 0; u < sizeof unit_intents / sizeof unit_intents[0]; u++) {
-        bool said = false;
-        for (int i = 0; i < req->n && !said; i++) said = request_word_index(unit_intents[u].words, req->w[i]) >= 0;
+        bool said = request_says(req, unit_intents[u].words);
         for (int i = 0; said && i < N_INTENTS; i++)
             if (request_word_index(unit_intents[u].intents, intents[i].name) < 0) req->possible[i] = false;
     }
 }
 
 // Splits the request and decides once which intents it leaves possible.
-// kept_temp: the temperature a follow-up keeps (remember_action; NAN: none).
+// kept_temp: the temperature a follow-up keeps (action_line_done; NAN: none).
 static void read_request(const char *text, double kept_temp, words *req) {
     request_words_read(text, req);
     req->kept_temp = kept_temp;
@@ -628,18 +624,18 @@ static void grammar_mask(void *ud, float *logits, int n_vocab) {
 // after "21 degrees for the driver" is climate.set zone=rear temp=21: a climate.set that states no
 // number right after a climate.set keeps its temperature (every such follow-up of the training
 // corpus does, 2,531 of 2,531; other slots change without a number: "max", "close it").
-static void remember_action(action_grammar *g) {
-    const char *t = memmem(g->reply, g->len, "temp=", 5);
-    g->last_temp = g->len > 17 && memcmp(g->reply, "<act>climate.set ", 17) == 0 && t ? atof(t + 5) : NAN;
-}
-
-// The action line is complete: would the car refuse it? Then its reason is the sentence.
-static void check_with_car(action_grammar *g) {
+// Also, would the car refuse it (when the sentence has not begun)? Then its reason is the
+// sentence.
+static void action_line_done(action_grammar *g) {
     action a;
     char line[sizeof g->reply + 1], unused[8], perr[128], reason[256];
     memcpy(line, g->reply, g->len);
     line[g->len] = 0;
+    g->last_temp = NAN;
     if (action_parse(line, &a, unused, sizeof unused, perr, sizeof perr) != 0) return;
+    const char *temp = action_slot_value(&a, "temp");
+    if (strcmp(a.intent, "climate.set") == 0 && temp) g->last_temp = atof(temp);
+    if (!g->car || g->slen > 0) return;
     if (vehicle_check(g->car, &a, reason, sizeof reason) == 0 || !reason[0]) return;
     snprintf(g->forced, sizeof g->forced, " %s", reason);
     g->forced_len = strlen(g->forced);
@@ -669,8 +665,7 @@ static void grammar_accept(void *ud, int32_t token, const char *piece, int len) 
         memcpy(g->sentence, g->reply + at, g->len - at);
         g->slen = g->len - at;
         g->in_sentence = true;
-        if (g->car && g->slen == 0) check_with_car(g);
-        remember_action(g);
+        action_line_done(g);
     } else if (r < 0) {
         g->done = true;
     }

@@ -29,6 +29,12 @@ int request_word_index(const char *const *list, const char *w) {
     return -1;
 }
 
+bool request_says(const request_words *r, const char *const *list) {
+    for (int i = 0; i < r->n; i++)
+        if (request_word_index(list, r->w[i]) >= 0) return true;
+    return false;
+}
+
 static void add_number(request_words *r, double x) {
     for (int i = 0; i < r->n_num; i++)
         if (r->num[i] == x) return;
@@ -149,21 +155,17 @@ static bool before_number(const request_words *r, int i, const char *word) {
 }
 
 static int set_or_change(const request_words *r) {
-    bool set = false, change = false;
+    bool set = false, change = request_says(r, words_small);
     for (int i = 0; i < r->n; i++) {
         set = set || before_number(r, i, "to");
-        change = change || before_number(r, i, "by") || request_word_index(words_small, r->w[i]) >= 0;
+        change = change || before_number(r, i, "by");
     }
     return set == change ? 0 : set ? 1 : -1;
 }
 
 // +1 if the request has words of `yes` and none of `no`, -1 the other way round, else 0.
 static int one_way(const request_words *r, const char *const *yes, const char *const *no) {
-    bool y = false, n = false;
-    for (int i = 0; i < r->n; i++) {
-        y = y || request_word_index(yes, r->w[i]) >= 0;
-        n = n || request_word_index(no, r->w[i]) >= 0;
-    }
+    bool y = request_says(r, yes), n = request_says(r, no);
     return y == n ? 0 : y ? 1 : -1;
 }
 

@@ -29,6 +29,8 @@ typedef struct request_words {
 void request_words_read(const char *text, request_words *out);
 // The index of w in a NULL-terminated list, or -1.
 int request_word_index(const char *const *list, const char *w);
+// Whether the request has a word of the NULL-terminated list.
+bool request_says(const request_words *r, const char *const *list);
 // Speech-recognition fillers ("uh", "um", "er", "hmm", "like").
 bool request_is_filler(const char *w);
 #endif
