@@ -220,13 +220,15 @@ class Tokenizer:
 
     def encode_session(self, turns):
         """Token ids of a chat session and, per id, its training role: 0 context (no loss),
-        2 a reply's action tokens, 1 the rest of the reply and its closing <|end|>. Layout (phi-3):
+        2 a reply's action tokens, 1 the rest of the reply and its closing <|end|>, 3 the user's
+        text and its closing <|end|> (trained only with train.py --user-weight). Layout (phi-3):
         <s><|user|>\\n{user}<|end|>\\n<|assistant|>\\n{reply}<|end|>\\n<|user|>..."""
         ids, target = [BOS], [0]
         for t in turns:
-            u = [USER] + self.encode_fragment("\n" + t["user"]) + [END] + self.encode_fragment("\n") + [ASSISTANT]
-            ids += u
-            target += [0] * len(u)
+            text = self.encode_fragment("\n" + t["user"])
+            tail = self.encode_fragment("\n") + [ASSISTANT]
+            ids += [USER] + text + [END] + tail
+            target += [0] + [3] * (len(text) + 1) + [0] * len(tail)
             lead = self.encode_fragment("\n")            # the "\n" after <|assistant|>: prompt
             r = self.encode_fragment("\n" + t["reply"])
             assert r[:len(lead)] == lead, "reply does not start with the template's newline"
@@ -298,7 +300,7 @@ def main():
         for line in f:
             ids, tgt = tok.encode_session(json.loads(line)["turns"])
             n_tokens += len(ids)
-            n_target += sum(1 for x in tgt if x)
+            n_target += sum(1 for x in tgt if x in (1, 2))
     print("spm_tokenizer: %d dialogues, %d distinct chunks -> vocab %d (%d learned) -> %s; "
           "corpus %d tokens (%d reply targets)"
           % (n_dialogues, len(chunk_counts), len(vocab["tokens"]), len(vocab["tokens"]) - n_fixed,

@@ -5,8 +5,8 @@ Data: every training dialogue is rendered in the phi-3 chat layout and tokenized
 cabin's C tokenizer would (spm_tokenizer.Tokenizer); dialogues are packed, in corpus order, into
 sessions of at most --ctx tokens (one <s> per session, the dialogues following each other as
 one long conversation, never split). Only reply tokens and each reply's closing <|end|> carry
-loss, the action's tokens (<act>...</act>) weighted --action-weight times the sentence's (the
-loss is the weighted mean, so the logged figure is that weighted mean). Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
+loss (and, with --user-weight W > 0, the user's text and its <|end|>, weighted W), the action's
+tokens (<act>...</act>) weighted --action-weight times the sentence's (the loss is the weighted mean, so the logged figure is that weighted mean). Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
 
 Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
 
@@ -38,7 +38,8 @@ from model import Config, TinyLlama  # noqa: E402
 
 
 def pack_sessions(tok, corpus_path, ctx):
-    """-> ids (n_seq, ctx) int64, roles (n_seq, ctx) uint8 (0 no loss, 1 reply, 2 action).
+    """-> ids (n_seq, ctx) int64, roles (n_seq, ctx) uint8 (0 no loss, 1 reply, 2 action, 3 user
+    text: spm_tokenizer.encode_session).
     Padding is </s> with no loss."""
     seqs, tgts = [], []
     cur_ids, cur_tgt = [], []
@@ -96,6 +97,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--action-weight", type=float, default=3.0,
                     help="loss weight of the action tokens relative to the sentence's")
+    ap.add_argument("--user-weight", type=float, default=0.0,
+                    help="loss weight of the user's text (predicting requests as a language model; "
+                    "0: not trained on)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", type=int, default=0,
                     help="1: matrix products in bfloat16 (torch.autocast; weights, optimizer and "
@@ -177,7 +181,7 @@ def main():
             logits = model(x[:, :-1])
         y = x[:, 1:]
         role = t[:, 1:].long()
-        w = torch.where(role == 2, a.action_weight, 1.0) * (role > 0)
+        w = torch.where(role == 2, a.action_weight, torch.where(role == 3, a.user_weight, 1.0)) * (role > 0)
         ce = F.cross_entropy(logits.reshape(-1, cfg.vocab), y.reshape(-1), reduction="none")
         loss = (ce * w.reshape(-1)).sum() / w.sum()
         opt.zero_grad(set_to_none=True)
