@@ -6,7 +6,9 @@ cabin's C tokenizer would (spm_tokenizer.Tokenizer); dialogues are packed, in co
 sessions of at most --ctx tokens (one <s> per session, the dialogues following each other as
 one long conversation, never split). Only reply tokens and each reply's closing <|end|> carry
 loss (and, with --user-weight W > 0, the user's text and its <|end|>, weighted W), the action's
-tokens (<act>...</act>) weighted --action-weight times the sentence's (the loss is the weighted mean, so the logged figure is that weighted mean). Batches take sessions in a fixed shuffled order (seeded), so a run is reproducible.
+tokens (<act>...</act>) weighted --action-weight times the sentence's (the loss is the weighted
+mean, so the logged figure is that weighted mean). Batches take sessions in a fixed shuffled
+order (seeded), so a run is reproducible.
 
 Writes build/train/model.pt (state dict + config) and build/train/train_log.txt.
 
