@@ -25,7 +25,7 @@ import wordnet  # noqa: E402
 GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
 HAVE_WORDNET = wordnet.available()
 RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
-          "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2"] + \
+          "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2", "--extra-frames", "0.5"] + \
     (["--synonyms", "0.3"] if HAVE_WORDNET else [])   # every training-only option
 REPLY = re.compile(r"^<act>([a-z]+\.[a-z]+(?: [a-z_]+=[^ <]+)*|none)</act> \S.*$")
 tally = Tally()
@@ -97,6 +97,23 @@ def main():
     only_held = [t for v in phrasing_lists for t in (gc.pick(rng, v, gc.HELDOUT) for _ in range(10))
                  if v.index(t) % 4 != 3]
     check(not only_held, "pick gave the held-out set a training frame: %s" % only_held[:3])
+
+    # extra training frames (extra_frames.json) keep their list's form, are never within one
+    # word of a reserved frame, and are what pick gives training when asked for them (never the held-out set)
+    kept, _ = aug.extra_frames_checked()
+    extra = {fr for v in kept.values() for fr in v}
+    check(len(extra) > 500, "only %d extra training frames" % len(extra))
+    near = sorted(fr for fr in extra if any(aug.one_word_apart(fr, r) for r in reserved))
+    check(not near, "extra frames one word or less from a held-out frame: %s" % near[:3])
+    aug.AUGMENT.update(extra_frames=1.0)
+    drawn = [(v, gc.pick(rng, v, gc.TRAIN)) for v in phrasing_lists for _ in range(20)]
+    check(not [t for v, t in drawn if t in v and v.index(t) % 4 == 3],
+          "pick with extra frames gave training a held-out frame")
+    drawn = [t for _, t in drawn]
+    check(len(set(drawn) & extra) > 200, "pick gave training only %d extra frames" % len(set(drawn) & extra))
+    held_drawn = [gc.pick(rng, v, gc.HELDOUT) for v in phrasing_lists for _ in range(10)]
+    check(not (set(held_drawn) & extra), "pick gave the held-out set an extra frame")
+    aug.AUGMENT.update(extra_frames=0.0)
     aug.AUGMENT.update(frames=1.0)
     made = {out for t in frames for out in (aug.augment_frame(rng, t) for _ in range(3)) if out != t}
     check(len(made) > 300, "only %d paraphrases made" % len(made))

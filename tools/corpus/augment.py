@@ -7,7 +7,10 @@ pseudo-word names and places, paraphrased frames that are never a reserved (held
 (augment_frame, _reserved_frames), and the per-turn rewrites (drop_word, unknown_word,
 synonym_word) that keep every number and slot value's word of the action.
 """
+import json
+import os
 import re
+import string
 import sys
 
 import corpus_phrases
@@ -29,8 +32,10 @@ from corpus_phrases import (
 # synonyms: share of training turns in which one word is replaced by a WordNet synonym that no
 #   training phrase uses (synonym_word), so the model meets more of the words people use for the
 #   same request than the phrase tables hold.
+# extra_frames: share of training draws from a phrasing list that take one of the list's extra
+#   training frames (extra_frames.json, extra_frame) instead of one of its own training frames.
 AUGMENT = {"pseudo": 0.0, "frames": 0.0, "spoken_house": 0.0, "fillers": 0.0, "one_way": 0,
-           "word_drop": 0.0, "unknown_words": 0.0, "synonyms": 0.0}
+           "word_drop": 0.0, "unknown_words": 0.0, "synonyms": 0.0, "extra_frames": 0.0}
 
 
 def _held_words():
@@ -260,3 +265,108 @@ def synonym_word(rng, user, rep):
         return user
     i, syns = rng.choice(options)
     return " ".join(words[:i] + [rng.choice(syns)] + words[i + 1:])
+
+
+# ---------------------------------------------------------------------------- extra frames
+# extra_frames.json: {"LIST": [frame, ...]} more training frames for the phrasing lists of
+# corpus_phrases, named as Python spells the list ("CALL_T", "STATUS['doors']",
+# "MEDIA['next'][0]"). They were written (session 13) by writers who saw each list's meaning,
+# placeholders and training frames and nothing else: not the reserved (held-out) frames, the
+# held-out set or any model's errors. Training only: the held-out split never draws them.
+EXTRA_FRAMES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra_frames.json")
+EXTRA_BY_ID = None      # id(phrasing list) -> [extra frame, ...] (after extra_frames_checked)
+EXTRA_DROPPED = None    # [(list name, frame, why)] left out by extra_frames_checked
+
+
+def _placeholders(frame):
+    return frozenset(f for _, f, _, _ in string.Formatter().parse(frame) if f is not None)
+
+
+def _named_lists():
+    """(name, list) for every phrasing list of corpus_phrases, nested ones included."""
+    out = []
+
+    def walk(name, v):
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            out.append((name, v))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk("%s[%r]" % (name, k), x)
+        elif isinstance(v, tuple):
+            for j, x in enumerate(v):
+                walk("%s[%d]" % (name, j), x)
+
+    for k, v in vars(corpus_phrases).items():
+        if not k.startswith("_"):
+            walk(k, v)
+    return out
+
+
+def one_word_apart(a, b):
+    """True if frames a and b are equal or differ by one word put in, left out or replaced."""
+    a, b = a.split(), b.split()
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) <= 1
+    if len(a) > len(b):
+        a, b = b, a
+    return len(b) == len(a) + 1 and any(b[:i] + b[i + 1:] == a for i in range(len(b)))
+
+
+def extra_frames_checked(path=EXTRA_FRAMES_PATH):
+    """{list name: [frame]} of the extra frames that keep the list's form, and the ones left out
+    with the reason: a frame must use exactly the placeholders of the list's own frames (any of
+    them, for lists whose frames differ, as REFUSE_T's), be lower-case words and apostrophes,
+    have no digits and no number word (numbers come from placeholders: a stray "one" would be
+    copied into a slot), be no frame of the list already, and be no reserved frame nor one
+    word from one (one_word_apart: the held-out frames stay as far from training as the
+    phrase tables alone put them)."""
+    global RESERVED_FRAMES
+    if RESERVED_FRAMES is None:
+        RESERVED_FRAMES = _reserved_frames()
+    with open(path) as f:
+        extra = json.load(f)
+    lists = dict(_named_lists())
+    number_words = set(corpus_phrases.ONES) | set(corpus_phrases.TENS) | {
+        "hundred", "half", "quarter", "quarters", "zero", "first", "second", "third", "double",
+        "single", "couple", "dozen"}
+    kept, dropped = {}, []
+    for name, frames in extra.items():
+        if name not in lists:
+            dropped += [(name, fr, "no such list") for fr in frames]
+            continue
+        own = lists[name]
+        shapes = {_placeholders(x) for x in own}
+        allowed = frozenset().union(*shapes)
+        ok = []
+        for fr in frames:
+            ph = _placeholders(fr)
+            words = re.sub(r"\{[a-z]+\}", " ", fr).split()
+            if (ph not in shapes) if len(shapes) == 1 else not ph <= allowed:
+                why = "placeholders"
+            elif not re.fullmatch(r"[a-z' ]*(\{[a-z]+\}[a-z' ]*)*", fr) or "  " in fr or fr != fr.strip():
+                why = "characters"
+            elif any(w in number_words for w in words):
+                why = "number word"
+            elif any(one_word_apart(fr, r) for r in RESERVED_FRAMES):
+                why = "a reserved frame or one word from one"
+            elif fr in own or fr in ok:
+                why = "repeated"
+            else:
+                ok.append(fr)
+                continue
+            dropped.append((name, fr, why))
+        kept[name] = ok
+    return kept, dropped
+
+
+def extra_frame(rng, items):
+    """An extra training frame for phrasing list items, or None (share AUGMENT["extra_frames"]
+    of the draws from a list that has extra frames)."""
+    global EXTRA_BY_ID, EXTRA_DROPPED
+    if EXTRA_BY_ID is None:
+        kept, EXTRA_DROPPED = extra_frames_checked()
+        EXTRA_BY_ID = {id(lst): kept[name] for name, lst in _named_lists() if kept.get(name)}
+    frames = EXTRA_BY_ID.get(id(items))
+    if frames and rng.random() < AUGMENT["extra_frames"]:
+        return rng.choice(frames)
+    return None

@@ -49,8 +49,8 @@ from corpus_phrases import (  # the tables the mechanics below use
     REFUSE_T, LANGS, AND_TOO, ACTUALLY_T, TURN_IT_OFF_AGAIN, TURN_IT_ON_AGAIN, CLOSE_IT, OPEN_MORE,
     HIGHER, LOWER, UNLOCK_AGAIN, LOCK_AGAIN, PREFIXES, POLITE_PREFIXES, SUFFIXES, IMPERATIVE)
 from augment import (  # training-only augmentation
-    AUGMENT, augment_frame, drop_word, pseudo_contact, pseudo_place, pseudo_street, synonym_word,
-    unknown_word)
+    AUGMENT, augment_frame, drop_word, extra_frame, pseudo_contact, pseudo_place, pseudo_street,
+    synonym_word, unknown_word)
 
 # Every table of corpus_phrases (those above and the rest) is a name of this module as well:
 # build_grammar.py, build_lm.py and tests/test_corpus.py read them as gen_corpus.NAME.
@@ -91,7 +91,10 @@ def pick(rng, items, split):
     """A template from a phrasing list: index % 4 == 3 is held out (lists of 4 or more).
     Training frames are often paraphrased further (augment_frame); held-out frames never are,
     and the held-out draws consume the random stream exactly as before."""
-    if len(items) < 4:
+    extra = extra_frame(rng, items) if split == TRAIN and AUGMENT["extra_frames"] > 0 else None
+    if extra is not None:
+        t = extra
+    elif len(items) < 4:
         t = rng.choice(items)
     else:
         idx = [i for i in range(len(items)) if (i % 4 == 3) == (split == HELDOUT)]
@@ -682,6 +685,9 @@ def main():
     ap.add_argument("--synonyms", type=float, default=AUGMENT["synonyms"],
                     help="training share of turns with one word replaced by a WordNet synonym "
                     "(synonym_word; needs wordnet-base)")
+    ap.add_argument("--extra-frames", type=float, default=AUGMENT["extra_frames"],
+                    help="training share of draws from a phrasing list that take one of its extra "
+                    "frames (tools/corpus/extra_frames.json)")
     ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
     ap.add_argument("--decontaminate", type=int, default=0,
                     help="1: replace training dialogues with a held-out user text (case and "
@@ -689,7 +695,8 @@ def main():
     a = ap.parse_args()
     AUGMENT.update(pseudo=a.pseudo, frames=a.frames, spoken_house=a.spoken_house, fillers=a.fillers,
                    one_way=a.one_way, word_drop=a.word_drop,
-                   unknown_words=a.unknown_words, synonyms=a.synonyms)
+                   unknown_words=a.unknown_words, synonyms=a.synonyms,
+                   extra_frames=a.extra_frames)
     rng_train = random.Random(a.seed)
     rng_held = random.Random(a.seed + 1)
     held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]
