@@ -1,11 +1,13 @@
 """Training-only augmentation of cabin's corpus generator (gen_corpus.py's --pseudo, --frames,
---spoken-house, --fillers, --one-way, --word-drop, --unknown-words, --synonyms; docs/ASSISTANT.md).
+--spoken-house, --fillers, --one-way, --word-drop, --unknown-words, --synonyms, --extra-frames;
+docs/ASSISTANT.md).
 
 Nothing here is used for the held-out split: its random stream and file are the same with any
 of these options. What is here: the options' shares (AUGMENT, set by gen_corpus's command line),
 pseudo-word names and places, paraphrased frames that are never a reserved (held-out) one
 (augment_frame, _reserved_frames), and the per-turn rewrites (drop_word, unknown_word,
-synonym_word) that keep every number and slot value's word of the action.
+synonym_word) that keep every number and slot value's word of the action, and the extra
+training frames of extra_frames.json (extra_frames_checked, extra_frame).
 """
 import json
 import os

@@ -15,8 +15,10 @@ contacts/places/streets), --frames P (paraphrased frames, never a reserved one),
 --fillers P, --one-way 1, --word-drop P (one word of a turn dropped, never a number, a slot
 value's word or one that carries the direction or state: drop_word), --unknown-words P (one
 pseudo-word put into a turn: unknown_word), --synonyms P (one word replaced by a WordNet
-synonym: synonym_word; needs Debian's wordnet-base), and --decontaminate 1 (no
-training dialogue repeats a held-out user text). None of them changes the held-out file.
+synonym: synonym_word; needs Debian's wordnet-base), --extra-frames P (a share of the draws from
+a phrasing list take one of its extra training frames, tools/corpus/extra_frames.json:
+extra_frame), and --decontaminate 1 (no training dialogue repeats a held-out user text). None
+of them changes the held-out file.
 
 The phrase tables (sentence frames, synonyms, slot values, replies, refusals, fillers, ...) are
 in corpus_phrases.py and the training-only augmentation in augment.py; this file holds the
@@ -26,7 +28,7 @@ noise, dialogue assembly and the command line.
 usage: gen_corpus.py [--train N] [--heldout N] [--seed S] [--train-out PATH] [--heldout-out PATH]
                      [--no-heldout] [--pseudo P] [--frames P] [--spoken-house P] [--fillers P]
                      [--one-way 0|1] [--word-drop P] [--unknown-words P] [--synonyms P]
-                     [--decontaminate 0|1]
+                     [--extra-frames P] [--decontaminate 0|1]
 """
 import argparse
 import json
