@@ -275,6 +275,8 @@ def synonym_word(rng, user, rep):
 # "MEDIA['next'][0]"). They were written (session 13) by writers who saw each list's meaning,
 # placeholders and training frames and nothing else: not the reserved (held-out) frames, the
 # held-out set or any model's errors. Training only: the held-out split never draws them.
+# extra_frames_batch2.json: a second batch written the same way, with the first batch among the
+# examples (gen_corpus.py --extra-frames-file; session 13: not better, not in make model).
 EXTRA_FRAMES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra_frames.json")
 EXTRA_BY_ID = None      # id(phrasing list) -> [extra frame, ...] (after extra_frames_checked)
 EXTRA_DROPPED = None    # [(list name, frame, why)] left out by extra_frames_checked
@@ -314,7 +316,7 @@ def one_word_apart(a, b):
     return len(b) == len(a) + 1 and any(b[:i] + b[i + 1:] == a for i in range(len(b)))
 
 
-def extra_frames_checked(path=EXTRA_FRAMES_PATH):
+def extra_frames_checked(path=None):
     """{list name: [frame]} of the extra frames that keep the list's form, and the ones left out
     with the reason: a frame must use exactly the placeholders of the list's own frames (any of
     them, for lists whose frames differ, as REFUSE_T's), be lower-case words and apostrophes,
@@ -325,8 +327,12 @@ def extra_frames_checked(path=EXTRA_FRAMES_PATH):
     global RESERVED_FRAMES
     if RESERVED_FRAMES is None:
         RESERVED_FRAMES = _reserved_frames()
-    with open(path) as f:
-        extra = json.load(f)
+    paths = path or EXTRA_FRAMES_PATH
+    extra = {}
+    for p in [paths] if isinstance(paths, str) else paths:    # one file or several, merged
+        with open(p) as f:
+            for name, frames in json.load(f).items():
+                extra.setdefault(name, []).extend(frames)
     lists = dict(_named_lists())
     number_words = set(corpus_phrases.ONES) | set(corpus_phrases.TENS) | {
         "hundred", "half", "quarter", "quarters", "zero", "first", "second", "third", "double",
@@ -366,7 +372,7 @@ def extra_frame(rng, items):
     of the draws from a list that has extra frames)."""
     global EXTRA_BY_ID, EXTRA_DROPPED
     if EXTRA_BY_ID is None:
-        kept, EXTRA_DROPPED = extra_frames_checked()
+        kept, EXTRA_DROPPED = extra_frames_checked(EXTRA_FRAMES_PATH)
         EXTRA_BY_ID = {id(lst): kept[name] for name, lst in _named_lists() if kept.get(name)}
     frames = EXTRA_BY_ID.get(id(items))
     if frames and rng.random() < AUGMENT["extra_frames"]:

@@ -35,6 +35,7 @@ import json
 import os
 import random
 
+import augment
 import corpus_phrases
 from corpus_phrases import (  # the tables the mechanics below use
     ONES, TENS, TEMPS_HELD, TEMPS_TRAIN_W, VOL_HELD, VOL_TRAIN, WIN_HELD, WIN_TRAIN, ZONES, SEATS,
@@ -690,6 +691,8 @@ def main():
     ap.add_argument("--extra-frames", type=float, default=AUGMENT["extra_frames"],
                     help="training share of draws from a phrasing list that take one of its extra "
                     "frames (tools/corpus/extra_frames.json)")
+    ap.add_argument("--extra-frames-file", action="append", default=None, metavar="JSON",
+                    help="extra frames to use (repeatable; default tools/corpus/extra_frames.json)")
     ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
     ap.add_argument("--decontaminate", type=int, default=0,
                     help="1: replace training dialogues with a held-out user text (case and "
@@ -699,6 +702,8 @@ def main():
                    one_way=a.one_way, word_drop=a.word_drop,
                    unknown_words=a.unknown_words, synonyms=a.synonyms,
                    extra_frames=a.extra_frames)
+    if a.extra_frames_file:
+        augment.EXTRA_FRAMES_PATH = a.extra_frames_file
     rng_train = random.Random(a.seed)
     rng_held = random.Random(a.seed + 1)
     held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]
