@@ -99,7 +99,8 @@ def main():
     check(not only_held, "pick gave the held-out set a training frame: %s" % only_held[:3])
 
     # extra training frames (extra_frames.json) keep their list's form, are never within one
-    # word of a reserved frame, and are what pick gives training when asked for them (never the held-out set)
+    # word of a reserved frame, and are what pick gives training when asked for them (never
+    # the held-out set)
     kept, _ = aug.extra_frames_checked()
     extra = {fr for v in kept.values() for fr in v}
     check(len(extra) > 500, "only %d extra training frames" % len(extra))
