@@ -89,25 +89,30 @@ def pseudo_street(rng):
 RESERVED_FRAMES = None
 
 
-def _reserved_frames():
-    """Every held-out frame of every phrasing list (index % 4 == 3 of lists of 4 or more)."""
-    out = set()
+def _named_lists():
+    """(name, list) for every phrasing list of corpus_phrases, nested ones included, named as
+    Python spells them ("CALL_T", "STATUS['doors']", "MEDIA['next'][0]")."""
+    out = []
 
-    def add(lst):
-        if isinstance(lst, list) and len(lst) >= 4 and all(isinstance(x, str) for x in lst):
-            out.update(lst[i] for i in range(3, len(lst), 4))
+    def walk(name, v):
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            out.append((name, v))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk("%s[%r]" % (name, k), x)
+        elif isinstance(v, tuple):
+            for j, x in enumerate(v):
+                walk("%s[%d]" % (name, j), x)
 
     for k, v in vars(corpus_phrases).items():
-        if k.startswith("_"):
-            continue
-        add(v)
-        if isinstance(v, dict):
-            for x in v.values():
-                add(x)
-                if isinstance(x, tuple):
-                    for y in x:
-                        add(y)
+        if not k.startswith("_"):
+            walk(k, v)
     return out
+
+
+def _reserved_frames():
+    """Every held-out frame of every phrasing list (index % 4 == 3 of lists of 4 or more)."""
+    return {lst[i] for _, lst in _named_lists() if len(lst) >= 4 for i in range(3, len(lst), 4)}
 
 
 def augment_frame(rng, t):
@@ -284,26 +289,6 @@ EXTRA_DROPPED = None    # [(list name, frame, why)] left out by extra_frames_che
 
 def _placeholders(frame):
     return frozenset(f for _, f, _, _ in string.Formatter().parse(frame) if f is not None)
-
-
-def _named_lists():
-    """(name, list) for every phrasing list of corpus_phrases, nested ones included."""
-    out = []
-
-    def walk(name, v):
-        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-            out.append((name, v))
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk("%s[%r]" % (name, k), x)
-        elif isinstance(v, tuple):
-            for j, x in enumerate(v):
-                walk("%s[%d]" % (name, j), x)
-
-    for k, v in vars(corpus_phrases).items():
-        if not k.startswith("_"):
-            walk(k, v)
-    return out
 
 
 def one_word_apart(a, b):
