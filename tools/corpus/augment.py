@@ -284,7 +284,6 @@ def synonym_word(rng, user, rep):
 # examples (gen_corpus.py --extra-frames-file; session 13: not better, not in make model).
 EXTRA_FRAMES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra_frames.json")
 EXTRA_BY_ID = None      # id(phrasing list) -> [extra frame, ...] (after extra_frames_checked)
-EXTRA_DROPPED = None    # [(list name, frame, why)] left out by extra_frames_checked
 
 
 def _placeholders(frame):
@@ -355,9 +354,9 @@ def extra_frames_checked(path=None):
 def extra_frame(rng, items):
     """An extra training frame for phrasing list items, or None (share AUGMENT["extra_frames"]
     of the draws from a list that has extra frames)."""
-    global EXTRA_BY_ID, EXTRA_DROPPED
+    global EXTRA_BY_ID
     if EXTRA_BY_ID is None:
-        kept, EXTRA_DROPPED = extra_frames_checked(EXTRA_FRAMES_PATH)
+        kept, _ = extra_frames_checked(EXTRA_FRAMES_PATH)
         EXTRA_BY_ID = {id(lst): kept[name] for name, lst in _named_lists() if kept.get(name)}
     frames = EXTRA_BY_ID.get(id(items))
     if frames and rng.random() < AUGMENT["extra_frames"]:
