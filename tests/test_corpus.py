@@ -7,6 +7,7 @@ and the "N passed, N failed" line tests/run.sh reads.
 
 usage: test_corpus.py TMPDIR
 """
+import glob
 import json
 import os
 import random
@@ -98,14 +99,19 @@ def main():
                  if v.index(t) % 4 != 3]
     check(not only_held, "pick gave the held-out set a training frame: %s" % only_held[:3])
 
-    # extra training frames (extra_frames.json) keep their list's form, are never within one
-    # word of a reserved frame, and are what pick gives training when asked for them (never
-    # the held-out set)
+    # extra training frames (every batch, tools/corpus/extra_frames*.json) keep their list's
+    # form and are never within one word of a reserved frame; those of extra_frames.json are
+    # what pick gives training when asked for them (never the held-out set)
+    batches = sorted(glob.glob(os.path.join(os.path.dirname(aug.EXTRA_FRAMES_PATH), "extra_frames*.json")))
+    check(len(batches) >= 2, "only %d batches of extra frames" % len(batches))
+    kept_all, _ = aug.extra_frames_checked(batches)
+    extra_all = {fr for v in kept_all.values() for fr in v}
+    near = sorted(fr for fr in extra_all if any(aug.one_word_apart(fr, r) for r in reserved))
+    check(not near, "extra frames one word or less from a held-out frame: %s" % near[:3])
     kept, _ = aug.extra_frames_checked()
     extra = {fr for v in kept.values() for fr in v}
     check(len(extra) > 500, "only %d extra training frames" % len(extra))
-    near = sorted(fr for fr in extra if any(aug.one_word_apart(fr, r) for r in reserved))
-    check(not near, "extra frames one word or less from a held-out frame: %s" % near[:3])
+    check(len(extra_all) > len(extra), "the later batches add no frame to extra_frames.json's")
     aug.AUGMENT.update(extra_frames=1.0)
     drawn = [(v, gc.pick(rng, v, gc.TRAIN)) for v in phrasing_lists for _ in range(20)]
     check(not [t for v, t in drawn if t in v and v.index(t) % 4 == 3],
