@@ -690,7 +690,7 @@ def main():
                     "(synonym_word; needs wordnet-base)")
     ap.add_argument("--extra-frames", type=float, default=AUGMENT["extra_frames"],
                     help="training share of draws from a phrasing list that take one of its extra "
-                    "frames (tools/corpus/extra_frames.json)")
+                    "frames (tools/corpus/extra_frames.json, or the --extra-frames-file files)")
     ap.add_argument("--extra-frames-file", action="append", default=None, metavar="JSON",
                     help="extra frames to use (repeatable; default tools/corpus/extra_frames.json)")
     ap.add_argument("--no-heldout", action="store_true", help="write only the training set")
