@@ -16,6 +16,20 @@ import torch.nn.functional as F
 RESIDUAL_DROPOUT = 0.0
 
 
+def residual_dropout(x, p, training):
+    """Dropout of x with probability p (kept values scaled by 1/(1-p')), the keep mask drawn from
+    random 16-bit fields of int64 draws (four per draw): torch 1.13's bernoulli_, behind
+    F.dropout, draws one number per element and took 8% of a training step here. p is rounded to
+    a multiple of 1/65536 (p' = round(65536 p) / 65536)."""
+    if not training or p <= 0.0:
+        return x
+    n = x.numel()
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)
+    drop = int(round(p * 65536))                 # fields below -32768 + drop are dropped
+    keep = bits.view(torch.int16)[:n].view(x.shape) >= -32768 + drop
+    return x * (keep.to(x.dtype) * (65536.0 / (65536 - drop)))
+
+
 @dataclass
 class Config:
     vocab: int = 1024
@@ -95,24 +109,27 @@ class Block(nn.Module):
                 k = torch.cat([cache["k"], k], dim=1)
                 v = torch.cat([cache["v"], v], dim=1)
             cache["k"], cache["v"] = k, v
+        # Grouped-query attention without copying k and v per query head: the group query heads
+        # of one kv head are stacked along the rows, (B*n_kv, group*T, hd) against (B*n_kv, S, hd)
+        # (query head h = kv * group + g reads kv head kv = h // group).
         group = cfg.n_head // cfg.n_kv_head
-        k = k.repeat_interleave(group, dim=2)
-        v = v.repeat_interleave(group, dim=2)
         S = k.shape[1]
-        q = q.transpose(1, 2).reshape(B * cfg.n_head, T, hd)    # (B*H, T, hd)
-        k = k.transpose(1, 2).reshape(B * cfg.n_head, S, hd)
-        v = v.transpose(1, 2).reshape(B * cfg.n_head, S, hd)
+        q = q.view(B, T, cfg.n_kv_head, group, hd).permute(0, 2, 3, 1, 4).reshape(
+            B * cfg.n_kv_head, group * T, hd)
+        k = k.transpose(1, 2).reshape(B * cfg.n_kv_head, S, hd)
+        v = v.transpose(1, 2).reshape(B * cfg.n_kv_head, S, hd)
         scale = 1.0 / math.sqrt(hd)
-        if mask is not None:   # scale, causal mask and q k^T in one call: (B*H, T, S)
+        if mask is not None:   # scale, causal mask (1, group*T, S) and q k^T in one call
             att = torch.baddbmm(mask, q, k.transpose(1, 2), beta=1.0, alpha=scale)
         else:
             att = torch.bmm(q, k.transpose(1, 2)) * scale
         att = F.softmax(att, dim=-1)
-        y = torch.bmm(att, v).view(B, cfg.n_head, T, hd).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
-        x = x + F.dropout(self.wo(y), RESIDUAL_DROPOUT, self.training)
+        y = torch.bmm(att, v).view(B, cfg.n_kv_head, group, T, hd).permute(0, 3, 1, 2, 4).reshape(
+            B, T, cfg.n_head * hd)
+        x = x + residual_dropout(self.wo(y), RESIDUAL_DROPOUT, self.training)
         h = self.ffn_norm(x)
-        return x + F.dropout(self.w_down(F.silu(self.w_gate(h)) * self.w_up(h)), RESIDUAL_DROPOUT,
-                             self.training)
+        return x + residual_dropout(self.w_down(F.silu(self.w_gate(h)) * self.w_up(h)),
+                                    RESIDUAL_DROPOUT, self.training)
 
 
 class TinyLlama(nn.Module):
@@ -147,7 +164,9 @@ class TinyLlama(nn.Module):
         mask = None
         if T > 1:
             mask = torch.full((T, T + past), float("-inf"))
-            mask = torch.triu(mask, diagonal=1 + past)[None]
+            # (1, group*T, S): one causal mask per query head of a kv head (Block stacks them)
+            mask = torch.triu(mask, diagonal=1 + past).repeat(
+                self.cfg.n_head // self.cfg.n_kv_head, 1)[None]
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, mask, None if caches is None else caches[i])
         return self.output(self.output_norm(x))

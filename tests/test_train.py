@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""The training tool's fast paths against plain PyTorch formulations, on fresh random inputs each
+run (tools/train): the weighted cross-entropy (loss and gradient against F.cross_entropy), the
+residual dropout (drop rate, scaling, gradient) and grouped-query attention without k/v copies
+(the whole model's logits and gradients against attention through repeat_interleave). Needs
+Debian's python3-torch; without it prints why and skips. Ends in the line tests/run.sh reads."""
+import math
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from pytally import Tally  # noqa: E402
+
+tally = Tally()
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("skipped: PyTorch is not installed for /usr/bin/python3 (Debian's python3-torch: "
+          "sh tools/train/setup.sh installs it)")
+    tally.skipped += 1
+    print(tally.line())
+    sys.exit(0)
+sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
+import model as M  # noqa: E402
+import train  # noqa: E402
+
+check = tally.check
+torch.set_num_threads(2)
+torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+
+def max_rel(a, b):
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def check_cross_entropy(n, v):
+    logits = (torch.randn(n, v) * 4).requires_grad_()
+    y = torch.randint(0, v, (n,))
+    w = torch.rand(n) * (torch.rand(n) > 0.2)          # some positions carry no loss
+    w[0] = 0.5 + w[0]                                  # but never all of them (the mean divides by w.sum())
+    ref_logits = logits.detach().clone().requires_grad_()
+    ref = (F.cross_entropy(ref_logits, y, reduction="none") * w).sum() / w.sum()
+    ref.backward()
+    loss = train.WeightedCrossEntropy.apply(logits, y, w) / w.sum()
+    loss.backward()
+    check(abs(float(loss) - float(ref)) <= 1e-6 + 1e-5 * abs(float(ref)),   # float32 rounding
+          "cross-entropy %dx%d: loss %.7g, reference %.7g" % (n, v, float(loss), float(ref)))
+    err = max_rel(logits.grad, ref_logits.grad)
+    check(err < 1e-4, "cross-entropy %dx%d: gradient off by %.2e of its largest" % (n, v, err))
+
+
+def check_dropout(p, dtype):
+    x = torch.randn(64, 33, 257).to(dtype)          # odd sizes: the last int64 draw is cut
+    x[x == 0] = 1.0                     # randn gives an exact 0 now and then: it would look dropped
+    x.requires_grad_()
+    out = M.residual_dropout(x, p, True)
+    kept = out != 0
+    rate = 1.0 - float(kept.float().mean())
+    n = x.numel()
+    sigma = math.sqrt(p * (1 - p) / n)
+    check(abs(rate - p) < 6 * sigma + 1 / 65536, "dropout p=%g %s: dropped %.5f" % (p, dtype, rate))
+    scale = 65536.0 / (65536 - round(p * 65536))
+    want = (x.detach().float() * scale)[kept]
+    err = max_rel(out.detach().float()[kept], want)
+    check(err < (1e-6 if dtype == torch.float32 else 1e-2),
+          "dropout p=%g %s: kept values off by %.2e" % (p, dtype, err))
+    out.float().sum().backward()
+    check(torch.equal(x.grad != 0, kept) and max_rel(x.grad.float()[kept], torch.full((int(kept.sum()),), scale)) < 1e-2,
+          "dropout p=%g %s: gradient is not the kept mask times the scale" % (p, dtype))
+    check(M.residual_dropout(x, p, False) is x, "dropout p=%g: not the identity at inference" % p)
+
+
+def attention_by_copies(block, x, cos, sin):
+    """Block.forward's attention with k and v repeated per query head (the plain formulation)."""
+    cfg = block.cfg
+    B, T, _ = x.shape
+    hd = cfg.head_dim
+    h = block.attn_norm(x)
+    q = M.apply_rope(block.wq(h).view(B, T, cfg.n_head, hd), cos, sin)
+    k = M.apply_rope(block.wk(h).view(B, T, cfg.n_kv_head, hd), cos, sin)
+    v = block.wv(h).view(B, T, cfg.n_kv_head, hd)
+    group = cfg.n_head // cfg.n_kv_head
+    k = k.repeat_interleave(group, dim=2).transpose(1, 2)
+    v = v.repeat_interleave(group, dim=2).transpose(1, 2)
+    q = q.transpose(1, 2)
+    att = q @ k.transpose(-1, -2) / math.sqrt(hd)
+    att = att.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    y = (F.softmax(att, -1) @ v).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
+    x = x + block.wo(y)
+    h = block.ffn_norm(x)
+    return x + block.w_down(F.silu(block.w_gate(h)) * block.w_up(h))
+
+
+def check_attention(n_head, n_kv_head):
+    cfg = M.Config(vocab=96, dim=64, n_layer=2, n_head=n_head, n_kv_head=n_kv_head, ffn=96, ctx=64)
+    model = M.TinyLlama(cfg)
+    model.eval()
+    ids = torch.randint(0, cfg.vocab, (3, 40))
+    logits = model(ids)
+    logits.square().sum().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    T = ids.shape[1]
+    x = model.tok_embd(ids)
+    for layer in model.layers:
+        x = attention_by_copies(layer, x, model.rope_cos[:T], model.rope_sin[:T])
+    ref = model.output(model.output_norm(x))
+    ref.square().sum().backward()
+    err = max_rel(logits.detach(), ref.detach())
+    check(err < 1e-5, "attention %d heads / %d kv heads: logits off by %.2e" % (n_head, n_kv_head, err))
+    worst = max(max_rel(grads[n], p.grad) for n, p in model.named_parameters())
+    check(worst < 1e-4, "attention %d heads / %d kv heads: gradients off by %.2e" % (n_head, n_kv_head, worst))
+    # one token at a time through the kv cache gives the same last logits
+    caches = [dict() for _ in model.layers]
+    with torch.no_grad():
+        model(ids[:1, :-1], caches, 0)
+        step = model(ids[:1, -1:], caches, T - 1)
+    err = max_rel(step[0, -1], logits.detach()[0, -1])
+    check(err < 1e-5, "attention %d/%d: cached decode off by %.2e" % (n_head, n_kv_head, err))
+
+
+for n, v in ((1, 7), (255, 1024), (4080, 1024), (37, 32000)):
+    check_cross_entropy(n, v)
+for p in (0.1, 0.25, 0.5):
+    for dtype in (torch.float32, torch.bfloat16):
+        check_dropout(p, dtype)
+for heads in ((4, 2), (4, 4), (4, 1), (8, 2)):
+    check_attention(*heads)
+print(tally.line())
+sys.exit(tally.exit_code())
