@@ -282,7 +282,7 @@ def synonym_word(rng, user, rep):
 # held-out set or any model's errors. Training only: the held-out split never draws them.
 # extra_frames_batch2.json .. batch4.json: later batches written the same way, each with the
 # earlier batches' kept frames among the examples (gen_corpus.py --extra-frames-file, which sets
-# EXTRA_FRAMES_PATH to a list of files; make model uses the first two, docs/ASSISTANT.md).
+# EXTRA_FRAMES_PATH to a list of files; make model uses all four, docs/ASSISTANT.md).
 EXTRA_FRAMES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra_frames.json")
 EXTRA_BY_ID = None      # id(phrasing list) -> [extra frame, ...] (after extra_frames_checked)
 
