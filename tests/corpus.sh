@@ -4,7 +4,5 @@
 # values stay out of training, and the training-only augmentations keep numbers and slot values
 # (tests/test_corpus.py).
 TAG=corpus; . "$(dirname "$0")/lib.sh"
-if ! [ -x /usr/bin/python3 ]; then
-    echo "skipped: /usr/bin/python3 is not installed"; echo "0 passed, 0 failed, 1 skipped"; exit 0
-fi
+skip_without_system_python
 /usr/bin/python3 tests/test_corpus.py "$T"

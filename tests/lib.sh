@@ -6,6 +6,8 @@
 #   expect_rc RC WHAT -- CMD...   run CMD, its output in $T/out and $T/err, check its exit status
 #   one_line_error TEXT WHAT      the last command failed (rc 1-127) with one line naming TEXT
 #   test_finish                   the summary line run.sh reads; last line of a test: its status
+#   skip_without_system_python    exits with a skip line unless /usr/bin/python3 exists (the tools'
+#                                 interpreter; Debian's Python packages are seen only by it)
 BUILD=${1:-build}
 CABIN="$BUILD/cabin"
 T=$(mktemp -d "/tmp/cabin-${TAG:-test}-XXXXXX")
@@ -29,4 +31,10 @@ one_line_error() {
 test_finish() {
     if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
     [ "$fail" -eq 0 ]
+}
+
+skip_without_system_python() {
+    if ! [ -x /usr/bin/python3 ]; then
+        echo "skipped: /usr/bin/python3 is not installed"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+    fi
 }

@@ -30,11 +30,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # spinning OpenMP threads 
 # time and every page of them faults again. Keep freed memory in the heap (mmap only above 32 MB,
 # never trim) and back the heap with transparent huge pages: about 20% off a step here. glibc reads
 # GLIBC_TUNABLES at process start, so the script runs itself again with them set.
-if "GLIBC_TUNABLES" not in os.environ:
+if __name__ == "__main__" and "GLIBC_TUNABLES" not in os.environ:
     os.environ["GLIBC_TUNABLES"] = ("glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
                                     "glibc.malloc.trim_threshold=68719476736")
-    if __name__ == "__main__":
-        os.execv(sys.executable, [sys.executable] + sys.argv)
+    os.execv(sys.executable, [sys.executable] + sys.argv)
 import json
 import math
 import random
