@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The training tool's fast paths against plain PyTorch formulations, on fresh random inputs each
 run (tools/train): the weighted cross-entropy (loss and gradient against F.cross_entropy), the
-residual dropout (drop rate, scaling, gradient) and grouped-query attention without k/v copies
+residual dropout (drop rate, scaling, gradient), the weight average (--ema) against its sum
+written out, and grouped-query attention without k/v copies
 (the whole model's logits and gradients against attention through repeat_interleave). Needs
 Debian's python3-torch; without it prints why and skips. Ends in the line tests/run.sh reads."""
 import math
@@ -121,6 +122,25 @@ def check_attention(n_head, n_kv_head):
     check(err < 1e-5, "attention %d/%d: cached decode off by %.2e" % (n_head, n_kv_head, err))
 
 
+def check_ema(decay, steps):
+    """train.ema_update (foreach ops, in place) against the average written out as a sum:
+    a_T = d^(T-1) p_1 + sum_{t=2..T} (1 - d) d^(T-t) p_t."""
+    shapes = [(3, 5), (7,), (2, 4, 6)]
+    history = [[torch.randn(s) for s in shapes] for _ in range(steps)]
+    avg = None
+    for params in history:
+        avg = train.ema_update(avg, params, decay)
+    for i in range(len(shapes)):
+        ref = decay ** (steps - 1) * history[0][i].double()
+        for t in range(1, steps):
+            ref += (1 - decay) * decay ** (steps - 1 - t) * history[t][i].double()
+        err = max_rel(avg[i].double(), ref)
+        check(err < 1e-5, "ema decay %g over %d steps: tensor %d off by %.2e" % (decay, steps, i, err))
+    check(all(a is not p for a, p in zip(avg, history[-1])), "ema decay %g: average aliases the weights" % decay)
+
+
+for decay, steps in ((0.9, 1), (0.9, 17), (0.998, 50)):
+    check_ema(decay, steps)
 for n, v in ((1, 7), (255, 1024), (4080, 1024), (37, 32000)):
     check_cross_entropy(n, v)
 for p in (0.1, 0.25, 0.5):

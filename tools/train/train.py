@@ -19,6 +19,7 @@ only; the exported model has no trace of it). Both are off by default; `make mod
 
 usage: train.py [--steps N] [--batch B] [--lr LR] [--dim D --layers L --heads H --kv-heads K --ffn F]
                 [--bf16 0|1] [--min-lr FRACTION] [--dropout P] [--init CKPT]
+                [--ema DECAY[,DECAY...] --ema-start STEP]
 """
 import argparse
 import os
@@ -104,6 +105,18 @@ class WeightedCrossEntropy(torch.autograd.Function):
         return p, None, None
 
 
+def ema_update(averages, params, decay):
+    """One step of an exponential moving average of weights: averages <- decay * averages +
+    (1 - decay) * params, in place (lists of float32 tensors of the same shapes); None starts
+    the average at params. Returns the averages."""
+    with torch.no_grad():
+        if averages is None:
+            return [p.detach().clone() for p in params]
+        torch._foreach_mul_(averages, decay)
+        torch._foreach_add_(averages, [p.detach() for p in params], alpha=1 - decay)
+    return averages
+
+
 def lr_at(step, steps, lr, warmup, min_frac=0.1):
     if step < warmup:
         return lr * (step + 1) / warmup
@@ -146,6 +159,11 @@ def main():
                     "instead of random ones: to continue a run with more steps")
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="residual dropout while training (attention and FFN outputs)")
+    ap.add_argument("--ema", default="",
+                    help="comma-separated decays, e.g. 0.998,0.999: also keep an exponential moving "
+                    "average of the weights for each, from --ema-start on, written beside --out as "
+                    "NAME.ema<decay>.pt (same layout as --out)")
+    ap.add_argument("--ema-start", type=int, default=0, help="first step the averages see")
     a = ap.parse_args()
     model_module.RESIDUAL_DROPOUT = a.dropout
 
@@ -200,6 +218,22 @@ def main():
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     log = open(a.log, "w")
     log.write("# step ctx loss lr elapsed_s\n")
+    # Weight averages: one float32 copy of the parameters per decay, updated after each optimizer
+    # step from --ema-start on (seeded with that step's weights).
+    params = [p for p in model.parameters()]
+    ema_decays = [float(d) for d in a.ema.split(",") if d.strip()]
+    ema_weights = {}
+
+    def save_ema(step, el):
+        base = a.out[:-3] if a.out.endswith(".pt") else a.out
+        for d, copies in ema_weights.items():
+            state = model.state_dict()
+            names = [n for n, _ in model.named_parameters()]
+            for n, c in zip(names, copies):
+                state[n] = c.clone()
+            torch.save({"config": cfg.to_dict(), "state": state, "step": step + 1, "ema_decay": d,
+                        "ema_start": a.ema_start, "train_s": el}, "%s.ema%s.pt" % (base, d))
+
     t_start = time.time()
     ema = None
     model.train()
@@ -225,6 +259,9 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if ema_decays and step >= a.ema_start:
+            for d in ema_decays:
+                ema_weights[d] = ema_update(ema_weights.get(d), params, d)
         lv = loss.item()
         ema = lv if ema is None else 0.95 * ema + 0.05 * lv
         el = time.time() - t_start
@@ -236,6 +273,7 @@ def main():
         if step % 200 == 199 or step == a.steps - 1:
             torch.save({"config": cfg.to_dict(), "state": model.state_dict(), "step": step + 1,
                         "loss_ema": ema, "train_s": el}, a.out)
+            save_ema(step, el)
     log.close()
     print("train: done, %d steps, final loss (ema) %.4f, %.1f min" % (a.steps, ema, (time.time() - t_start) / 60))
 
