@@ -220,19 +220,16 @@ def main():
     log.write("# step ctx loss lr elapsed_s\n")
     # Weight averages: one float32 copy of the parameters per decay, updated after each optimizer
     # step from --ema-start on (seeded with that step's weights).
-    params = [p for p in model.parameters()]
+    names, params = zip(*model.named_parameters())
     ema_decays = [float(d) for d in a.ema.split(",") if d.strip()]
     ema_weights = {}
+    ema_base = a.out[:-3] if a.out.endswith(".pt") else a.out
 
     def save_ema(step, el):
-        base = a.out[:-3] if a.out.endswith(".pt") else a.out
         for d, copies in ema_weights.items():
-            state = model.state_dict()
-            names = [n for n, _ in model.named_parameters()]
-            for n, c in zip(names, copies):
-                state[n] = c.clone()
+            state = dict(model.state_dict(), **dict(zip(names, copies)))   # buffers as they are
             torch.save({"config": cfg.to_dict(), "state": state, "step": step + 1, "ema_decay": d,
-                        "ema_start": a.ema_start, "train_s": el}, "%s.ema%s.pt" % (base, d))
+                        "ema_start": a.ema_start, "train_s": el}, "%s.ema%s.pt" % (ema_base, d))
 
     t_start = time.time()
     ema = None
