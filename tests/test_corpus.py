@@ -24,6 +24,7 @@ from pytally import Tally  # noqa: E402
 import wordnet  # noqa: E402
 
 GEN = os.path.join(ROOT, "tools", "corpus", "gen_corpus.py")
+FRESH = os.path.join(ROOT, "tools", "corpus", "fresh_draw.py")
 HAVE_WORDNET = wordnet.available()
 RECIPE = ["--frames", "0.5", "--spoken-house", "0.3", "--decontaminate", "1", "--word-drop", "0.25",
           "--unknown-words", "0.3", "--pseudo", "0.2", "--fillers", "0.2", "--extra-frames", "0.5"] + \
@@ -49,6 +50,29 @@ def kept_words(user, words):
     return [w for w in user.split(" ") if w in words or any(c.isdigit() for c in w)]
 
 
+def check_fresh_draw(tmp):
+    """tools/corpus/fresh_draw.py: the generator's held-out stream for a seed, less the dialogues
+    that share a user text with the training corpus given."""
+    def fresh(seed, train_path):
+        out = os.path.join(tmp, "fresh-%d.jsonl" % seed)
+        subprocess.run(["/usr/bin/python3", FRESH, "--seed", str(seed), "--train", train_path,
+                        "--out", out], check=True, stdout=subprocess.DEVNULL)
+        return open(out).read()
+    train_a = os.path.join(tmp, "a-train.jsonl")   # decontaminated: shares no text with the set
+    check(fresh(20240601, train_a) == open(os.path.join(ROOT, "assets", "eval", "heldout.jsonl")).read(),
+          "fresh_draw.py with the committed seed is not assets/eval/heldout.jsonl")
+    _, drawn = generate(tmp, "s777", ["--seed", "777"])
+    drawn = dialogues(drawn)
+    planted = os.path.join(tmp, "planted-train.jsonl")   # training + the draw's first dialogue
+    with open(planted, "w") as f:
+        f.write(open(train_a).read() + json.dumps(drawn[0]) + "\n")
+    texts = {gc.norm_text(t["user"]) for line in open(planted) for t in json.loads(line)["turns"]}
+    want = [d for d in drawn if not any(gc.norm_text(t["user"]) in texts for t in d["turns"])]
+    got = dialogues(fresh(777, planted))
+    check(got == want and drawn[0] not in got and len(got) > 1400,
+          "fresh_draw.py kept %d of %d dialogues, want %d" % (len(got), len(drawn), len(want)))
+
+
 def main():
     tmp = sys.argv[1]
     train, held = generate(tmp, "a", RECIPE)
@@ -69,6 +93,7 @@ def main():
     held_texts = {gc.norm_text(t["user"]) for d in ho for t in d["turns"]}
     shared = [t["user"] for d in tr for t in d["turns"] if gc.norm_text(t["user"]) in held_texts]
     check(not shared, "training user texts that are held-out ones: %s" % shared[:3])
+    check_fresh_draw(tmp)
 
     # held-out names, places and streets never occur in a training action, and do occur held out
     held_values = ({"contact=" + gc.slotify(c) for c in gc.CONTACTS_HELD} |
