@@ -16,7 +16,6 @@ figures on seed 777 against the shipped corpus).
 import argparse
 import json
 import os
-import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,8 +34,7 @@ def main():
     with open(a.train) as f:
         for line in f:
             train_texts.update(gen_corpus.norm_text(t["user"]) for t in json.loads(line)["turns"])
-    rng = random.Random(a.seed + 1)     # gen_corpus.main's held-out stream for this seed
-    drawn = [gen_corpus.gen_dialogue(rng, gen_corpus.HELDOUT) for _ in range(a.n)]
+    drawn = gen_corpus.heldout_dialogues(a.seed, a.n)
     kept = [d for d in drawn if not any(gen_corpus.norm_text(t["user"]) in train_texts for t in d["turns"])]
     gen_corpus.write_jsonl(a.out, kept)
     print("fresh_draw: seed %d: %d dialogues (%d turns) -> %s; %d dropped for a training user text"

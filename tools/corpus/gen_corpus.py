@@ -656,6 +656,13 @@ def norm_text(text):
     return " ".join("".join(c for c in text.lower() if c.isalnum() or c == " ").split())
 
 
+def heldout_dialogues(seed, n):
+    """The held-out split's n dialogues for generator seed (its own stream, seed + 1: training
+    options and the training stream never change it)."""
+    rng = random.Random(seed + 1)
+    return [gen_dialogue(rng, HELDOUT) for _ in range(n)]
+
+
 def write_jsonl(path, dialogues):
     d = os.path.dirname(path)
     if d:
@@ -705,8 +712,7 @@ def main():
     if a.extra_frames_file:
         augment.EXTRA_FRAMES_PATH = a.extra_frames_file
     rng_train = random.Random(a.seed)
-    rng_held = random.Random(a.seed + 1)
-    held = [gen_dialogue(rng_held, HELDOUT) for _ in range(a.heldout)]
+    held = heldout_dialogues(a.seed, a.heldout)
     # Decontamination: a training dialogue with a user turn that is also a held-out user text
     # (the same words, ignoring case and punctuation: a short training frame plus a noise word can
     # spell a held-out frame, "ac off" + " please") is replaced by the next one generated.
