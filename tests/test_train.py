@@ -73,14 +73,30 @@ def check_dropout(p, dtype):
     check(M.residual_dropout(x, p, False) is x, "dropout p=%g: not the identity at inference" % p)
 
 
-def attention_by_copies(block, x, cos, sin):
-    """Block.forward's attention with k and v repeated per query head (the plain formulation)."""
+def rope_by_pairs(x, cos, sin):
+    """RoPE written out: x (B, T, H, hd), pairs (a, b) = (x[2i], x[2i+1]) -> (a cos - b sin,
+    a sin + b cos) with cos/sin (T, hd/2) from model.rope_tables."""
+    B, T, H, hd = x.shape
+    xp = x.view(B, T, H, hd // 2, 2)
+    a, b = xp[..., 0], xp[..., 1]
+    c = cos[None, :, None, :]
+    s = sin[None, :, None, :]
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).view(B, T, H, hd)
+
+
+def rms_norm_plain(norm, x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps) * norm.weight
+
+
+def block_by_copies(block, x, cos, sin):
+    """Block.forward written plainly: one product per projection, RoPE by pairs, k and v
+    repeated per query head, gate and up apart."""
     cfg = block.cfg
     B, T, _ = x.shape
     hd = cfg.head_dim
-    h = block.attn_norm(x)
-    q = M.apply_rope(block.wq(h).view(B, T, cfg.n_head, hd), cos, sin)
-    k = M.apply_rope(block.wk(h).view(B, T, cfg.n_kv_head, hd), cos, sin)
+    h = rms_norm_plain(block.attn_norm, x)
+    q = rope_by_pairs(block.wq(h).view(B, T, cfg.n_head, hd), cos, sin)
+    k = rope_by_pairs(block.wk(h).view(B, T, cfg.n_kv_head, hd), cos, sin)
     v = block.wv(h).view(B, T, cfg.n_kv_head, hd)
     group = cfg.n_head // cfg.n_kv_head
     k = k.repeat_interleave(group, dim=2).transpose(1, 2)
@@ -90,7 +106,7 @@ def attention_by_copies(block, x, cos, sin):
     att = att.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
     y = (F.softmax(att, -1) @ v).transpose(1, 2).reshape(B, T, cfg.n_head * hd)
     x = x + block.wo(y)
-    h = block.ffn_norm(x)
+    h = rms_norm_plain(block.ffn_norm, x)
     return x + block.w_down(F.silu(block.w_gate(h)) * block.w_up(h))
 
 
@@ -98,6 +114,10 @@ def check_attention(n_head, n_kv_head):
     cfg = M.Config(vocab=96, dim=64, n_layer=2, n_head=n_head, n_kv_head=n_kv_head, ffn=96, ctx=64)
     model = M.TinyLlama(cfg)
     model.eval()
+    with torch.no_grad():               # norm weights start at 1: make their gradient count
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)
     ids = torch.randint(0, cfg.vocab, (3, 40))
     logits = model(ids)
     logits.square().sum().backward()
@@ -105,9 +125,10 @@ def check_attention(n_head, n_kv_head):
     model.zero_grad()
     T = ids.shape[1]
     x = model.tok_embd(ids)
+    cos, sin = M.rope_tables(cfg, T)
     for layer in model.layers:
-        x = attention_by_copies(layer, x, model.rope_cos[:T], model.rope_sin[:T])
-    ref = model.output(model.output_norm(x))
+        x = block_by_copies(layer, x, cos, sin)
+    ref = model.output(rms_norm_plain(model.output_norm, x))
     ref.square().sum().backward()
     err = max_rel(logits.detach(), ref.detach())
     check(err < 1e-5, "attention %d heads / %d kv heads: logits off by %.2e" % (n_head, n_kv_head, err))
@@ -120,6 +141,35 @@ def check_attention(n_head, n_kv_head):
         step = model(ids[:1, -1:], caches, T - 1)
     err = max_rel(step[0, -1], logits.detach()[0, -1])
     check(err < 1e-5, "attention %d/%d: cached decode off by %.2e" % (n_head, n_kv_head, err))
+
+
+def check_reply_loss(bf16):
+    """train.reply_loss (logits only where a weight is not zero) against the weighted mean of
+    F.cross_entropy over every position's logits."""
+    cfg = M.Config(vocab=96, dim=64, n_layer=2, n_head=4, n_kv_head=2, ffn=96, ctx=64)
+    model = M.TinyLlama(cfg)
+    x = torch.randint(0, cfg.vocab, (3, 41))
+    roles = torch.randint(0, 4, (3, 41)).to(torch.uint8)     # 0 none, 1 reply, 2 action, 3 user
+    roles[:, :5] = 0                                          # a prompt without loss
+    for user_weight in (0.0, 0.5):
+        loss = train.reply_loss(model, x, roles, 3.0, user_weight, bf16)
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(x[:, :-1])
+        r = roles[:, 1:].long()
+        w = torch.tensor([0.0, 1.0, 3.0, user_weight])[r].reshape(-1)
+        ref = (F.cross_entropy(logits.float().reshape(-1, cfg.vocab), x[:, 1:].reshape(-1),
+                               reduction="none") * w).sum() / w.sum()
+        ref.backward()
+        tol = 2e-2 if bf16 else 1e-5      # bf16: the selected rows' products round otherwise
+        check(abs(float(loss) - float(ref)) <= tol * abs(float(ref)),
+              "reply loss bf16=%d user weight %g: %.7g, reference %.7g" % (bf16, user_weight, float(loss), float(ref)))
+        worst = max(max_rel(grads[n], p.grad) for n, p in model.named_parameters())
+        check(worst < (5e-2 if bf16 else 1e-4),
+              "reply loss bf16=%d user weight %g: gradients off by %.2e" % (bf16, user_weight, worst))
+        model.zero_grad()
 
 
 def check_ema(decay, steps):
@@ -148,5 +198,7 @@ for p in (0.1, 0.25, 0.5):
         check_dropout(p, dtype)
 for heads in ((4, 2), (4, 4), (4, 1), (8, 2)):
     check_attention(*heads)
+for bf16 in (False, True):
+    check_reply_loss(bf16)
 print(tally.line())
 sys.exit(tally.exit_code())

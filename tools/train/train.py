@@ -105,6 +105,24 @@ class WeightedCrossEntropy(torch.autograd.Function):
         return p, None, None
 
 
+def reply_loss(model, x, roles, action_weight, user_weight, bf16):
+    """The training loss of one batch: x (B, T) token ids, roles (B, T) uint8 (pack_sessions);
+    position i predicts x[:, i + 1] with weight 1 (reply), action_weight (action) or
+    user_weight (user text) by the role of that token, and the loss is the weighted mean.
+    Logits are computed only where a weight is not zero (about half the positions: prompts and
+    padding carry none), which saves that part of the output product, its float32 copy and the
+    softmax. bf16: the model's matrix products under bfloat16 autocast."""
+    role = roles[:, 1:].long()
+    w = torch.where(role == 2, action_weight, torch.where(role == 3, user_weight, 1.0)) * (role > 0)
+    w = w.reshape(-1).float()
+    sel = torch.nonzero(w).squeeze(1)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(bf16)):
+        h = model.hidden(x[:, :-1])
+        logits = model.logits(h.reshape(-1, h.shape[-1]).index_select(0, sel))
+    w = w.index_select(0, sel)
+    return WeightedCrossEntropy.apply(logits.float(), x[:, 1:].reshape(-1).index_select(0, sel), w) / w.sum()
+
+
 def ema_update(averages, params, decay):
     """One step of an exponential moving average of weights: averages <- decay * averages +
     (1 - decay) * params, in place (lists of float32 tensors of the same shapes); None starts
@@ -241,17 +259,7 @@ def main():
         ctx, idx = plan[step]
         x = torch.from_numpy(packs[ctx][0][idx])
         t = torch.from_numpy(packs[ctx][1][idx])
-        if a.bf16:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                logits = model(x[:, :-1])
-            logits = logits.float()
-        else:
-            logits = model(x[:, :-1])
-        y = x[:, 1:]
-        role = t[:, 1:].long()
-        w = torch.where(role == 2, a.action_weight, torch.where(role == 3, a.user_weight, 1.0)) * (role > 0)
-        loss = WeightedCrossEntropy.apply(logits.reshape(-1, cfg.vocab), y.reshape(-1),
-                                          w.reshape(-1).float()) / w.sum()
+        loss = reply_loss(model, x, t, a.action_weight, a.user_weight, a.bf16)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
