@@ -5,6 +5,7 @@ residual dropout (drop rate, scaling, gradient), the weight average (--ema) agai
 written out, and grouped-query attention without k/v copies
 (the whole model's logits and gradients against attention through repeat_interleave). Needs
 Debian's python3-torch; without it prints why and skips. Ends in the line tests/run.sh reads."""
+import json
 import math
 import os
 import sys
@@ -25,6 +26,7 @@ except ImportError:
     sys.exit(0)
 sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
 import model as M  # noqa: E402
+import spm_tokenizer  # noqa: E402
 import train  # noqa: E402
 
 check = tally.check
@@ -172,6 +174,57 @@ def check_reply_loss(bf16):
         model.zero_grad()
 
 
+class FakeTokenizer:
+    """encode_session as spm_tokenizer's returns it: <s> first, then the turns' ids (here the
+    numbers in the turn texts) with role 1 for every one."""
+    def encode_session(self, turns):
+        ids = [int(w) for t in turns for w in t["user"].split()]
+        return [spm_tokenizer.BOS] + ids, [0] + [1] * len(ids)
+
+
+def check_packing(n, ctx):
+    """best_fit_sessions and pack_sessions: every dialogue exactly once, whole (or cut at ctx-1
+    when longer), each session <s> + dialogues in corpus order + </s> padding with no role; best
+    fit is deterministic and leaves under 2% padding on dialogues of 10-200 tokens."""
+    import random as pyrandom
+    import tempfile
+    rng = pyrandom.Random(int.from_bytes(os.urandom(4), "little"))
+    lengths = [rng.randint(1, 200) if rng.random() < 0.99 else rng.randint(ctx, ctx + 50) for _ in range(n)]
+    groups = train.best_fit_sessions([min(L, ctx - 1) for L in lengths], ctx - 1)
+    check(sorted(i for g in groups for i in g) == list(range(n)), "best fit %d/%d: a dialogue lost or doubled" % (n, ctx))
+    check(all(sum(min(lengths[i], ctx - 1) for i in g) <= ctx - 1 for g in groups), "best fit %d/%d: a session overflows" % (n, ctx))
+    check(all(g == sorted(g) for g in groups) and [g[0] for g in groups] == sorted(g[0] for g in groups),
+          "best fit %d/%d: sessions or dialogues out of corpus order" % (n, ctx))
+    check(train.best_fit_sessions([min(L, ctx - 1) for L in lengths], ctx - 1) == groups, "best fit %d/%d: not deterministic" % (n, ctx))
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        dialogues = []
+        for L in lengths:
+            ids = [rng.randint(10, 999) for _ in range(L)]
+            dialogues.append(ids[:ctx - 1])
+            f.write(json.dumps({"turns": [{"user": " ".join(map(str, ids))}]}) + "\n")
+    try:
+        for fit in ("order", "best"):
+            ids, roles = train.pack_sessions(FakeTokenizer(), f.name, ctx, fit)
+            rows = []
+            for r in range(len(ids)):
+                k = int((roles[r] > 0).sum())
+                rows.append(ids[r, 1:1 + k].tolist())
+                ok = ids[r, 0] == spm_tokenizer.BOS and roles[r, 0] == 0 and (roles[r, 1 + k:] == 0).all() \
+                    and (ids[r, 1 + k:] == spm_tokenizer.EOS).all()
+                if not ok:
+                    break
+            check(ok, "pack %s %d/%d: session %d is not <s>, dialogues, </s> padding" % (fit, n, ctx, r))
+            flat = [t for row in rows for t in row]
+            if fit == "best":
+                check(flat == [t for g in groups for i in g for t in dialogues[i]], "pack best %d/%d: sessions are not best_fit_sessions' dialogues" % (n, ctx))
+                fill = sum(len(row) + 1 for row in rows) / ids.size
+                check(fill > 0.98, "pack best %d/%d: %.1f%% filled" % (n, ctx, 100 * fill))
+            else:
+                check(flat == [t for d in dialogues for t in d], "pack order %d/%d: dialogues not in corpus order" % (n, ctx))
+    finally:
+        os.unlink(f.name)
+
+
 def check_ema(decay, steps):
     """train.ema_update (foreach ops, in place) against the average written out as a sum:
     a_T = d^(T-1) p_1 + sum_{t=2..T} (1 - d) d^(T-t) p_t."""
@@ -200,5 +253,7 @@ for heads in ((4, 2), (4, 4), (4, 1), (8, 2)):
     check_attention(*heads)
 for bf16 in (False, True):
     check_reply_loss(bf16)
+for n, ctx in ((500, 256), (300, 1024)):
+    check_packing(n, ctx)
 print(tally.line())
 sys.exit(tally.exit_code())

@@ -49,33 +49,64 @@ import model as model_module  # noqa: E402
 from model import Config, TinyLlama  # noqa: E402
 
 
-def pack_sessions(tok, corpus_path, ctx):
+def best_fit_sessions(lengths, room):
+    """Dialogue lengths -> sessions (lists of dialogue indices, each in corpus order) whose
+    lengths sum to at most room: best fit decreasing (longest dialogue first, each into the
+    fullest session it still fits, ties to the earliest session). Sessions in the order of their
+    first dialogue. Deterministic."""
+    by_room = [[] for _ in range(room + 1)]   # sessions with this much room left (a stack each)
+    sessions = []
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        n = min(lengths[i], room)
+        r = next((r for r in range(n, room + 1) if by_room[r]), None)
+        if r is None:
+            sessions.append([])
+            s = len(sessions) - 1
+            r = room
+        else:
+            s = by_room[r].pop()
+        sessions[s].append(i)
+        by_room[r - n].append(s)
+        by_room[r - n].sort(reverse=True)     # pop() takes the earliest session
+    for s in sessions:
+        s.sort()
+    sessions.sort(key=lambda s: s[0])
+    return sessions
+
+
+def pack_sessions(tok, corpus_path, ctx, fit="order"):
     """-> ids (n_seq, ctx) int64, roles (n_seq, ctx) uint8 (0 no loss, 1 reply, 2 action, 3 user
-    text: spm_tokenizer.encode_session).
+    text: spm_tokenizer.encode_session). Each session is <s> and whole dialogues (one longer than
+    a session is cut). fit "order": consecutive dialogues until the next does not fit (a quarter
+    of a 256-token session is padding); "best": best_fit_sessions (under 1% padding).
     Padding is </s> with no loss."""
-    seqs, tgts = [], []
-    cur_ids, cur_tgt = [], []
+    dialogues = []
     with open(corpus_path) as f:
         for line in f:
             ids, tgt = tok.encode_session(json.loads(line)["turns"])
-            if cur_ids:
-                ids, tgt = ids[1:], tgt[1:]        # one <s> per session
-            if len(cur_ids) + len(ids) > ctx:
-                seqs.append(cur_ids)
-                tgts.append(cur_tgt)
-                ids, tgt = [spm_tokenizer.BOS] + ids, [0] + tgt
-                cur_ids, cur_tgt = [], []
-            cur_ids += ids[:ctx]        # a dialogue longer than a session is cut
-            cur_tgt += tgt[:ctx]
-    if cur_ids:
-        seqs.append(cur_ids)
-        tgts.append(cur_tgt)
-    n = len(seqs)
+            assert ids[0] == spm_tokenizer.BOS
+            dialogues.append((ids[1:ctx], tgt[1:ctx]))     # one <s> per session, added below
+    if fit == "best":
+        groups = best_fit_sessions([len(d[0]) for d in dialogues], ctx - 1)
+    else:
+        assert fit == "order", fit
+        groups, cur, used = [], [], 0
+        for i, (ids, _) in enumerate(dialogues):
+            if cur and used + len(ids) > ctx - 1:
+                groups.append(cur)
+                cur, used = [], 0
+            cur.append(i)
+            used += len(ids)
+        if cur:
+            groups.append(cur)
+    n = len(groups)
     ids_arr = np.full((n, ctx), spm_tokenizer.EOS, dtype=np.int64)
     tgt_arr = np.zeros((n, ctx), dtype=np.uint8)
-    for i, (s, t) in enumerate(zip(seqs, tgts)):
-        ids_arr[i, :len(s)] = s
-        tgt_arr[i, :len(t)] = t
+    for row, group in enumerate(groups):
+        ids = [spm_tokenizer.BOS] + [t for i in group for t in dialogues[i][0]]
+        tgt = [0] + [t for i in group for t in dialogues[i][1]]
+        ids_arr[row, :len(ids)] = ids
+        tgt_arr[row, :len(tgt)] = tgt
     return ids_arr, tgt_arr
 
 
@@ -154,6 +185,9 @@ def main():
     ap.add_argument("--batch", type=int, default=4, help="sessions per step at --ctx")
     ap.add_argument("--short-ctx", type=int, default=256)
     ap.add_argument("--short-batch", type=int, default=16)
+    ap.add_argument("--pack", choices=("order", "best"), default="order",
+                    help="how dialogues fill sessions: consecutive ones in corpus order, or best "
+                         "fit decreasing (no padding to speak of: more tokens per step)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=40)
     ap.add_argument("--dim", type=int, default=256)
@@ -196,7 +230,7 @@ def main():
     # full --ctx sessions for the last --long-steps so every position up to ctx is trained.
     packs = {}
     for ctx in sorted({a.short_ctx, a.ctx}):
-        ids_arr, tgt_arr = pack_sessions(tok, a.corpus, ctx)
+        ids_arr, tgt_arr = pack_sessions(tok, a.corpus, ctx, a.pack)
         packs[ctx] = (ids_arr, tgt_arr)
         print("train: %d sessions of %d tokens (%d tokens, %d targets) packed in %.1f s"
               % (len(ids_arr), ctx, int((ids_arr != spm_tokenizer.EOS).sum()), int((tgt_arr > 0).sum()),
