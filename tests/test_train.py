@@ -8,7 +8,9 @@ Debian's python3-torch; without it prints why and skips. Ends in the line tests/
 import json
 import math
 import os
+import random
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -183,12 +185,12 @@ class FakeTokenizer:
 
 
 def check_packing(n, ctx):
-    """best_fit_sessions and pack_sessions: every dialogue exactly once, whole (or cut at ctx-1
-    when longer), each session <s> + dialogues in corpus order + </s> padding with no role; best
-    fit is deterministic and leaves under 2% padding on dialogues of 10-200 tokens."""
-    import random as pyrandom
-    import tempfile
-    rng = pyrandom.Random(int.from_bytes(os.urandom(4), "little"))
+    """best_fit_sessions and pack_sessions on n dialogues of 1-200 tokens (1% longer than a
+    session): every dialogue exactly once, whole (or cut at ctx-1 when longer), each session <s>
+    + dialogues in corpus order + </s> padding with no role; best fit is deterministic, and a
+    session is opened only for a dialogue no other has room for, so no two sessions would fit in
+    one."""
+    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
     lengths = [rng.randint(1, 200) if rng.random() < 0.99 else rng.randint(ctx, ctx + 50) for _ in range(n)]
     groups = train.best_fit_sessions([min(L, ctx - 1) for L in lengths], ctx - 1)
     check(sorted(i for g in groups for i in g) == list(range(n)), "best fit %d/%d: a dialogue lost or doubled" % (n, ctx))
@@ -196,6 +198,9 @@ def check_packing(n, ctx):
     check(all(g == sorted(g) for g in groups) and [g[0] for g in groups] == sorted(g[0] for g in groups),
           "best fit %d/%d: sessions or dialogues out of corpus order" % (n, ctx))
     check(train.best_fit_sessions([min(L, ctx - 1) for L in lengths], ctx - 1) == groups, "best fit %d/%d: not deterministic" % (n, ctx))
+    totals = sorted(sum(min(lengths[i], ctx - 1) for i in g) for g in groups)
+    check(len(totals) < 2 or totals[0] + totals[1] > ctx - 1,
+          "best fit %d/%d: two sessions (%d and %d tokens) would fit in one" % (n, ctx, totals[0], totals[1]))
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         dialogues = []
         for L in lengths:
@@ -216,9 +221,8 @@ def check_packing(n, ctx):
             check(ok, "pack %s %d/%d: session %d is not <s>, dialogues, </s> padding" % (fit, n, ctx, r))
             flat = [t for row in rows for t in row]
             if fit == "best":
-                check(flat == [t for g in groups for i in g for t in dialogues[i]], "pack best %d/%d: sessions are not best_fit_sessions' dialogues" % (n, ctx))
-                fill = sum(len(row) + 1 for row in rows) / ids.size
-                check(fill > 0.98, "pack best %d/%d: %.1f%% filled" % (n, ctx, 100 * fill))
+                check(len(rows) == len(groups) and flat == [t for g in groups for i in g for t in dialogues[i]],
+                      "pack best %d/%d: sessions are not best_fit_sessions' dialogues" % (n, ctx))
             else:
                 check(flat == [t for d in dialogues for t in d], "pack order %d/%d: dialogues not in corpus order" % (n, ctx))
     finally:
