@@ -155,7 +155,8 @@ static void checker_cases(void) {
     EXPECT("<act>nav.go dest=2", "sorry i said 25", -1);
     EXPECT("<act>nav.go dest=28_queen_street</act>", "take me to twenty eight queen street", 1);
     EXPECT("<act>nav.go dest=139_mill_road</act>", "drive to one hundred thirty nine mill road", 1);
-    EXPECT("<act>nav.go dest=twenty_eight_queen_street</act>", "take me to twenty eight queen street", 1);
+    EXPECT("<act>nav.go dest=twenty_eight_queen_street</act>", "take me to twenty eight queen street", -1);
+    EXPECT("<act>nav.go dest=tw", "take me to twenty eight queen street", -1);
     // parts of the way
     EXPECT("<act>window.set window=all position=75</act>", "set every window to three quarters", 1);
     EXPECT("<act>window.set window=all position=3</act>", "set every window to three quarters", -1);
