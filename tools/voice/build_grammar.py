@@ -6,10 +6,11 @@ are the product's phrasings) becomes an alternative of one rule; its {slots} bec
 the generator's slot values (numbers spelled as the recogniser writes them, zones, seats,
 windows, contacts, destinations, media sources, ...). Around each command: the generator's
 spoken prefixes ("uh", "hey cabin", "can you", "please", ...) and suffixes ("please", "for me",
-"thanks", ...). An optional hesitation ("uh", "um", "er", "like") may sit between any two words
-of a command, weighted low. Out-of-scope requests are in the grammar as well (so that "tell me a
-joke" is heard as such); phrasing the generator never makes is left to the n-gram LM, which
-runs beside the grammar (audio/asr.c decides which result to use).
+"thanks", ...). Hesitations ("uh", "um", "er", "hmm") are fillers of the recogniser's noise
+dictionary, not grammar words (HESITATION_WEIGHT 0); any literal word may be said twice, a
+stutter, with a low probability (--stutter). Out-of-scope requests are in the grammar as well
+(so that "tell me a joke" is heard as such); phrasing the generator never makes is left to the
+n-gram LM, which runs beside the grammar (audio/asr.c decides which result to use).
 
 Alternatives are weighted (JSGF /w/) by how often the corpus uses them: a command frame gets
 its intent's share of the generator's sentences, spread evenly over that intent's phrasings
@@ -17,8 +18,9 @@ its intent's share of the generator's sentences, spread evenly over that intent'
 optional prefix and suffix get the generator's rates. audio/asr.c scales the weights by the
 language weight, so they count against the acoustic scores as an n-gram LM's would.
 
-usage: build_grammar.py [--out assets/asr/cabin.gram] [--words] [--uniform]
-  (--words: print the vocabulary; --uniform: no weights, every alternative alike)
+usage: build_grammar.py [--out assets/asr/cabin.gram] [--words] [--uniform] [--stutter P]
+  (--words: print the vocabulary; --uniform: no weights and no stutters, every alternative
+  alike; --stutter: probability that a word is said twice, default 0.01)
 """
 import argparse
 import collections
@@ -38,6 +40,10 @@ for _k in getattr(g, "AUGMENT", {}):   # the model's training-only augmentation:
 
 HESITATIONS = ["uh", "um", "er", "like"]
 HESITATION_WEIGHT = 0.0    # share of word gaps given to an optional hesitation (0: none)
+# A stutter: a word said twice ("ring ring them back"). gen_corpus.add_noise repeats one word in
+# 6% of sentences, about one word in a hundred; each literal word of a command may be doubled
+# with this probability (0: never).
+STUTTER_RATE = 0.01
 # Rates of the optional parts around a command, as gen_corpus.add_noise and gen_climate_adjust
 # make them (a prefix before ~40% of commands, a suffix after 20%; "the driver says" and an
 # explicit zone after an adjustment are rare).
@@ -160,8 +166,19 @@ def frame_to_jsgf(frame, slots):
             out.append("<%s>" % slots[m.group(1)])
         elif part.strip():
             words = normalise(part).split()
-            out += ["(degrees | degree)" if w == "degrees" else w for w in words]
+            out += [stuttered("(degrees | degree)" if w == "degrees" else w) for w in words]
     return out
+
+
+def stuttered(word):
+    """A literal word (or alternative) that may be said twice: '(/0.99/ ring | /0.01/ ring ring)'."""
+    if STUTTER_RATE <= 0:
+        return word
+    return "(/%.4f/ %s | /%.4f/ %s %s)" % (1 - STUTTER_RATE, word, STUTTER_RATE, word, word)
+
+
+def stuttered_phrase(phrase):
+    return " ".join(stuttered(w) for w in phrase.split())
 
 
 def with_hesitations(tokens):
@@ -249,8 +266,8 @@ def build(uniform=False):
         top = "[<pre>] [<says>] <body> [<zone_suffix>] [<suf>]"
         body = "\n    | ".join(body_w)
     else:
-        pre = weighted([(normalise(p), 1.0) for p in pre_items])
-        suf = weighted([(normalise(p), 1.0) for p in suf_items])
+        pre = weighted([(stuttered_phrase(normalise(p)), 1.0) for p in pre_items])
+        suf = weighted([(stuttered_phrase(normalise(p)), 1.0) for p in suf_items])
         top = " ".join([optional("<pre>", P_PREFIX), optional("<says>", P_SAYS), "<body>",
                         optional("<zone_suffix>", P_ZONE_SUFFIX), optional("<suf>", P_SUFFIX)])
         top_w = max(body_w.values())
@@ -275,11 +292,15 @@ def vocabulary(text):
 
 
 def main():
+    global STUTTER_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "assets", "asr", "cabin.gram"))
     ap.add_argument("--words", action="store_true", help="print the grammar's words and exit")
     ap.add_argument("--uniform", action="store_true", help="no weights: every alternative alike")
+    ap.add_argument("--stutter", type=float, default=STUTTER_RATE,
+                    help="probability that a literal word is said twice (0: no stutters)")
     a = ap.parse_args()
+    STUTTER_RATE = 0 if a.uniform else a.stutter
     text, n = build(a.uniform)
     if a.words:
         print("\n".join(vocabulary(text)))
