@@ -6,6 +6,9 @@
 # tools that was not followed by a rebuild fails here instead of shipping stale assets.
 TAG=asr_assets; . "$(dirname "$0")/lib.sh"
 skip_without_system_python
+if ! command -v espeak-ng >/dev/null; then   # build_lm.py's letter-to-sound for words cmudict lacks
+    echo "skipped: espeak-ng is not installed"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
 /usr/bin/python3 tools/voice/build_grammar.py --out "$T/cabin.gram" >"$T/gram.log" 2>&1 \
     && ok || { bad "build_grammar.py failed"; cat "$T/gram.log"; }
 /usr/bin/python3 tools/voice/build_lm.py --out-dir "$T" >"$T/lm.log" 2>&1 \
