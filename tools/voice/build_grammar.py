@@ -157,8 +157,9 @@ def check_complete():
                  "(add them to FRAMES or NOT_FRAMES)" % " ".join(missing))
 
 
-def frame_to_jsgf(frame, slots):
-    """'set {z} to {t}' -> 'set <zone_all> to <temp>' (literal words normalised)."""
+def frame_to_jsgf(frame, slots, stutter=0.0):
+    """'set {z} to {t}' -> 'set <zone_all> to <temp>' (literal words normalised, each one
+    doubled with probability stutter)."""
     out = []
     for part in re.split(r"(\{\w+\})", frame):
         m = re.fullmatch(r"\{(\w+)\}", part)
@@ -166,19 +167,16 @@ def frame_to_jsgf(frame, slots):
             out.append("<%s>" % slots[m.group(1)])
         elif part.strip():
             words = normalise(part).split()
-            out += [stuttered("(degrees | degree)" if w == "degrees" else w) for w in words]
+            out += [stuttered("(degrees | degree)" if w == "degrees" else w, stutter) for w in words]
     return out
 
 
-def stuttered(word):
-    """A literal word (or alternative) that may be said twice: '(/0.99/ ring | /0.01/ ring ring)'."""
-    if STUTTER_RATE <= 0:
+def stuttered(word, p):
+    """A literal word (or alternative) said twice with probability p:
+    '(/0.99/ ring | /0.01/ ring ring)'; the word itself when p is 0."""
+    if p <= 0:
         return word
-    return "(/%.4f/ %s | /%.4f/ %s %s)" % (1 - STUTTER_RATE, word, STUTTER_RATE, word, word)
-
-
-def stuttered_phrase(phrase):
-    return " ".join(stuttered(w) for w in phrase.split())
+    return "(/%.4f/ %s | /%.4f/ %s %s)" % (1 - p, word, p, word, word)
 
 
 def with_hesitations(tokens):
@@ -229,7 +227,11 @@ def optional(rule, p):
     return "(/%.4f/ <NULL> | /%.4f/ %s)" % (1 - p, p, rule)
 
 
-def build(uniform=False):
+def build(uniform=False, stutter=STUTTER_RATE):
+    """The grammar's text and its number of command frames; uniform: no weights and no
+    stutters."""
+    if uniform:
+        stutter = 0.0
     check_complete()
     rules = slot_rules()
     rules["temp_or_vol"] = alts(["<temp>", "<vol>"])
@@ -241,7 +243,7 @@ def build(uniform=False):
         # simulation never drew (only in follow-ups it did not reach) counts as drawn once
         w = max(usage.get(id(items), 0), 1) / n_sim / len(items)
         for frame in items:
-            bodies.append((frame_to_jsgf(frame, slots), w))
+            bodies.append((frame_to_jsgf(frame, slots, stutter), w))
     for name, slots in FRAMES:
         add_list(getattr(g, name), slots)
     for f in g.MEDIA.values():
@@ -249,7 +251,7 @@ def build(uniform=False):
     for f in g.STATUS.values():
         add_list(f, {})
     # climate adjustments: an explicit zone after, "the driver says ..." before statements
-    zone_suffix = alts(["(" + " ".join(frame_to_jsgf(z, {"z": "zone"})) + ")" for z in g.ZONE_SUFFIX])
+    zone_suffix = alts(["(" + " ".join(frame_to_jsgf(z, {"z": "zone"}, stutter)) + ")" for z in g.ZONE_SUFFIX])
     says = alts(["the driver says", "my passenger says", "the kids in the back say"])
     body_w = collections.OrderedDict()
     for b, w in bodies:
@@ -266,8 +268,8 @@ def build(uniform=False):
         top = "[<pre>] [<says>] <body> [<zone_suffix>] [<suf>]"
         body = "\n    | ".join(body_w)
     else:
-        pre = weighted([(stuttered_phrase(normalise(p)), 1.0) for p in pre_items])
-        suf = weighted([(stuttered_phrase(normalise(p)), 1.0) for p in suf_items])
+        pre = weighted([(" ".join(frame_to_jsgf(p, {}, stutter)), 1.0) for p in pre_items])
+        suf = weighted([(" ".join(frame_to_jsgf(p, {}, stutter)), 1.0) for p in suf_items])
         top = " ".join([optional("<pre>", P_PREFIX), optional("<says>", P_SAYS), "<body>",
                         optional("<zone_suffix>", P_ZONE_SUFFIX), optional("<suf>", P_SUFFIX)])
         top_w = max(body_w.values())
@@ -292,7 +294,6 @@ def vocabulary(text):
 
 
 def main():
-    global STUTTER_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "assets", "asr", "cabin.gram"))
     ap.add_argument("--words", action="store_true", help="print the grammar's words and exit")
@@ -300,8 +301,7 @@ def main():
     ap.add_argument("--stutter", type=float, default=STUTTER_RATE,
                     help="probability that a literal word is said twice (0: no stutters)")
     a = ap.parse_args()
-    STUTTER_RATE = 0 if a.uniform else a.stutter
-    text, n = build(a.uniform)
+    text, n = build(a.uniform, a.stutter)
     if a.words:
         print("\n".join(vocabulary(text)))
         return
