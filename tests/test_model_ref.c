@@ -18,13 +18,11 @@ static void check_model(const char *dir, const char *json_name) {
     if (!root) { CHECK(0, "%s", err.msg); return; }
     model *m = NULL;
     if (model_load(&m, path, &err)) {
-        // K-quant files: the loader must name the tensor and its type.
-        if (strstr(path, "_K_")) {
-            CHECK(strstr(err.msg, "not support") && strstr(err.msg, "_K"), "%s", err.msg);
-            SKIP("%s: K-quant types are not supported yet (%s)", json_name, err.msg);
-        } else {
-            CHECK(0, "%s", err.msg);
-        }
+        // Files in types or architectures cabin does not load yet: the loader must say so in one
+        // line that names the file; anything else is a failure.
+        bool unsupported = strstr(err.msg, "not support") || strstr(err.msg, "unsupported");
+        CHECK(unsupported && strstr(err.msg, path) && !strchr(err.msg, '\n'), "%s", err.msg);
+        if (unsupported) SKIP("%s: not loadable yet (%s)", json_name, err.msg);
         cJSON_Delete(root);
         return;
     }
