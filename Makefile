@@ -57,8 +57,11 @@ $(BUILD)/gen/vk_spv_data.o: $(BUILD)/gen/vk_spv_data.c
 VK_EXTRA_OBJ := $(BUILD)/gen/vk_spv_data.o
 # ---- end Vulkan ----
 
-LIB_SRC  := $(wildcard engine/*.c engine/cpu/*.c vulkan/*.c audio/*.c tui/*.c) $(filter-out app/main.c,$(wildcard app/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VK_EXTRA_OBJ)
+LIB_SRC  := $(wildcard base/*.c engine/*.c engine/cpu/*.c audio/*.c tui/*.c) $(filter-out app/main.c,$(wildcard app/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The Vulkan backend is linked as objects, not from an archive: nothing names it but its weak
+# registry row (engine/backend.c), which would not pull it out of an archive.
+VK_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vulkan/*.c)) $(VK_EXTRA_OBJ)
 MAIN_OBJ := $(BUILD)/app/main.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -84,12 +87,12 @@ $(BUILD)/libcabin.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(BUILD)/libcabin.a
+$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(BUILD)/libcabin.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libcabin.a tests/test.h
+$(BUILD)/tests/%: tests/%.c $(VK_OBJ) $(BUILD)/libcabin.a tests/test.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libcabin.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(VK_OBJ) $(BUILD)/libcabin.a $(LDLIBS)
 
 deps:
 	@sh tools/install-deps.sh

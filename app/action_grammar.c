@@ -9,7 +9,7 @@
 #include "app/reply_sentence.h"
 #include "app/request_words.h"
 #include "engine/tokenizer.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <math.h>

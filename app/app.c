@@ -81,11 +81,6 @@ static bool say_token(void *ud, int32_t tok, const char *piece, int len) {
     return true;
 }
 
-static void sleep_ms(double ms) {
-    if (ms <= 0) return;
-    struct timespec ts = { (time_t)(ms / 1000), (long)(fmod(ms, 1000.0) * 1e6) };
-    nanosleep(&ts, NULL);
-}
 
 int app_say(app_ctx *c, const char *text, errbuf *err) {
     if (c->speed > 0 && c->out) {   // demo pacing: type the turn at a human pace (~12 chars/s)

@@ -166,7 +166,7 @@ int cmd_bench(int argc, char **argv) {
             if (m->weights_copy_bytes)
                 printf("weights    %.1f MiB copied into 2 MiB pages at load (--mmap: read from the file)\n",
                        (double)m->weights_copy_bytes / (1 << 20));
-            else if (strncmp(st.backend, "cpu", 3) == 0)
+            else if (backend_has(b, BACKEND_CAP_HOST_WEIGHTS))
                 printf("weights    read from the mapped file\n");
             else
                 printf("weights    in the device's memory\n");

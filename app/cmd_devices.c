@@ -1,27 +1,50 @@
-// cabin devices: the Vulkan devices this machine offers, numbered as --device takes them.
+// cabin devices: the backends this build has (the registry) and the devices of each backend
+// that has several, numbered as --device takes them.
 #include "app/commands.h"
-#include "vulkan/vulkan_backend.h"
+#include "engine/backend.h"
 
 #include <stdio.h>
 #include <string.h>
+
+static const char *caps_text(unsigned caps, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s%s%s", caps & BACKEND_CAP_HOST_WEIGHTS ? "host-weights " : "",
+             caps & BACKEND_CAP_HOST_KV ? "host-kv " : "", caps & BACKEND_CAP_DEVICES ? "devices " : "");
+    size_t n = strlen(buf);
+    if (n) buf[n - 1] = 0;
+    return buf;
+}
 
 int cmd_devices(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: cabin devices\n\n"
-                   "Lists the Vulkan devices: index (for --backend vulkan --device N), name, type,\n"
-                   "driver, memory heaps, subgroup size and the shader features cabin uses.\n"
-                   "Without --device, the Vulkan backend picks a discrete GPU, then an integrated\n"
-                   "one, then any other, then a CPU implementation (lavapipe).\n");
+                   "Lists the backends this cabin was built with (--backend NAME; auto takes the\n"
+                   "first) and their capabilities, then the devices of each backend that has several:\n"
+                   "index (for --backend vulkan --device N), name, type, driver, memory heaps,\n"
+                   "subgroup size and the shader features cabin uses. Without --device, the Vulkan\n"
+                   "backend picks a discrete GPU, then an integrated one, then any other, then a CPU\n"
+                   "implementation (lavapipe). Exits 1 when a backend cannot list its devices.\n");
             return 0;
         }
         fprintf(stderr, "cabin devices: unknown option '%s'\n", argv[i]);
         return 2;
     }
-    errbuf err = {{0}};
-    if (backend_vulkan_list_devices(stdout, &err)) {
-        fprintf(stderr, "cabin devices: %s\n", err.msg);
-        return 1;
+    const backend_info *const *rows;
+    int n = backend_registry(&rows);
+    char caps[64];
+    printf("backends (--backend NAME; auto = %s):\n", n > 0 ? rows[0]->name : "none");
+    for (int i = 0; i < n; i++)
+        printf("  %-12s %-24s %s\n", rows[i]->name, caps_text(rows[i]->caps, caps, sizeof caps), rows[i]->summary);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i]->list_devices) continue;
+        printf("%s devices:\n", rows[i]->name);
+        fflush(stdout);
+        errbuf err = {{0}};
+        if (rows[i]->list_devices(stdout, &err)) {
+            fprintf(stderr, "cabin devices: %s\n", err.msg);
+            rc = 1;
+        }
     }
-    return 0;
+    return rc;
 }

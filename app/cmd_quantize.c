@@ -115,7 +115,7 @@ int cmd_quantize(int argc, char **argv) {
     bool have_stats = false;
     if (calib) {
         char *text = read_file_all(calib, NULL, &err);
-        backend *b = text ? backend_cpu_new(threads, "auto", &err) : NULL;
+        backend *b = text ? backend_create(&(backend_opts){ .name = "cpu", .n_threads = threads }, &err) : NULL;
         int rc = -1;
         if (b) {
             int32_t *ids = xmalloc((strlen(text) + 16) * sizeof(int32_t));

@@ -13,10 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-static void sleep_sec(double s) {
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    nanosleep(&ts, NULL);
-}
 
 int cmd_power(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin power", false };
@@ -69,7 +65,7 @@ int cmd_power(int argc, char **argv) {
         power_mark m0, m1;
         power_monitor_mark(pm, &m0);
         for (int s = 1; s <= seconds; s++) {
-            sleep_sec(1.0);
+            sleep_ms(1000.0);
             n = power_monitor_read(pm, rd, TEL_MAX_SOURCES);
             printf("t=%2ds", s);
             for (int i = 0; i < n; i++)

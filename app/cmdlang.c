@@ -1,6 +1,7 @@
 // Command-language parsing, validation and the command table (see cmdlang.h).
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
+#include "engine/backend.h"
 #include "engine/kv_cache.h"
 #include "engine/precision.h"
 #include "engine/wtype.h"
@@ -19,9 +20,8 @@ static int v_file_exists(cmd_line *l, errbuf *err) {
 }
 
 static int v_backend(cmd_line *l, errbuf *err) {
-    const char *b = l->argv[0];
-    if (strcmp(b, "cpu") && strcmp(b, "cpu-scalar") && strcmp(b, "vulkan") && strcmp(b, "auto"))
-        return err_set(err, "%s:%d: backend: unknown backend '%s' (auto, cpu, cpu-scalar, vulkan)", WHERE(l), b);
+    errbuf e = {{0}};
+    if (backend_check_name(l->argv[0], &e)) return err_set(err, "%s:%d: backend: %s", WHERE(l), e.msg);
     return 0;
 }
 

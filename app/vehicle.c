@@ -1,6 +1,6 @@
 // The simulated vehicle: typed fields with ranges and units, changed only through actions.
 #include "app/assistant.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdarg.h>

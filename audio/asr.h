@@ -10,7 +10,7 @@
 #ifndef CABIN_AUDIO_ASR_H
 #define CABIN_AUDIO_ASR_H
 
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stddef.h>

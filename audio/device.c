@@ -14,10 +14,6 @@
 
 #define RING_SECONDS 4
 
-static void sleep_ms(int ms) {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
 
 static bool is_wav(const char *spec) {
     size_t n = spec ? strlen(spec) : 0;

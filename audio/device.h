@@ -5,7 +5,7 @@
 #ifndef CABIN_AUDIO_DEVICE_H
 #define CABIN_AUDIO_DEVICE_H
 
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #ifndef CABIN_AUDIO_TTS_H
 #define CABIN_AUDIO_TTS_H
 
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stddef.h>
 #include <stdint.h>

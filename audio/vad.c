@@ -1,6 +1,6 @@
 // Energy + zero-crossing VAD (see vad.h).
 #include "audio/vad.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>

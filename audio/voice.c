@@ -71,7 +71,6 @@ struct voice {
 };
 
 static void state(voice *v, const char *s) { if (v->h.on_state) v->h.on_state(v->h.ud, s); }
-static void sleep_ms(int ms) { struct timespec ts = { 0, (long)ms * 1000000L }; nanosleep(&ts, NULL); }
 
 // ---- TTS thread ----
 typedef struct sink_ctx { voice *v; } sink_ctx;

@@ -11,7 +11,7 @@
 
 #include "audio/asr.h"
 #include "audio/vad.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 

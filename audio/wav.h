@@ -2,7 +2,7 @@
 #ifndef CABIN_AUDIO_WAV_H
 #define CABIN_AUDIO_WAV_H
 
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -7,10 +7,11 @@
 
 #include "kv_cache.h"
 #include "tensor.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct bk_act bk_act;
 typedef struct backend backend;
@@ -35,9 +36,33 @@ typedef struct attn_params {
     float scale;        // usually 1/sqrt(head_dim)
 } attn_params;
 
+// What a backend can do, asked by the engine and the front ends instead of its name.
+enum backend_cap {
+    // Ops read weights where they lie in host memory (tensor.data); a backend without it uploads
+    // them in weight_prepare and keeps its own copy.
+    BACKEND_CAP_HOST_WEIGHTS = 1u << 0,
+    // The KV cache lives in host memory: formats convert live and eviction policies run.
+    BACKEND_CAP_HOST_KV      = 1u << 1,
+    // Several devices to choose from (--device N; `cabin devices` lists them).
+    BACKEND_CAP_DEVICES      = 1u << 2,
+};
+
+typedef struct backend_opts backend_opts;
+
+// One row of the backend registry (engine/backend.c): a backend this build has.
+typedef struct backend_info {
+    const char *name;            // as --backend takes it: "cpu", "cpu-scalar", "vulkan"
+    const char *summary;         // one line for --help and `cabin devices`
+    unsigned caps;               // BACKEND_CAP_*
+    backend *(*create)(const backend_opts *o, errbuf *err);
+    // Prints the devices this backend can run on, one per line; NULL without BACKEND_CAP_DEVICES.
+    int (*list_devices)(FILE *f, errbuf *err);
+} backend_info;
+
 struct backend {
-    const char *name;            // "cpu", "cpu-scalar", "vulkan"
+    const char *name;            // the registry row's name: "cpu", "cpu-scalar", "vulkan"
     char description[128];       // e.g. "cpu avx512, 2 threads"
+    unsigned caps;               // BACKEND_CAP_*, the registry row's
     void *impl;
 
     // Weights: called once per tensor after load (and again after a precision switch) so a
@@ -88,22 +113,33 @@ struct backend {
     void (*destroy)(backend *b);
 };
 
-typedef struct backend_opts {
-    const char *name;      // "cpu", "cpu-scalar", "vulkan", "auto" (NULL = auto; auto = cpu for now)
+struct backend_opts {
+    const char *name;      // a registry name or "auto" (NULL = auto; auto = the first row: cpu)
     int n_threads;         // 0 = all cores
     const char *kernels;   // CPU kernel table: "auto", "scalar", "avx2", "avx512"
     const char *device;    // Vulkan device index as `cabin devices` lists it; NULL or "auto":
                            // discrete GPU, then integrated, then any, then CPU (lavapipe)
-} backend_opts;
+};
+
+// The backends this program has, in order of preference (the first is "auto"): n rows in *rows.
+// A backend whose library is not linked in (VULKAN=0) has no row.
+int backend_registry(const backend_info *const **rows);
+// The row of that name, or NULL.
+const backend_info *backend_find(const char *name);
+// "auto, cpu, cpu-scalar, vulkan": the names --backend takes, for messages and --help.
+const char *backend_names(void);
+// Checks a --backend value: 0, or -1 with "unknown backend 'x' (available: ...)".
+int backend_check_name(const char *name, errbuf *err);
 
 // Creates the backend the options ask for. Errors name the backend and what is missing.
 backend *backend_create(const backend_opts *opts, errbuf *err);
 void backend_destroy(backend *b);
+static inline bool backend_has(const backend *b, unsigned cap) { return (b->caps & cap) == cap; }
 
-// CPU backend (engine/cpu/)
+// CPU backend (engine/cpu/): kernels "auto", "scalar", "avx2", "avx512".
 backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err);
-// Vulkan backend (vulkan/); device_index -1 picks the best device. Fails with one line (no
-// loader, no device, missing feature) and the caller may fall back to the CPU.
-backend *backend_vulkan_new(int device_index, errbuf *err);
+extern const backend_info backend_cpu_info, backend_cpu_scalar_info;
+// Vulkan backend (vulkan/): its row, when vulkan/ is linked in (weak: NULL otherwise).
+extern const backend_info backend_vulkan_info __attribute__((weak));
 
 #endif

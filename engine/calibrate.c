@@ -1,4 +1,5 @@
 #include "calibrate.h"
+#include "engine/half.h"
 #include "wtype.h"
 
 #include <math.h>

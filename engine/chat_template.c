@@ -1,5 +1,5 @@
 #include "chat_template.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 #include "engine/convert.h"
 #include "engine/cpu/kernels.h"
-#include "engine/util.h"
+#include "base/base.h"
 #include "engine/wtype.h"
 
 #include <stdlib.h>

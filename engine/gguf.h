@@ -4,7 +4,7 @@
 #ifndef CABIN_GGUF_H
 #define CABIN_GGUF_H
 
-#include "util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -4,6 +4,7 @@
 // min rounded down and scale rounded up so every x of the group maps into [0, qmax] and the
 // error stays within scale/2 (docs/KV.md).
 #include "kv_cache.h"
+#include "engine/half.h"
 #include "engine/cpu/kernels.h"
 
 #include <math.h>

@@ -14,7 +14,7 @@
 #ifndef CABIN_KV_CACHE_H
 #define CABIN_KV_CACHE_H
 
-#include "util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef CABIN_MODELGEN_H
 #define CABIN_MODELGEN_H
 
-#include "util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -12,7 +12,7 @@
 #ifndef CABIN_PRECISION_H
 #define CABIN_PRECISION_H
 
-#include "util.h"
+#include "base/base.h"
 
 #include <stdint.h>
 

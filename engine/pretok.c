@@ -1,6 +1,6 @@
 #include "pretok.h"
 #include "unicode.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 #include "sampler.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>

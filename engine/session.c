@@ -67,7 +67,7 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->b = backend_create(&o->backend, err);
     if (!s->b) goto fail;
     // The CPU reads weights where they lie; a device backend uploads them and reads its copy.
-    if (!o->mmap_weights && strncmp(s->b->name, "cpu", 3) == 0) model_copy_weights(s->m, o->backend.n_threads);
+    if (!o->mmap_weights && backend_has(s->b, BACKEND_CAP_HOST_WEIGHTS)) model_copy_weights(s->m, o->backend.n_threads);
     if (model_prepare_backend(s->m, s->b, err)) goto fail;
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : (s->m->hp.n_ctx_train < 4096 ? s->m->hp.n_ctx_train : 4096);
     const model_hparams *hp = &s->m->hp;
@@ -184,8 +184,7 @@ int session_poll_switch(session *s) {
 
 int session_wait_switch(session *s) {
     while (s->switch_running && !atomic_load(&s->switch_ready)) {
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
+        sleep_ms(1);
     }
     return session_poll_switch(s);
 }

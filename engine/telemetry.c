@@ -453,10 +453,8 @@ static void *sampler_main(void *arg) {
     while (!atomic_load(&pm->stop)) {
         power_monitor_sample(pm);
         // sleep in short slices so stop is prompt
-        for (long left = ns; left > 0 && !atomic_load(&pm->stop); left -= 20000000L) {
-            struct timespec ts = { 0, left < 20000000L ? left : 20000000L };
-            nanosleep(&ts, NULL);
-        }
+        for (long left = ns; left > 0 && !atomic_load(&pm->stop); left -= 20000000L)
+            sleep_ms((left < 20000000L ? left : 20000000L) / 1e6);
     }
     return NULL;
 }

@@ -23,7 +23,7 @@
 #ifndef CABIN_TELEMETRY_H
 #define CABIN_TELEMETRY_H
 
-#include "util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>

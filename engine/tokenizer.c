@@ -2,7 +2,7 @@
 // The SPM and BPE algorithms live in tokenizer_spm.c and tokenizer_bpe.c.
 #include "tokenizer_internal.h"
 #include "unicode.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <inttypes.h>
 #include <math.h>

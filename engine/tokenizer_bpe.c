@@ -8,7 +8,7 @@
 // for staleness when popped: O(n log n) for a piece of n bytes.
 #include "tokenizer_internal.h"
 #include "unicode.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 // vocabulary has no byte tokens.
 #include "tokenizer_internal.h"
 #include "unicode.h"
-#include "util.h"
+#include "base/base.h"
 
 #include <string.h>
 

@@ -1,5 +1,6 @@
 #include "wtype.h"
-#include "util.h"
+#include "engine/half.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #include "engine/backend.h"
 #include "engine/cpu/kernels.h"
 #include "engine/kv_cache.h"
-#include "engine/util.h"
+#include "base/base.h"
 #include "tests/test.h"
 #include "tests/rng.h"
 

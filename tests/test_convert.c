@@ -1,9 +1,10 @@
 // Fast weight conversion is bit-identical to the reference functions: F16 -> F32, and F32 ->
 // Q4_0 / Q8_0 (including ties at .5, equal magnitudes of both signs, zeros and tiny values).
 #include "test.h"
+#include "engine/half.h"
 #include "engine/convert.h"
 #include "engine/wtype.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <time.h>

@@ -1,7 +1,7 @@
 // GGUF reader/writer tests: writer -> reader round trips, hostile files (every prefix of a valid
 // file, hand-made bad headers, a mutation fuzz loop) and, with ../shared/ref, the reference files.
 #include "engine/gguf.h"
-#include "engine/util.h"
+#include "base/base.h"
 #include "engine/wtype.h"
 #include "tests/test.h"
 

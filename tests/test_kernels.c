@@ -2,7 +2,8 @@
 // random inputs, for every weight type and for odd shapes, sub-ranges of rows and padded
 // strides. The seed is printed; CABIN_TEST_SEED=N reruns a failure exactly.
 #include "engine/cpu/kernels.h"
-#include "engine/util.h"
+#include "engine/half.h"
+#include "base/base.h"
 #include "tests/test.h"
 #include "tests/rng.h"
 

@@ -117,6 +117,7 @@ typedef struct { float *data; int64_t rows, cols; } cpu_act_view;
 static backend *vk_for_write;
 void test_act_write(backend *b, bk_act *a, const float *src, int64_t n);
 #include "vulkan/vk.h"
+#include "vulkan/vulkan_backend.h"
 void test_act_write(backend *b, bk_act *a, const float *src, int64_t n) {
     if (strcmp(b->name, "vulkan") == 0) {
         struct bk_act *va = a;

@@ -2,7 +2,8 @@
 // bounds on random data, the wtype table, and (with ../shared/ref) byte identity of the
 // reference quantizers with the blocks the established GGUF implementation wrote.
 #include "engine/gguf.h"
-#include "engine/util.h"
+#include "engine/half.h"
+#include "base/base.h"
 #include "engine/wtype.h"
 #include "tests/test.h"
 

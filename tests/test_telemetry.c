@@ -209,8 +209,7 @@ static void test_estimate(void) {
     CHECK(!e.total_measured && strcmp(e.total_from, "estimate") == 0 && !e.measured[0], "turn labelled estimated");
     // the sampler thread
     CHECK(power_monitor_start(pm, 50, &err) == 0, "start");
-    struct timespec ts = { 0, 200000000 };
-    nanosleep(&ts, NULL);
+    sleep_ms(200);
     power_monitor_stop(pm);
     n = power_monitor_read(pm, r, TEL_MAX_SOURCES);
     CHECK(r[0].samples >= 4, "sampler ran: %llu samples", (unsigned long long)r[0].samples);

@@ -5,7 +5,7 @@
 #include "engine/pretok.h"
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
-#include "engine/util.h"
+#include "base/base.h"
 #include "tests/test.h"
 
 #include <stdint.h>

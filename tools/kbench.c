@@ -12,7 +12,7 @@
 // cycled), reported as GB/s of weight bytes. Prefill: 64 tokens, reported as GFLOP/s (2*k per
 // weight per token). KBENCH_HOT=1: decode from one cached copy (kernel speed without memory).
 #include "engine/cpu/kernels.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <pthread.h>
 #include <stdio.h>

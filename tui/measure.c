@@ -88,10 +88,6 @@ static entry *find(measurer *m, const plan_key *k) {
     return NULL;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
 
 // Waits until the worker has been idle (no reply, command or heat map) for settle_s: a person
 // who switches precision and then types gets the core first. False when stopping.

@@ -387,8 +387,7 @@ static void *worker_main(void *arg) {
             check_switch_done(w, true);
             if (w->switch_inflight) {
                 make_snapshot(w, false);
-                struct timespec ts = { 0, 20 * 1000000L };
-                nanosleep(&ts, NULL);
+                sleep_ms(20);
             }
             pthread_mutex_lock(&w->mu);
             continue;

@@ -2,6 +2,7 @@
 // cache in device buffers, every op of a batch recorded into one command buffer that end_batch
 // submits and waits for. The ops themselves are in vk_ops.c.
 #include "vulkan/vk.h"
+#include "engine/half.h"
 #include "vulkan/vulkan_backend.h"
 #include "engine/wtype.h"
 
@@ -537,11 +538,33 @@ static void name_pipes(vk_backend *v) {
     v->bias = (vk_pipe){ "bias", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
 }
 
+static backend *vulkan_create(const backend_opts *o, errbuf *err) {
+    const char *dev = o->device;
+    int index = -1;
+    if (dev && *dev && strcmp(dev, "auto") != 0) {
+        char *end;
+        long v = strtol(dev, &end, 10);
+        if (*end || v < 0 || v > 1000)
+            return err_set(err, "vulkan: device '%s' is not an index (see cabin devices)", dev), NULL;
+        index = (int)v;
+    }
+    return backend_vulkan_new(index, err);
+}
+
+const backend_info backend_vulkan_info = {
+    .name = "vulkan",
+    .summary = "Vulkan compute: a GPU, or the processor through lavapipe (--device N)",
+    .caps = BACKEND_CAP_DEVICES,
+    .create = vulkan_create,
+    .list_devices = backend_vulkan_list_devices,
+};
+
 backend *backend_vulkan_new(int device_index, errbuf *err) {
     vk_backend *v = xcalloc(1, sizeof *v);
     backend *b = xcalloc(1, sizeof *b);
     b->impl = v;
-    b->name = "vulkan";
+    b->name = backend_vulkan_info.name;
+    b->caps = backend_vulkan_info.caps;
     b->destroy = vkb_destroy;
     if (vk_dev_open(&v->d, device_index, err)) { free(v); free(b); return NULL; }
     if (vk_pipes_init(&v->p, &v->d, err)) { vkb_destroy(b); return NULL; }

@@ -10,7 +10,7 @@
 #define CABIN_VK_H
 
 #include "engine/backend.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-// What the rest of cabin may ask the Vulkan backend beyond engine/backend.h (whose
-// backend_vulkan_new creates it): the device list for `cabin devices`, memory use per heap, and
-// the count of validation errors (CABIN_VK_VALIDATE=1).
+// What the rest of cabin may ask the Vulkan backend beyond its registry row
+// (backend_vulkan_info, engine/backend.h): memory use per heap and the count of validation
+// errors (CABIN_VK_VALIDATE=1).
 #ifndef CABIN_VULKAN_BACKEND_H
 #define CABIN_VULKAN_BACKEND_H
 
@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+// device_index -1 picks the best device. Fails with one line (no loader, no device, missing
+// feature) and the caller may fall back to the CPU.
+backend *backend_vulkan_new(int device_index, errbuf *err);
 // Prints every Vulkan device: index, name, type, driver, memory heaps, subgroup size, features.
 int backend_vulkan_list_devices(FILE *f, errbuf *err);
 // Bytes this backend has allocated in each memory heap (used[0..max)); returns the heap count

@@ -363,6 +363,28 @@ static void cpu_destroy(backend *b) {
     free(b);
 }
 
+static backend *cpu_create(const backend_opts *o, errbuf *err) {
+    return backend_cpu_new(o->n_threads, o->kernels ? o->kernels : "auto", err);
+}
+
+static backend *cpu_scalar_create(const backend_opts *o, errbuf *err) {
+    return backend_cpu_new(o->n_threads, "scalar", err);
+}
+
+const backend_info backend_cpu_info = {
+    .name = "cpu",
+    .summary = "the processor: the fastest kernel set it runs (avx512, avx2, scalar; --kernels)",
+    .caps = BACKEND_CAP_HOST_WEIGHTS | BACKEND_CAP_HOST_KV,
+    .create = cpu_create,
+};
+
+const backend_info backend_cpu_scalar_info = {
+    .name = "cpu-scalar",
+    .summary = "the processor, scalar kernels: the reference every faster path is tested against",
+    .caps = BACKEND_CAP_HOST_WEIGHTS | BACKEND_CAP_HOST_KV,
+    .create = cpu_scalar_create,
+};
+
 backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     const cpu_kernels *k = cpu_kernels_select(kernels);
     if (!k) {
@@ -383,7 +405,9 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     c->pool = threadpool_new(n_threads);
     c->scores = xcalloc((size_t)n_threads, sizeof(float *));
     backend *b = xcalloc(1, sizeof *b);
-    b->name = strcmp(k->name, "scalar") == 0 ? "cpu-scalar" : "cpu";
+    const backend_info *row = strcmp(k->name, "scalar") == 0 ? &backend_cpu_scalar_info : &backend_cpu_info;
+    b->name = row->name;
+    b->caps = row->caps;
     snprintf(b->description, sizeof b->description, "cpu %s, %d thread%s", k->name, n_threads,
              n_threads == 1 ? "" : "s");
     b->impl = c;

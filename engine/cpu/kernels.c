@@ -2,7 +2,7 @@
 // here may execute an AVX instruction; the SIMD tables live in kernels_avx2.c/kernels_avx512.c
 // and are only handed out once the processor and the OS have both said yes.
 #include "engine/cpu/kernels.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <pthread.h>
 #include <stdlib.h>

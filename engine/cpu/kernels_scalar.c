@@ -3,7 +3,8 @@
 // dequantized weight is representable in float) and products are summed in double, so these
 // results are as close to the exact dot product as float outputs allow.
 #include "engine/cpu/kernels.h"
-#include "engine/util.h"
+#include "engine/half.h"
+#include "base/base.h"
 
 #include <math.h>
 

@@ -1,5 +1,5 @@
 #include "threadpool.h"
-#include "engine/util.h"
+#include "base/base.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,0 +1,33 @@
+// Allocation that never fails quietly, overflow-safe size arithmetic, large aligned buffers.
+#ifndef CABIN_BASE_MEM_H
+#define CABIN_BASE_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Overflow-safe arithmetic: return false on overflow, leaving *out unspecified.
+static inline bool add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+// Aligns x up to a multiple of a (a > 0). Returns false on overflow.
+static inline bool align_up_u64(uint64_t x, uint64_t a, uint64_t *out) {
+    uint64_t r = x % a;
+    if (r == 0) { *out = x; return true; }
+    return add_u64(x, a - r, out);
+}
+
+// Allocation that never returns NULL for n > 0 (out of memory is the one fatal condition).
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+// For large buffers (converted weights): 2 MiB-aligned and marked for transparent huge pages,
+// so first touch costs one fault per 2 MiB instead of per 4 KiB. Free with free().
+void *xmalloc_large(size_t n);
+void *malloc_large(size_t n);       // the same, NULL when there is no memory
+// Memory the system can give without swapping (MemAvailable), bytes; 0 when unknown.
+uint64_t mem_available_bytes(void);
+
+#endif
