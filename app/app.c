@@ -4,52 +4,35 @@
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"
+#include "app/heatmap.h"
 #include "engine/sensitivity.h"
 #include "engine/wtype.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-int app_open(app_ctx *c, const session_opts *o, errbuf *err) {
+int app_open(app_ctx *c, const session_opts *o, bool free_actions, errbuf *err) {
     c->opts = *o;
     c->model_path = xstrdup(o->model_path);
     c->opts.model_path = c->model_path;
-    c->s = session_open(&c->opts, err);
-    if (!c->s) return -1;
-    c->grammar = c->free_actions ? NULL : action_grammar_new(c->s);
-    c->car = vehicle_new();
-    action_grammar_set_car(c->grammar, c->car);
+    if (assistant_open(&c->as, &c->opts, free_actions, err)) return -1;
     if (c->t0 == 0) c->t0 = now_sec();
     return 0;
 }
 
 void app_close(app_ctx *c) {
-    action_grammar_free(c->grammar);
-    c->grammar = NULL;
-    session_close(c->s);
-    vehicle_free(c->car);
+    assistant_close(&c->as);
     free(c->model_path);
     free(c->last_reply);
-    free(c->transcript);
+    strbuf_free(&c->transcript);
     if (c->heatmap) { sensitivity_map_free(c->heatmap); free(c->heatmap); c->heatmap = NULL; }
-    c->s = NULL;
-    c->car = NULL;
-    c->model_path = c->last_reply = c->transcript = NULL;
-}
-
-static void transcript_add(app_ctx *c, const char *s, size_t n) {
-    if (c->transcript_len + n + 1 > c->transcript_cap) {
-        c->transcript_cap = (c->transcript_len + n + 1) * 2;
-        c->transcript = xrealloc(c->transcript, c->transcript_cap);
-    }
-    memcpy(c->transcript + c->transcript_len, s, n);
-    c->transcript_len += n;
-    c->transcript[c->transcript_len] = 0;
+    c->model_path = c->last_reply = NULL;
 }
 
 void app_print(app_ctx *c, const char *fmt, ...) {
@@ -60,27 +43,46 @@ void app_print(app_ctx *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line + o, sizeof line - (size_t)o, fmt, ap);
     va_end(ap);
-    transcript_add(c, line, strlen(line));
-    transcript_add(c, "\n", 1);
+    strbuf_puts(&c->transcript, line);
+    strbuf_puts(&c->transcript, "\n");
     if (c->out) { fprintf(c->out, "%s\n", line); fflush(c->out); }
 }
 
-typedef struct say_state { app_ctx *c; char *text; size_t len, cap; } say_state;
-
-static bool say_token(void *ud, int32_t tok, const char *piece, int len) {
-    (void)tok;
-    say_state *st = ud;
-    if (st->len + (size_t)len + 1 > st->cap) {
-        st->cap = (st->len + (size_t)len + 1) * 2;
-        st->text = xrealloc(st->text, st->cap);
-    }
-    memcpy(st->text + st->len, piece, (size_t)len);
-    st->len += (size_t)len;
-    st->text[st->len] = 0;
-    if (st->c->on_token) st->c->on_token(st->c, piece, len);
-    return true;
+// ---- a turn as the transcript tells it ("action: ...", "vehicle: ...", "cabin: ..."), each
+// event also handed to the front end's hooks (c->turn) ----
+static bool say_token(void *ud, const char *piece, int len) {
+    app_ctx *c = ud;
+    return c->turn && c->turn->on_token ? c->turn->on_token(c->turn->ud, piece, len) : true;
 }
 
+static void say_not_understood(void *ud, const char *why) {
+    app_ctx *c = ud;
+    if (c->turn && c->turn->on_not_understood) c->turn->on_not_understood(c->turn->ud, why);
+}
+
+static void say_action(void *ud, const action *a, const char *desc) {
+    app_ctx *c = ud;
+    app_print(c, "action: %s", desc);
+    if (c->turn && c->turn->on_action) c->turn->on_action(c->turn->ud, a, desc);
+}
+
+static void say_vehicle(void *ud, const action *a, const char *change) {
+    app_ctx *c = ud;
+    if (change[0]) app_print(c, "vehicle: %s", change);
+    if (c->turn && c->turn->on_vehicle_change) c->turn->on_vehicle_change(c->turn->ud, a, change);
+}
+
+static void say_refused(void *ud, const action *a, const char *reason, const char *sentence) {
+    app_ctx *c = ud;
+    app_print(c, "refused: %s", reason);
+    if (c->turn && c->turn->on_refused) c->turn->on_refused(c->turn->ud, a, reason, sentence);
+}
+
+static void say_reply(void *ud, const char *text) {
+    app_ctx *c = ud;
+    app_print(c, "cabin: %s", text);
+    if (c->turn && c->turn->on_reply_text) c->turn->on_reply_text(c->turn->ud, text);
+}
 
 int app_say(app_ctx *c, const char *text, errbuf *err) {
     if (c->speed > 0 && c->out) {   // demo pacing: type the turn at a human pace (~12 chars/s)
@@ -95,36 +97,38 @@ int app_say(app_ctx *c, const char *text, errbuf *err) {
     } else {
         app_print(c, "you: %s", text);
     }
-    say_state st = { c, xcalloc(1, 1), 0, 1 };
-    int rc = action_grammar_chat(c->grammar, c->s, text, say_token, &st, err);
+    const turn_hooks h = { c, say_token, say_not_understood, say_action, say_vehicle, say_refused, say_reply };
     free(c->last_reply);
-    c->last_reply = st.text;
-    if (rc) return rc;
-    action a;
-    char sentence[1024], perr[128], change[512], reason[256];
-    if (action_parse(c->last_reply, &a, sentence, sizeof sentence, perr, sizeof perr) == 0) {
-        char desc[256];
-        action_format(&a, desc, sizeof desc);
-        app_print(c, "action: %s", desc);
-        if (vehicle_apply(c->car, &a, change, sizeof change, reason, sizeof reason) == 0) {
-            if (change[0]) app_print(c, "vehicle: %s", change);
-        } else {
-            app_print(c, "refused: %s", reason);
-        }
-        app_print(c, "cabin: %s", sentence);
-    } else {
-        app_print(c, "cabin: %s", c->last_reply);
-    }
+    return assistant_turn(&c->as, text, &h, &c->last_reply, err);
+}
+
+// name, then its value from the session's figures (session_stats *st)
+#define APP_METRICS(X) \
+    X(decode_tps, st->decode_tps) X(prefill_tps, st->prefill_tps) X(ttft_ms, st->ttft_ms) \
+    X(kv_bytes, st->kv_bytes) X(weight_bytes, st->weight_bytes) X(prompt_tokens, st->prompt_tokens) \
+    X(gen_tokens, st->gen_tokens) X(n_past, st->n_past) X(turns, st->turns) X(switch_ms, st->last_switch_ms)
+#define METRIC_NAME(name, value) #name,
+static const char *const metric_names[] = { APP_METRICS(METRIC_NAME) NULL };
+
+static double metric_value(const session_stats *st, int idx) {
+    int i = 0;
+#define METRIC_VALUE(name, value) if (idx == i++) return (double)(value);
+    APP_METRICS(METRIC_VALUE)
+#undef METRIC_VALUE
     return 0;
 }
 
-static const char *const metric_names[] = {
-    "decode_tps", "prefill_tps", "ttft_ms", "kv_bytes", "weight_bytes", "prompt_tokens", "gen_tokens",
-    "n_past", "turns", "switch_ms", NULL,
-};
+// "a, b, c" from a NULL-terminated list, made once into buf.
+static const char *joined(const char *const *list, char *buf, size_t n) {
+    if (buf[0]) return buf;
+    size_t o = 0;
+    for (int i = 0; list[i] && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", list[i]);
+    return buf;
+}
 
 const char *app_metric_names(void) {
-    return "decode_tps, prefill_tps, ttft_ms, kv_bytes, weight_bytes, prompt_tokens, gen_tokens, n_past, turns, switch_ms";
+    static char buf[256];
+    return joined(metric_names, buf, sizeof buf);
 }
 
 int app_metric(app_ctx *c, const char *name, double *out) {
@@ -134,26 +138,47 @@ int app_metric(app_ctx *c, const char *name, double *out) {
     if (idx < 0) return -1;
     if (!c) return 0;   // name check only
     session_stats st;
-    session_get_stats(c->s, &st);
-    double v[] = { st.decode_tps, st.prefill_tps, st.ttft_ms, (double)st.kv_bytes, (double)st.weight_bytes,
-                   st.prompt_tokens, st.gen_tokens, st.n_past, st.turns, st.last_switch_ms };
-    *out = v[idx];
+    session_get_stats(c->as.s, &st);
+    *out = metric_value(&st, idx);
     return 0;
+}
+
+// `set KEY VALUE`: the keys and where each goes.
+enum setting_kind { SET_FLOAT, SET_INT, SET_DOUBLE, SET_TEXT };
+static const struct setting {
+    const char *name;
+    enum setting_kind kind;
+    size_t off;               // in app_ctx
+    bool sampling;            // the session's sampler takes it at once
+} settings[] = {
+    { "temp", SET_FLOAT, offsetof(app_ctx, opts.sampling.temp), true },
+    { "top_k", SET_INT, offsetof(app_ctx, opts.sampling.top_k), true },
+    { "top_p", SET_FLOAT, offsetof(app_ctx, opts.sampling.top_p), true },
+    { "min_p", SET_FLOAT, offsetof(app_ctx, opts.sampling.min_p), true },
+    { "max_tokens", SET_INT, offsetof(app_ctx, opts.max_reply_tokens), true },
+    { "system", SET_TEXT, offsetof(app_ctx, opts.system_prompt), false },   // a new session
+    { "speed", SET_DOUBLE, offsetof(app_ctx, speed), false },
+};
+#define N_SETTINGS (int)(sizeof settings / sizeof settings[0])
+
+static const struct setting *find_setting(const char *name) {
+    for (int i = 0; i < N_SETTINGS; i++)
+        if (strcmp(settings[i].name, name) == 0) return &settings[i];
+    return NULL;
+}
+
+bool app_setting_known(const char *name) { return find_setting(name) != NULL; }
+
+const char *app_setting_names(void) {
+    static const char *names[N_SETTINGS + 1];
+    static char buf[160];
+    for (int i = 0; i < N_SETTINGS; i++) names[i] = settings[i].name;
+    return joined(names, buf, sizeof buf);
 }
 
 // ---- the commands ----
 
-static int reopen(app_ctx *c, errbuf *err) {
-    session *s = session_open(&c->opts, err);
-    if (!s) return -1;   // the running session is kept
-    session_close(c->s);
-    c->s = s;
-    action_grammar_free(c->grammar);
-    c->grammar = c->free_actions ? NULL : action_grammar_new(s);
-    action_grammar_set_car(c->grammar, c->car);
-    vehicle_reset(c->car);
-    return 0;
-}
+static int reopen(app_ctx *c, errbuf *err) { return assistant_reopen(&c->as, &c->opts, err); }
 
 int run_model(app_ctx *c, cmd_line *l, errbuf *err) {
     char *old = c->model_path;
@@ -166,7 +191,7 @@ int run_model(app_ctx *c, cmd_line *l, errbuf *err) {
         return -1;
     }
     free(old);
-    app_print(c, "model: %s", session_model(c->s)->name);
+    app_print(c, "model: %s", session_model(c->as.s)->name);
     return 0;
 }
 
@@ -177,17 +202,17 @@ int run_backend(app_ctx *c, cmd_line *l, errbuf *err) {
     c->opts.backend.name = name;
     if (reopen(c, err)) { c->opts.backend.name = old; return -1; }
     session_stats st;
-    session_get_stats(c->s, &st);
+    session_get_stats(c->as.s, &st);
     app_print(c, "backend: %s", st.backend);
     return 0;
 }
 
 int run_precision(app_ctx *c, cmd_line *l, errbuf *err) {
     precision_plan p;
-    if (plan_parse_any(&p, l->rest, session_model(c->s)->hp.n_layer, err)) return -1;
-    if (session_set_plan(c->s, &p, err)) return -1;
+    if (plan_parse_any(&p, l->rest, session_model(c->as.s)->hp.n_layer, err)) return -1;
+    if (session_set_plan(c->as.s, &p, err)) return -1;
     session_stats st;
-    session_get_stats(c->s, &st);
+    session_get_stats(c->as.s, &st);
     app_print(c, "precision: %s (%d tensors converted, weights %.2f MiB)%s", l->rest, st.last_switch_tensors,
               (double)st.weight_bytes / (1 << 20), st.last_switch_upcast ? " — types above the file's are dequantized copies" : "");
     return 0;
@@ -196,21 +221,21 @@ int run_precision(app_ctx *c, cmd_line *l, errbuf *err) {
 int run_plan(app_ctx *c, cmd_line *l, errbuf *err) {
     precision_plan p;
     if (strcmp(l->argv[0], "save") == 0) {
-        session_get_plan(c->s, &p);
+        session_get_plan(c->as.s, &p);
         if (plan_save(&p, l->argv[1], err)) return -1;
         app_print(c, "plan saved to %s", l->argv[1]);
         return 0;
     }
-    if (plan_load(&p, l->argv[1], session_model(c->s)->hp.n_layer, err) || session_set_plan(c->s, &p, err)) return -1;
+    if (plan_load(&p, l->argv[1], session_model(c->as.s)->hp.n_layer, err) || session_set_plan(c->as.s, &p, err)) return -1;
     app_print(c, "plan %s loaded", l->argv[1]);
     return 0;
 }
 
 int run_kv(app_ctx *c, cmd_line *l, errbuf *err) {
     const char *policy = l->argc > 1 ? l->argv[1] + 7 : NULL;   // "policy=P" (checked by v_kv)
-    if (session_set_kv(c->s, l->argv[0], policy, err)) return err_prefix(err, "%s:%d: kv", l->file, l->line);
+    if (session_set_kv(c->as.s, l->argv[0], policy, err)) return err_prefix(err, "%s:%d: kv", l->file, l->line);
     session_stats st;
-    session_get_stats(c->s, &st);
+    session_get_stats(c->as.s, &st);
     app_print(c, "kv: %s, policy %s, %.0f bytes/token/layer, %.2fx smaller than f16", st.kv_format, st.kv_policy,
               st.kv_token_bytes, st.kv_savings);
     return 0;
@@ -236,7 +261,7 @@ int run_expect(app_ctx *c, cmd_line *l, errbuf *err) {
         const char *eq = strchr(l->argv[1], '=');
         char field[96], val[96];
         snprintf(field, sizeof field, "%.*s", (int)(eq - l->argv[1]), l->argv[1]);
-        vehicle_get(c->car, field, val, sizeof val);
+        vehicle_get(c->as.car, field, val, sizeof val);
         ok = strcmp(val, eq + 1) == 0;
         snprintf(got, sizeof got, "%s=%s", field, val);
     } else {
@@ -272,15 +297,15 @@ int run_bench(app_ctx *c, cmd_line *l, errbuf *err) {
     int n = l->argc ? atoi(l->argv[0]) : 32;
     if (n < 1) n = 32;
     session_stats st;
-    session_get_stats(c->s, &st);
-    if (st.n_past + n + 1 > st.n_ctx) { session_reset(c->s); vehicle_reset(c->car); }
+    session_get_stats(c->as.s, &st);
+    if (st.n_past + n + 1 > st.n_ctx) { session_reset(c->as.s); vehicle_reset(c->as.car); }
     int32_t tok = 1;
     double t0 = now_sec();
     for (int i = 0; i < n; i++)
-        if (session_eval(c->s, &tok, 1, NULL, err)) return -1;
+        if (session_eval(c->as.s, &tok, 1, NULL, err)) return -1;
     double dt = now_sec() - t0;
     app_print(c, "bench: %d tokens decoded at %.1f tok/s", n, n / dt);
-    session_reset(c->s);
+    session_reset(c->as.s);
     return 0;
 }
 
@@ -305,31 +330,8 @@ static bool heatmap_progress(void *ud, int done, int total, int layer, int kind,
     return !c->quit;
 }
 
-int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
-    uint32_t type = WT_Q4_0;
-    const char *text_path = NULL;
-    for (int i = 0; i < l->argc; i++) {
-        int t = wtype_from_name(l->argv[i]);
-        if (t >= 0 && access(l->argv[i], R_OK) != 0) type = (uint32_t)t;
-        else text_path = l->argv[i];
-    }
-    char *text = heatmap_text(text_path, err);
-    if (!text) return -1;
-    int32_t *ids = NULL;
-    int n = session_tokenize(c->s, text, false, &ids, err);
-    free(text);
-    if (n < 0) return -1;
-    int ctx = n < 256 ? n : 256;
-    if (c->heatmap) { sensitivity_map_free(c->heatmap); free(c->heatmap); c->heatmap = NULL; }
-    sensitivity_map *m = xcalloc(1, sizeof *m);
-    sensitivity_map_init(m, session_model(c->s)->hp.n_layer, type);
-    double t0 = now_sec();
-    int rc = sensitivity_run(c->s, ids, n, ctx, 4, heatmap_progress, c, m, err);
-    free(ids);
-    if (c->out) fprintf(c->out, "\n");
-    if (rc) { sensitivity_map_free(m); free(m); return -1; }
-    c->heatmap = m;
-    // the three most sensitive tensors
+// The three most sensitive tensors of a map, in the transcript.
+static void heatmap_report(app_ctx *c, const sensitivity_map *m, double seconds) {
     int best[3] = { -1, -1, -1 };
     int cells = m->n_layer * TK_LAYER_KINDS;
     for (int i = 0; i < cells; i++)
@@ -339,11 +341,35 @@ int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
                 best[k] = i;
                 break;
             }
-    app_print(c, "heatmap (%s, %ld tokens, %.1f s): most sensitive %s", wtype_name(type), m->scored, now_sec() - t0,
+    app_print(c, "heatmap (%s, %ld tokens, %.1f s): most sensitive %s", wtype_name(m->type), m->scored, seconds,
               cells ? "" : "-");
     for (int k = 0; k < 3 && best[k] >= 0; k++)
         app_print(c, "  layer %d %s: KL %.5f", best[k] / TK_LAYER_KINDS, tensor_kind_name(best[k] % TK_LAYER_KINDS),
                   m->cells[best[k]].kl_mean);
+}
+
+int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
+    uint32_t type;
+    const char *file;
+    heatmap_args(l->argc, l->argv, &type, &file);
+    if (c->heatmap) { sensitivity_map_free(c->heatmap); free(c->heatmap); c->heatmap = NULL; }
+    sensitivity_map *m = xcalloc(1, sizeof *m);
+    double t0 = now_sec();
+    int rc;
+    if (file && heatmap_is_map(file)) {
+        rc = heatmap_load(m, session_model(c->as.s)->hp.n_layer, type, file, err);
+    } else {
+        char *text = heatmap_text(file, err);
+        if (!text) { free(m); return -1; }
+        heatmap_opts o = { .type = type, .ctx = 256, .ctx_fits_text = true, .max_windows = 4,
+                           .progress = heatmap_progress, .ud = c };
+        rc = heatmap_measure(c->as.s, text, &o, m, err);
+        free(text);
+        if (c->out) fprintf(c->out, "\n");
+    }
+    if (rc) { free(m); return -1; }
+    c->heatmap = m;
+    heatmap_report(c, m, now_sec() - t0);
     return 0;
 }
 
@@ -378,15 +404,14 @@ int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
     if (c->snapshot) return c->snapshot(c, l->argv[0], err);
     FILE *f = fopen(l->argv[0], "w");
     if (!f) return err_set(err, "%s:%d: snapshot: %s: %s", l->file, l->line, l->argv[0], strerror(errno));
-    fputs(c->transcript ? c->transcript : "", f);
+    fputs(strbuf_str(&c->transcript), f);
     if (fclose(f) != 0) return err_set(err, "%s:%d: snapshot: %s: write failed", l->file, l->line, l->argv[0]);
     return 0;
 }
 
 int run_reset(app_ctx *c, cmd_line *l, errbuf *err) {
     (void)l; (void)err;
-    session_reset(c->s);
-    vehicle_reset(c->car);
+    assistant_reset(&c->as);
     free(c->last_reply);
     c->last_reply = NULL;
     app_print(c, "reset");
@@ -395,39 +420,38 @@ int run_reset(app_ctx *c, cmd_line *l, errbuf *err) {
 
 int run_seed(app_ctx *c, cmd_line *l, errbuf *err) {
     (void)err;
-    session_set_seed(c->s, (uint64_t)l->number);
+    session_set_seed(c->as.s, (uint64_t)l->number);
     c->opts.sampling.seed = (uint64_t)l->number;
     return 0;
 }
 
 int run_set(app_ctx *c, cmd_line *l, errbuf *err) {
-    const char *k = l->argv[0];
+    const struct setting *k = find_setting(l->argv[0]);   // known: v_set
     const char *v = l->argc > 1 ? l->argv[1] : "";
     char *end;
     double x = strtod(v, &end);
     bool numeric = *v && !*end;
-    if (strcmp(k, "system") == 0) {
-        const char *sys = l->rest + strlen(k);
-        while (*sys == ' ') sys++;
+    char *field = (char *)c + k->off;
+    if (k->kind == SET_TEXT) {
+        const char *text = l->rest + strlen(k->name);
+        while (*text == ' ') text++;
         static char system_buf[1024];
-        snprintf(system_buf, sizeof system_buf, "%s", sys);
-        c->opts.system_prompt = system_buf;
+        snprintf(system_buf, sizeof system_buf, "%s", text);
+        *(const char **)field = system_buf;
         return reopen(c, err);
     }
-    if (!numeric) return err_set(err, "%s:%d: set %s: '%s' is not a number", l->file, l->line, k, v);
-    if (strcmp(k, "speed") == 0) { c->speed = x; return 0; }
-    if (strcmp(k, "temp") == 0) c->opts.sampling.temp = (float)x;
-    else if (strcmp(k, "top_k") == 0) c->opts.sampling.top_k = (int)x;
-    else if (strcmp(k, "top_p") == 0) c->opts.sampling.top_p = (float)x;
-    else if (strcmp(k, "min_p") == 0) c->opts.sampling.min_p = (float)x;
-    else if (strcmp(k, "max_tokens") == 0) c->opts.max_reply_tokens = (int)x;
-    return session_set_sampling(c->s, &c->opts.sampling, c->opts.max_reply_tokens, err);
+    if (!numeric) return err_set(err, "%s:%d: set %s: '%s' is not a number", l->file, l->line, k->name, v);
+    if (k->kind == SET_DOUBLE) *(double *)field = x;
+    else if (k->kind == SET_FLOAT) *(float *)field = (float)x;
+    else *(int *)field = (int)x;
+    if (!k->sampling) return 0;
+    return session_set_sampling(c->as.s, &c->opts.sampling, c->opts.max_reply_tokens, err);
 }
 
 int run_stats(app_ctx *c, cmd_line *l, errbuf *err) {
     (void)l; (void)err;
     session_stats st;
-    session_get_stats(c->s, &st);
+    session_get_stats(c->as.s, &st);
     app_print(c, "stats: prompt %d tok, prefill %.0f tok/s, TTFT %.0f ms, %d tok at %.1f tok/s, cache %d/%d, "
               "weights %.2f MiB, KV %.2f MiB, %s", st.prompt_tokens, st.prefill_tps, st.ttft_ms, st.gen_tokens,
               st.decode_tps, st.n_past, st.n_ctx, (double)st.weight_bytes / (1 << 20),
@@ -441,10 +465,22 @@ int run_quit(app_ctx *c, cmd_line *l, errbuf *err) {
     return 0;
 }
 
+int run_car(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    char val[96];
+    for (const char *const *f = vehicle_fields(); *f; f++) {
+        vehicle_get(c->as.car, *f, val, sizeof val);
+        app_print(c, "  %-24s %s %s", *f, val, vehicle_field_unit(*f));
+    }
+    return 0;
+}
+
 int run_help(app_ctx *c, cmd_line *l, errbuf *err) {
     (void)l; (void)err;
     int n;
     const cmd_def *t = cmdlang_table(&n);
-    for (int i = 0; i < n; i++) app_print(c, "  %-50s %s", t[i].usage, t[i].help);
+    char buf[256];
+    for (int i = 0; i < n; i++)
+        if (!c->front || (t[i].offered & c->front)) app_print(c, "  %-50s %s", t[i].usage, cmdlang_help(&t[i], buf, sizeof buf));
     return 0;
 }

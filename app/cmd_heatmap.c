@@ -1,6 +1,7 @@
 // cabin heatmap: per (layer, tensor kind) quantization sensitivity as a coloured grid, JSON, CSV,
 // and a precision plan derived from it (engine/sensitivity.h). Results are cached.
 #include "app/commands.h"
+#include "app/heatmap.h"
 #include "engine/sensitivity.h"
 #include "engine/wtype.h"
 
@@ -221,28 +222,23 @@ int cmd_heatmap(int argc, char **argv) {
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); free(text); return 1; }
     int rc = 0;
-    int32_t *ids = NULL;
-    int n = session_tokenize(s, text, false, &ids, &err);
     sensitivity_map m;
-    sensitivity_map_init(&m, session_model(s)->hp.n_layer, (uint32_t)type);
+    memset(&m, 0, sizeof m);
     char cpath[800];
     cache_path(r.s.model_path, text, wtype_name((uint32_t)type), tokens, ctx, cpath, sizeof cpath);
-    free(text);
-    if (n < 0) { rc = -1; goto out; }
-    if (n > tokens) n = tokens;
     bool cached = false;
+    int n_layer = session_model(s)->hp.n_layer;
     if (!no_cache && cpath[0] && access(cpath, R_OK) == 0) {
-        char *js = read_file_all(cpath, NULL, &err);
-        if (js && sensitivity_from_json(&m, js, &err) == 0) cached = true;
-        free(js);
-        if (!cached) fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err.msg);
+        if (heatmap_load(&m, n_layer, (uint32_t)type, cpath, &err) == 0) cached = true;
+        else fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err.msg);
     }
     if (!cached) {
-        sensitivity_map_free(&m);
-        sensitivity_map_init(&m, session_model(s)->hp.n_layer, (uint32_t)type);
         progress_state ps = { now_sec(), quiet };
-        int body = ctx - (tokenizer_bos(session_model(s)->tok) >= 0 ? 1 : 0);
-        if (sensitivity_run(s, ids, n, ctx, n / body, show_progress, &ps, &m, &err)) { rc = -1; goto out; }
+        heatmap_opts o = { .type = (uint32_t)type, .max_tokens = tokens, .ctx = ctx, .progress = show_progress, .ud = &ps };
+        rc = heatmap_measure(s, text, &o, &m, &err);
+        free(text);
+        text = NULL;
+        if (rc) goto out;
         if (!quiet) fprintf(stderr, "%d tensors in %.1f s\n", m.n_layer * TK_LAYER_KINDS, now_sec() - ps.t0);
         if (cpath[0]) {
             char *js = sensitivity_to_json(&m);
@@ -280,7 +276,7 @@ int cmd_heatmap(int argc, char **argv) {
 out:
     if (rc) fprintf(stderr, "cabin heatmap: %s\n", err.msg);
     sensitivity_map_free(&m);
-    free(ids);
+    free(text);
     session_close(s);
     return rc ? 1 : 0;
 }

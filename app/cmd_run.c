@@ -1,19 +1,12 @@
 // cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
-#include "app/action_grammar.h"
-#include "app/assistant.h"
+#include "app/chat.h"
 #include "app/commands.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <readline/history.h>
-#include <readline/readline.h>
 
 static session *open_session(run_opts *r, const char *cmd) {
     errbuf err = {{0}};
@@ -248,124 +241,7 @@ int cmd_logits(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
-// ---- chat ----
-
-static session *volatile chat_session;
-static atomic_bool chat_generating;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    if (atomic_load(&chat_generating) && chat_session) {
-        session_cancel(chat_session);
-        return;
-    }
-    // At the prompt: drop the line being typed, like a shell does.
-    write(STDOUT_FILENO, "\n", 1);
-    rl_on_new_line();
-    rl_replace_line("", 0);
-    rl_redisplay();
-}
-
-static char *history_path(void) {
-    const char *state = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    char dir[1024];
-    if (state && *state) snprintf(dir, sizeof dir, "%s/cabin", state);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/cabin", home);
-    else return NULL;
-    // mkdir -p
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') { *p = 0; mkdir(dir, 0700); *p = '/'; }
-    mkdir(dir, 0700);
-    size_t n = strlen(dir) + 16;
-    char *path = xmalloc(n);
-    snprintf(path, n, "%s/history", dir);
-    return path;
-}
-
-// Streams a reply. Replies in the assistant format ("<act>...</act> sentence") are held back
-// until the action is complete, so it can be shown apart from the spoken sentence.
-typedef struct chat_out {
-    char *text;          // the reply so far
-    size_t len, cap;
-    size_t shown;        // bytes already printed
-    bool is_action;      // reply starts with <act>
-    bool decided;        // enough text to know whether it does
-    bool sentence_started;   // after the action: the spoken sentence has begun (spaces before it are dropped)
-} chat_out;
-
-static bool chat_print(void *ud, int32_t tok, const char *piece, int len) {
-    (void)tok;
-    chat_out *o = ud;
-    if (o->len + (size_t)len + 1 > o->cap) {
-        o->cap = (o->len + (size_t)len + 1) * 2;
-        o->text = xrealloc(o->text, o->cap);
-    }
-    memcpy(o->text + o->len, piece, (size_t)len);
-    o->len += (size_t)len;
-    o->text[o->len] = 0;
-    if (!o->decided) {
-        const char *p = o->text;
-        while (*p == ' ' || *p == '\n') p++;
-        size_t have = strlen(p);
-        if (have < 5 && strncmp(p, "<act>", have) == 0) return true;   // could still be <act>
-        o->decided = true;
-        o->is_action = strncmp(p, "<act>", 5) == 0;
-    }
-    if (o->is_action) {
-        char *close = strstr(o->text, "</act>");
-        if (!close) return true;
-        if (o->shown == 0) {
-            action a;
-            char sentence[8], err[128], desc[256];
-            action_parse(o->text, &a, sentence, sizeof sentence, err, sizeof err);
-            action_format(&a, desc, sizeof desc);
-            printf("%s[action] %s%s\n", isatty(STDOUT_FILENO) ? "\033[36m" : "", desc,
-                   isatty(STDOUT_FILENO) ? "\033[0m" : "");
-            o->shown = (size_t)(close + 6 - o->text);
-            while (o->shown < o->len && o->text[o->shown] == ' ') o->shown++;
-        }
-    }
-    if (o->is_action && !o->sentence_started) {
-        while (o->shown < o->len && o->text[o->shown] == ' ') o->shown++;
-        if (o->shown < o->len) o->sentence_started = true;
-    }
-    fwrite(o->text + o->shown, 1, o->len - o->shown, stdout);
-    o->shown = o->len;
-    fflush(stdout);
-    return true;
-}
-
-// After a reply: apply its action to the vehicle and say what happened.
-static void chat_apply(vehicle *v, const chat_out *o) {
-    if (!o->is_action || !o->text) return;
-    action a;
-    char sentence[512], err[128], change[512], reason[256];
-    if (action_parse(o->text, &a, sentence, sizeof sentence, err, sizeof err) != 0) {
-        printf("\n[action not understood: %s]", err);
-        return;
-    }
-    bool tty = isatty(STDOUT_FILENO);
-    if (vehicle_apply(v, &a, change, sizeof change, reason, sizeof reason) == 0) {
-        // queries (status.query, nav.eta) answer from the car's state; other actions change it
-        bool query = strcmp(a.intent, "status.query") == 0 || strcmp(a.intent, "nav.eta") == 0;
-        if (change[0]) printf("\n%s[%s] %s%s", tty ? "\033[32m" : "", query ? "answer" : "vehicle", change, tty ? "\033[0m" : "");
-    } else {
-        // the sentence says the car's reason already (action_grammar_set_car) unless the grammar is off
-        bool said = strstr(sentence, reason) != NULL;
-        printf("\n%s[refused]%s%s%s", tty ? "\033[33m" : "", said ? "" : " ", said ? "" : reason, tty ? "\033[0m" : "");
-    }
-}
-
-static void print_stats(session *s) {
-    session_stats st;
-    session_get_stats(s, &st);
-    printf("[prompt %d tok, prefill %.0f tok/s, TTFT %.0f ms, %d tok at %.1f tok/s | cache %d/%d | "
-           "weights %.1f MiB, KV %.1f MiB | %s | template %s]\n", st.prompt_tokens, st.prefill_tps,
-           st.ttft_ms, st.gen_tokens, st.decode_tps, st.n_past, st.n_ctx,
-           (double)st.weight_bytes / (1 << 20), (double)st.kv_bytes / (1 << 20), st.backend,
-           st.template_name);
-}
+// ---- chat (the loop is app/chat.c) ----
 
 int cmd_chat(int argc, char **argv) {
     args a = { argc, argv, 1, "cabin chat", false };
@@ -400,90 +276,6 @@ int cmd_chat(int argc, char **argv) {
                               "give a GGUF model with -m FILE\n");
         return 1;
     }
-    session *s = open_session(&r, "cabin chat");
-    if (!s) return 1;
-    bool tty = isatty(STDIN_FILENO);
-    char *hist = NULL;
-    if (tty) {
-        hist = history_path();
-        if (hist) read_history(hist);
-        session_stats st;
-        session_get_stats(s, &st);
-        printf("cabin chat — %s (%s, template %s). /help for commands, Ctrl-D to leave.\n",
-               session_model(s)->name, st.backend, st.template_name);
-    }
-    vehicle *car = vehicle_new();
-    action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
-    action_grammar_set_car(grammar, car);
-    chat_session = s;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, NULL);
-    int rc = 0;
-    for (;;) {
-        char *line = NULL;
-        if (tty) {
-            line = readline("> ");
-        } else {
-            size_t cap = 0;
-            ssize_t got = getline(&line, &cap, stdin);
-            if (got < 0) { free(line); line = NULL; }
-            else if (got > 0 && line[got - 1] == '\n') line[got - 1] = 0;
-        }
-        if (!line) break;
-        if (!*line) { free(line); continue; }
-        if (tty) {
-            add_history(line);
-            if (hist) append_history(1, hist);
-        }
-        if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) { free(line); break; }
-        if (strcmp(line, "/reset") == 0) {
-            session_reset(s);
-            vehicle_reset(car);
-            printf("[conversation cleared]\n");
-            free(line);
-            continue;
-        }
-        if (strcmp(line, "/car") == 0) {
-            char val[96];
-            for (const char *const *f = vehicle_fields(); *f; f++) {
-                vehicle_get(car, *f, val, sizeof val);
-                printf("  %-24s %s %s\n", *f, val, vehicle_field_unit(*f));
-            }
-            free(line);
-            continue;
-        }
-        if (strcmp(line, "/stats") == 0) { print_stats(s); free(line); continue; }
-        if (strcmp(line, "/help") == 0) {
-            printf("/reset  forget the conversation (and reset the simulated car)\n"
-                   "/stats  timing and memory of the last reply\n/car    the simulated vehicle's state\n"
-                   "/quit   leave (or Ctrl-D)\nCtrl-C   stop the reply being written\n");
-            free(line);
-            continue;
-        }
-        if (line[0] == '/') { printf("unknown command %s (try /help)\n", line); free(line); continue; }
-        errbuf err = {{0}};
-        chat_out out = {0};
-        atomic_store(&chat_generating, true);
-        int r2 = action_grammar_chat(grammar, s, line, chat_print, &out, &err);
-        atomic_store(&chat_generating, false);
-        if (out.shown < out.len) fwrite(out.text + out.shown, 1, out.len - out.shown, stdout);
-        chat_apply(car, &out);
-        free(out.text);
-        printf("\n");
-        if (r2) { fprintf(stderr, "cabin chat: %s\n", err.msg); rc = 1; }
-        free(line);
-    }
-    if (tty) {
-        printf("\n");
-        if (hist) history_truncate_file(hist, 1000);
-    }
-    free(hist);
-    signal(SIGINT, SIG_DFL);
-    chat_session = NULL;
-    action_grammar_free(grammar);
-    vehicle_free(car);
-    session_close(s);
-    return rc && !tty ? 1 : 0;
+    r.s.model_path = path;
+    return chat_run(&r.s, r.free_actions);
 }

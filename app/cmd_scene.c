@@ -34,7 +34,9 @@ int cmd_scene(int argc, char **argv) {
         if (arg_flag(&a, "--commands", NULL)) {
             int n;
             const cmd_def *t = cmdlang_table(&n);
-            for (int i = 0; i < n; i++) printf("  %-52s %s\n", t[i].usage, t[i].help);
+            char help[256];
+            for (int i = 0; i < n; i++)
+                if (t[i].offered & CMD_IN_SCENE) printf("  %-52s %s\n", t[i].usage, cmdlang_help(&t[i], help, sizeof help));
             return 0;
         }
         if (arg_flag(&a, "--check", NULL)) { check = true; continue; }
@@ -69,13 +71,13 @@ int cmd_scene(int argc, char **argv) {
     c.timestamps = !no_time;
     c.speed = speed;
     c.check = check;
-    c.free_actions = r.free_actions;
-    if (app_open(&c, &r.s, &err)) {
+    c.front = CMD_IN_SCENE;
+    if (app_open(&c, &r.s, r.free_actions, &err)) {
         fprintf(stderr, "cabin scene: %s\n", err.msg);
         scene_free(&sc);
         return 1;
     }
-    app_print(&c, "scene %s: %d commands, model %s", file, sc.n, session_model(c.s)->name);
+    app_print(&c, "scene %s: %d commands, model %s", file, sc.n, session_model(c.as.s)->name);
     scene rest = sc;
     rest.lines += first;
     rest.n -= first;

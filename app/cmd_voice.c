@@ -1,7 +1,5 @@
 // cabin voice: spoken turns with the assistant (audio/voice.h), and cabin audio devices.
 // Also the scene command `voice FILE.wav` (app_voice_file).
-#include "app/action_grammar.h"
-#include "app/assistant.h"
 #include "app/cmdlang.h"
 #include "app/commands.h"
 #include "audio/device.h"
@@ -20,9 +18,7 @@
 #define MAX_TURNS 1024
 
 typedef struct voice_app {
-    session *s;
-    action_grammar *grammar;  // NULL: the model's raw action lines (--free-actions)
-    vehicle *car;
+    assistant as;
     bool fresh;               // each turn starts a new conversation (independent commands)
     bool stats, quiet;
     char reply[2048];         // the reply text of the current turn
@@ -48,29 +44,29 @@ static int app_reply(void *ud, voice *v, const char *text, errbuf *err) {
     a->v = v;
     a->reply_len = 0;
     a->reply[0] = 0;
-    if (a->fresh) { session_reset(a->s); vehicle_reset(a->car); }
-    return action_grammar_chat(a->grammar, a->s, text, on_token, a, err);
+    if (a->fresh) assistant_reset(&a->as);
+    return assistant_generate(&a->as, text, on_token, a, err);
 }
 
-static void app_cancel(void *ud) { session_cancel(((voice_app *)ud)->s); }
+static void app_cancel(void *ud) { session_cancel(((voice_app *)ud)->as.s); }
+
+// The action line, as the pipeline finds it in the streamed reply: applied and told at once.
+static void said_not_understood(void *ud, const char *why) { (void)ud; printf("[action not understood: %s]\n", why); }
+static void said_action(void *ud, const action *a, const char *desc) { (void)ud; (void)a; printf("action: %s\n", desc); }
+static void said_change(void *ud, const action *a, const char *change) {
+    (void)ud; (void)a;
+    if (change[0]) printf("vehicle: %s\n", change);
+}
+static void said_refused(void *ud, const action *a, const char *reason, const char *sentence) {
+    (void)ud; (void)a; (void)sentence;
+    printf("refused: %s\n", reason);
+}
 
 static void app_action(void *ud, const char *act_text) {
     voice_app *a = ud;
-    char buf[512], sentence[8], perr[128], change[512], reason[256];
-    snprintf(buf, sizeof buf, "<act>%s</act>", act_text);
-    action act;
-    if (action_parse(buf, &act, sentence, sizeof sentence, perr, sizeof perr) != 0) {
-        printf("[action not understood: %s]\n", perr);
-        return;
-    }
-    char desc[256];
-    action_format(&act, desc, sizeof desc);
-    printf("action: %s\n", desc);
-    if (vehicle_apply(a->car, &act, change, sizeof change, reason, sizeof reason) == 0) {
-        if (change[0]) printf("vehicle: %s\n", change);
-    } else {
-        printf("refused: %s\n", reason);
-    }
+    const turn_hooks h = { .ud = a, .on_not_understood = said_not_understood, .on_action = said_action,
+                           .on_vehicle_change = said_change, .on_refused = said_refused };
+    assistant_act_line(&a->as, act_text, &h);
     fflush(stdout);
 }
 
@@ -232,19 +228,13 @@ int cmd_voice(int argc, char **argv) {
     app.stats = stats;
     errbuf err = {{0}};
     r.s.model_path = run_opts_model(&r);
-    app.s = session_open(&r.s, &err);
-    if (!app.s) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
-    app.car = vehicle_new();
-    app.grammar = r.free_actions ? NULL : action_grammar_new(app.s);
-    action_grammar_set_car(app.grammar, app.car);
+    if (assistant_open(&app.as, &r.s, r.free_actions, &err)) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
     voice_hooks h = { .ud = &app, .reply = app_reply, .cancel = app_cancel, .on_action = app_action,
                       .on_transcript = app_transcript, .on_turn = app_turn, .on_state = NULL };
     voice *v = voice_open(&vo, &h, &err);
     if (!v) {
         fprintf(stderr, "cabin voice: %s; voice is off (cabin chat still works)\n", err.msg);
-        action_grammar_free(app.grammar);
-        vehicle_free(app.car);
-        session_close(app.s);
+        assistant_close(&app.as);
         return 1;
     }
     app.v = v;
@@ -258,9 +248,7 @@ int cmd_voice(int argc, char **argv) {
     } else if (!file_in && !vo.hands_free) {
         fprintf(stderr, "cabin voice: push-to-talk needs a terminal; use --hands-free\n");
         voice_close(v);
-        action_grammar_free(app.grammar);
-        vehicle_free(app.car);
-        session_close(app.s);
+        assistant_close(&app.as);
         return 2;
     }
     fflush(stdout);
@@ -269,9 +257,7 @@ int cmd_voice(int argc, char **argv) {
     if (keys) { voice_stop(v); pthread_join(kt, NULL); }
     if (stats) print_summary(&app);
     voice_close(v);
-    action_grammar_free(app.grammar);
-    vehicle_free(app.car);
-    session_close(app.s);
+    assistant_close(&app.as);
     return rc ? 1 : 0;
 }
 

@@ -7,6 +7,7 @@
 #include "engine/wtype.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -135,44 +136,107 @@ static int v_heatmap(cmd_line *l, errbuf *err) {
 }
 
 static int v_set(cmd_line *l, errbuf *err) {
-    static const char *const keys[] = { "temp", "top_k", "top_p", "min_p", "max_tokens", "system", "speed", NULL };
-    for (int i = 0; keys[i]; i++)
-        if (strcmp(l->argv[0], keys[i]) == 0) return 0;
-    return err_set(err, "%s:%d: set: unknown setting '%s' (temp, top_k, top_p, min_p, max_tokens, system, speed)",
-                   WHERE(l), l->argv[0]);
+    if (app_setting_known(l->argv[0])) return 0;
+    return err_set(err, "%s:%d: set: unknown setting '%s' (%s)", WHERE(l), l->argv[0], app_setting_names());
 }
 
+#define SC CMD_IN_SCENE
+#define WB CMD_IN_WORKBENCH
+#define CH CMD_IN_CHAT
+// The one table: every command of every front end. A new command is a row here and its `run`
+// (app/app.c, declared in cmdlang_run.h), or a front end's own handler.
 static const cmd_def table[] = {
-    { "model", "model PATH", "open another GGUF model (the conversation starts over)", 1, 1, v_file_exists, run_model },
-    { "backend", "backend cpu|vulkan", "run on another backend (the conversation starts over)", 1, 1, v_backend, run_backend },
-    { "precision", "precision SPEC", "switch weight precision live: q4_0, \"q4_0;q8_0:layers=0-3,ffn_down\", plan.json", 1, -1, v_precision, run_precision },
-    { "plan", "plan load|save FILE", "load a precision plan (and switch to it) or save the current one", 2, 2, v_plan, run_plan },
-    { "kv", "kv FORMAT [policy=P]", "KV cache format and eviction policy", 1, 2, v_kv, run_kv },
-    { "say", "say TEXT", "a user turn (typed at a human pace in demo mode)", 1, -1, v_text, run_say },
-    { "voice", "voice FILE.wav", "a spoken turn through the voice pipeline", 1, 1, v_voice, run_voice },
-    { "expect", "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", 2, -1, v_expect, run_expect },
-    { "wait", "wait MS", "pause", 1, 1, v_number, run_wait },
-    { "note", "note TEXT", "a caption for demos", 1, -1, v_text, run_note },
-    { "bench", "bench [N]", "decode N tokens (default 32) and report speed", 0, 1, NULL, run_bench },
-    { "sweep", "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", 0, 1, NULL, run_sweep },
-    { "heatmap", "heatmap [TYPE] [TEXT.txt]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text", 0, 2, v_heatmap, run_heatmap },
-    { "snapshot", "snapshot FILE", "write the screen (headless: the transcript) as text", 1, 1, NULL, run_snapshot },
-    { "reset", "reset", "forget the conversation and reset the vehicle", 0, 0, NULL, run_reset },
-    { "seed", "seed N", "sampling seed", 1, 1, v_number, run_seed },
-    { "set", "set KEY VALUE", "temp, top_k, top_p, min_p, max_tokens, system, speed", 2, -1, v_set, run_set },
-    { "stats", "stats", "print the session's figures", 0, 0, NULL, run_stats },
-    { "include", "include FILE", "run another scene file here (path relative to the including file)", 1, 1, NULL, NULL },
-    { "quit", "quit", "leave", 0, 0, NULL, run_quit },
-    { "help", "help", "list the commands", 0, 0, NULL, run_help },
+    { "model", NULL, "model PATH", "open another GGUF model (the conversation starts over)", SC | WB, 1, 1, v_file_exists, run_model, NULL },
+    { "backend", NULL, "backend NAME", "run on another backend (the conversation starts over)", SC | WB, 1, 1, v_backend, run_backend, NULL },
+    { "precision", NULL, "precision SPEC", "switch weight precision live: q4_0, \"q4_0;q8_0:layers=0-3,ffn_down\", plan.json", SC | WB, 1, -1, v_precision, run_precision, NULL },
+    { "plan", NULL, "plan load|save FILE", "load a precision plan (and switch to it) or save the current one", SC | WB, 2, 2, v_plan, run_plan, NULL },
+    { "kv", NULL, "kv FORMAT [policy=P]", "KV cache format and eviction policy", SC | WB, 1, 2, v_kv, run_kv, NULL },
+    { "say", NULL, "say TEXT", "a user turn (typed at a human pace in demo mode)", SC | WB, 1, -1, v_text, run_say, NULL },
+    { "voice", NULL, "voice FILE.wav", "a spoken turn through the voice pipeline", SC | WB, 1, 1, v_voice, run_voice, NULL },
+    { "expect", NULL, "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", SC | WB, 2, -1, v_expect, run_expect, NULL },
+    { "wait", NULL, "wait MS", "pause", SC | WB, 1, 1, v_number, run_wait, NULL },
+    { "note", NULL, "note TEXT", "a caption for demos", SC | WB, 1, -1, v_text, run_note, NULL },
+    { "bench", NULL, "bench [N]", "decode N tokens (default 32) and report speed", SC | WB, 0, 1, NULL, run_bench, NULL },
+    { "sweep", NULL, "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", SC | WB, 0, 1, NULL, run_sweep, NULL },
+    { "heatmap", NULL, "heatmap [TYPE] [FILE]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text FILE, or a map FILE.json loaded (cabin heatmap --json)", SC | WB, 0, 2, v_heatmap, run_heatmap, NULL },
+    { "snapshot", NULL, "snapshot FILE", "write the screen (headless: the transcript) as text", SC | WB, 1, 1, NULL, run_snapshot, NULL },
+    { "save", NULL, "save FILE", "the conversation and the figures as JSON", WB, 1, 1, NULL, NULL, NULL },
+    { "clear", NULL, "clear", "clear the conversation pane", WB, 0, 0, NULL, NULL, NULL },
+    { "reset", NULL, "reset", "forget the conversation and reset the vehicle", SC | WB | CH, 0, 0, NULL, run_reset, NULL },
+    { "seed", NULL, "seed N", "sampling seed", SC | WB, 1, 1, v_number, run_seed, NULL },
+    { "set", NULL, "set KEY VALUE", "change a setting:", SC | WB, 2, -1, v_set, run_set, app_setting_names },
+    { "stats", NULL, "stats", "the session's figures (timing and memory of the last reply)", SC | WB | CH, 0, 0, NULL, run_stats, NULL },
+    { "car", NULL, "car", "the simulated vehicle's state", SC | WB | CH, 0, 0, NULL, run_car, NULL },
+    { "include", NULL, "include FILE", "run another scene file here (path relative to the including file)", SC, 1, 1, NULL, NULL, NULL },
+    { "quit", "q exit", "quit", "leave", SC | WB | CH, 0, 0, NULL, run_quit, NULL },
+    { "help", NULL, "help", "list the commands", SC | WB | CH, 0, 0, NULL, run_help, NULL },
 };
+#undef SC
+#undef WB
+#undef CH
 #define N_DEFS (int)(sizeof table / sizeof table[0])
 
 const cmd_def *cmdlang_table(int *n) { *n = N_DEFS; return table; }
 
-const char *cmdlang_complete(const char *prefix, int i) {
+const char *cmdlang_front_name(unsigned where) {
+    return where == CMD_IN_SCENE ? "scene files" : where == CMD_IN_WORKBENCH ? "the workbench"
+         : where == CMD_IN_CHAT ? "chat" : "any front end";
+}
+
+// Whether name is d's name or one of its aliases.
+static bool names(const cmd_def *d, const char *name) {
+    if (strcmp(d->name, name) == 0) return true;
+    size_t n = strlen(name);
+    for (const char *a = d->aliases; a && *a; ) {
+        size_t k = strcspn(a, " ");
+        if (k == n && strncmp(a, name, n) == 0) return true;
+        a += k;
+        while (*a == ' ') a++;
+    }
+    return false;
+}
+
+static const cmd_def *find_any(const char *name) {
+    for (int i = 0; i < N_DEFS; i++)
+        if (names(&table[i], name)) return &table[i];
+    return NULL;
+}
+
+const cmd_def *cmdlang_find(const char *name, unsigned where) {
+    const cmd_def *d = find_any(name);
+    return d && (!where || (d->offered & where)) ? d : NULL;
+}
+
+int (*cmdlang_own_handler(const cmd_own *own, const cmd_def *d))(void *, cmd_line *, errbuf *) {
+    for (; own && own->name; own++)
+        if (strcmp(own->name, d->name) == 0) return own->run;
+    return NULL;
+}
+
+int cmdlang_check_own(const cmd_own *own, unsigned where, errbuf *err) {
+    for (; own && own->name; own++) {
+        const cmd_def *d = find_any(own->name);
+        if (!d || strcmp(d->name, own->name) != 0)
+            return err_set(err, "%s: a handler for '%s', which is no command of the table", cmdlang_front_name(where), own->name);
+        if (!(d->offered & where))
+            return err_set(err, "%s: a handler for '%s', which the table does not offer there", cmdlang_front_name(where), own->name);
+    }
+    for (int i = 0; i < N_DEFS; i++)   // what is offered runs somewhere
+        if ((table[i].offered & where) && !table[i].run && !cmdlang_own_handler(own, &table[i]) && strcmp(table[i].name, "include") != 0)
+            return err_set(err, "%s: '%s' is offered but nothing runs it", cmdlang_front_name(where), table[i].name);
+    return 0;
+}
+
+const char *cmdlang_help(const cmd_def *d, char *buf, size_t n) {
+    if (!d->arg_words) return d->help;
+    snprintf(buf, n, "%s %s", d->help, d->arg_words());
+    return buf;
+}
+
+const char *cmdlang_complete(const char *prefix, unsigned where, int i) {
     size_t n = strlen(prefix);
     for (int k = 0; k < N_DEFS; k++)
-        if (strncmp(table[k].name, prefix, n) == 0 && i-- == 0) return table[k].name;
+        if ((!where || (table[k].offered & where)) && strncmp(table[k].name, prefix, n) == 0 && i-- == 0) return table[k].name;
     return NULL;
 }
 
@@ -203,7 +267,7 @@ static int split_words(char *buf, char **words, int max, char **name_end) {
     return n;
 }
 
-int cmdlang_parse(const char *text, const char *file, int line, cmd_line *out, errbuf *err) {
+int cmdlang_parse(const char *text, const char *file, int line, unsigned where, cmd_line *out, errbuf *err) {
     memset(out, 0, sizeof *out);
     out->file = file;
     out->line = line;
@@ -221,11 +285,14 @@ int cmdlang_parse(const char *text, const char *file, int line, cmd_line *out, e
     if (n == -1) { free(buf); return err_set(err, "%s:%d: unterminated quote", file, line); }
     if (n == -2) { free(buf); return err_set(err, "%s:%d: too many arguments (at most %d)", file, line, CMD_MAX_ARGS); }
     if (n == 0) { free(buf); return 0; }
-    const cmd_def *def = NULL;
-    for (int i = 0; i < N_DEFS && !def; i++)
-        if (strcmp(table[i].name, words[0]) == 0) def = &table[i];
+    const cmd_def *def = find_any(words[0]);
     if (!def) {
         int r = err_set(err, "%s:%d: unknown command '%s' (help lists them)", file, line, words[0]);
+        free(buf);
+        return r;
+    }
+    if (where && !(def->offered & where)) {
+        int r = err_set(err, "%s:%d: %s: not offered in %s (help lists what is)", file, line, def->name, cmdlang_front_name(where));
         free(buf);
         return r;
     }
@@ -280,7 +347,7 @@ int cmdlang_run(app_ctx *c, cmd_line *l, errbuf *err) {
 
 int cmdlang_exec(app_ctx *c, const char *text, errbuf *err) {
     cmd_line l;
-    int r = cmdlang_parse(text, "command line", 1, &l, err);
+    int r = cmdlang_parse(text, "command line", 1, c->front, &l, err);
     if (r <= 0) return r;
     r = cmdlang_run(c, &l, err);
     cmdlang_free(&l);

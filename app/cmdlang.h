@@ -6,7 +6,7 @@
 #ifndef CABIN_CMDLANG_H
 #define CABIN_CMDLANG_H
 
-#include "app/assistant.h"
+#include "app/turn.h"
 #include "engine/session.h"
 
 #include <regex.h>
@@ -29,17 +29,21 @@ typedef struct cmd_line {
     char op;                 // expect metric: '<', '>', '='
 } cmd_line;
 
-// What the commands act on. Front ends fill the hooks they have (NULL = not available here).
+// Which front ends offer a command (cmd_def.offered).
+enum cmd_front_kind {
+    CMD_IN_SCENE = 1,        // scene files (and `cabin scene`)
+    CMD_IN_WORKBENCH = 2,    // the workbench's `:` line
+    CMD_IN_CHAT = 4,         // `cabin chat`'s `/` commands
+};
+
+// What the commands act on: the assistant (session, car, grammar) and what a run prints.
 typedef struct app_ctx {
-    session *s;
+    assistant as;
     session_opts opts;       // how the session was opened (model path, backend, ...)
     char *model_path;
-    vehicle *car;
-    struct action_grammar *grammar;   // constrains the model's action lines (NULL: none)
-    bool free_actions;       // set before app_open: no grammar (--free-actions)
+    unsigned front;          // the front end driving it (enum cmd_front_kind): what it parses
     char *last_reply;        // text of the last assistant reply
-    char *transcript;        // everything the run printed (for snapshot); grows
-    size_t transcript_len, transcript_cap;
+    strbuf transcript;       // everything the run printed (for snapshot)
     double t0;               // run start (timestamps)
     double speed;            // demo pacing: 1 = human pace for `say`, 0 = instant
     bool check;              // stop at the first failed expectation
@@ -48,42 +52,69 @@ typedef struct app_ctx {
     FILE *out;               // where the transcript is printed (NULL: nowhere)
     bool timestamps;         // prefix lines with [seconds]
     struct sensitivity_map *heatmap;   // the last `heatmap` run (NULL: none)
-    // front-end hooks
-    void (*on_token)(struct app_ctx *c, const char *piece, int len);   // streamed reply text
+    // front-end hooks: a turn's events as they happen, besides the transcript lines (ud: the
+    // front end's; NULL: the transcript only)
+    const turn_hooks *turn;
     int (*snapshot)(struct app_ctx *c, const char *path, errbuf *err); // screen as text
 } app_ctx;
 
 typedef struct cmd_def {
     const char *name;
+    const char *aliases;     // other names, space-separated ("q exit"); NULL: none
     const char *usage;       // "precision SPEC"
     const char *help;        // one line
+    unsigned offered;        // enum cmd_front_kind: the front ends that offer it
     int min_args, max_args;  // -1: any
     int (*validate)(cmd_line *l, errbuf *err);             // may be NULL
+    // What it does on the app object: scenes, the workbench's worker thread and chat run it
+    // unless the front end has its own handler (cmd_front). NULL: the front ends' own only.
     int (*run)(app_ctx *c, cmd_line *l, errbuf *err);
+    // The words its first argument takes (`set`'s keys), appended to the help; may be NULL.
+    const char *(*arg_words)(void);
 } cmd_def;
 
-// Parses one line. Returns 1 with *out filled, 0 for a blank/comment line, -1 on error
-// ("FILE:LINE: ..." in err).
-int cmdlang_parse(const char *text, const char *file, int line, cmd_line *out, errbuf *err);
+// A front end's own handlers: where it runs a command its own way (the workbench runs
+// `heatmap` aside and `precision` live, chat prints `stats` in its format). A command without
+// one runs the row's `run`. Rows end with a NULL name.
+typedef struct cmd_own {
+    const char *name;
+    int (*run)(void *front, cmd_line *l, errbuf *err);
+} cmd_own;
+
+// Parses one line as front end `where` offers commands (0: any). Returns 1 with *out filled, 0
+// for a blank/comment line, -1 on error ("FILE:LINE: ..." in err).
+int cmdlang_parse(const char *text, const char *file, int line, unsigned where, cmd_line *out, errbuf *err);
 void cmdlang_free(cmd_line *l);
-// Runs a parsed line.
+// Runs a parsed line on the app object.
 int cmdlang_run(app_ctx *c, cmd_line *l, errbuf *err);
-// Parses and runs one line typed by a person (the `:` line); errors name "command line".
+// Parses (as c->front offers) and runs one line typed by a person; errors name "command line".
 int cmdlang_exec(app_ctx *c, const char *text, errbuf *err);
 const cmd_def *cmdlang_table(int *n);
-// Names starting with prefix, for completion; returns the i-th match or NULL.
-const char *cmdlang_complete(const char *prefix, int i);
+// The row named name (or one of its aliases) that front end `where` offers (0: any); NULL none.
+const cmd_def *cmdlang_find(const char *name, unsigned where);
+// The front end's own handler for d, or NULL (run the row's). own: NULL-name terminated.
+int (*cmdlang_own_handler(const cmd_own *own, const cmd_def *d))(void *, cmd_line *, errbuf *);
+// Every own handler names a command of the table offered in `where`: 0, or -1 with err (a
+// mistake in the program, caught when the front end starts).
+int cmdlang_check_own(const cmd_own *own, unsigned where, errbuf *err);
+// A row's help line: help, then its argument words when it has them.
+const char *cmdlang_help(const cmd_def *d, char *buf, size_t n);
+// Names starting with prefix that `where` offers, for completion; the i-th match or NULL.
+const char *cmdlang_complete(const char *prefix, unsigned where, int i);
+// The front end's name in messages ("scene files", "the workbench", "chat").
+const char *cmdlang_front_name(unsigned where);
 
 // Application state helpers shared by front ends.
-int app_open(app_ctx *c, const session_opts *o, errbuf *err);
+int app_open(app_ctx *c, const session_opts *o, bool free_actions, errbuf *err);
 void app_close(app_ctx *c);
 // Prints (and records in the transcript) one line: "[  1.234] text" when timestamps are on.
 void app_print(app_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-// One user turn through the assistant: reply streamed to on_token, action applied to the car.
+// One user turn through the assistant: "you:", "action:", "vehicle:" / "refused:" and "cabin:"
+// lines in the transcript, and the turn's events to c->turn.
 int app_say(app_ctx *c, const char *text, errbuf *err);
-// A metric by name from the session stats (decode_tps, prefill_tps, ttft_ms, kv_bytes,
-// weight_bytes, prompt_tokens, gen_tokens, n_past, turns); -1 if unknown.
+// A metric by name from the session stats (app_metric_names lists them); -1 if unknown. With
+// c NULL only the name is checked.
 int app_metric(app_ctx *c, const char *name, double *out);
-const char *app_metric_names(void);
+const char *app_metric_names(void);   // "decode_tps, prefill_tps, ..."
 
 #endif

@@ -1,4 +1,5 @@
-// What each command of the command language does (app/app.c); the table is in cmdlang.c.
+// What each command of the command language does on the app object (app/app.c); the table
+// is in cmdlang.c.
 #ifndef CABIN_CMDLANG_RUN_H
 #define CABIN_CMDLANG_RUN_H
 
@@ -21,9 +22,13 @@ int run_reset(app_ctx *c, cmd_line *l, errbuf *err);
 int run_seed(app_ctx *c, cmd_line *l, errbuf *err);
 int run_set(app_ctx *c, cmd_line *l, errbuf *err);
 int run_stats(app_ctx *c, cmd_line *l, errbuf *err);
+int run_car(app_ctx *c, cmd_line *l, errbuf *err);
 int run_quit(app_ctx *c, cmd_line *l, errbuf *err);
 int run_help(app_ctx *c, cmd_line *l, errbuf *err);
 int run_voice(app_ctx *c, cmd_line *l, errbuf *err);
+// `set KEY VALUE`: whether KEY is a setting, and the keys ("temp, top_k, ...").
+bool app_setting_known(const char *name);
+const char *app_setting_names(void);
 // A spoken turn from a WAV file through the voice pipeline (app/cmd_voice.c).
 int app_voice_file(app_ctx *c, const char *path, errbuf *err);
 

@@ -32,7 +32,7 @@ static int load_file(scene *sc, const char *path, const char *const *stack, int 
         line_no++;
         (void)save;
         cmd_line l;
-        int r = cmdlang_parse(p, name, line_no, &l, err);
+        int r = cmdlang_parse(p, name, line_no, CMD_IN_SCENE, &l, err);
         if (r < 0) { rc = -1; break; }
         if (r > 0 && strcmp(l.def->name, "include") == 0) {
             // resolved relative to the including file

@@ -97,18 +97,15 @@ static const char *const help_keys[][2] = {
     { "Ctrl-L", "redraw the screen" },
 };
 
-static const char *const local_help[][2] = {
-    { ":save FILE", "transcript and stats as JSON" },
-    { ":heatmap [TYPE|FILE.json]", "in the workbench: computed aside (the chat is kept) or loaded" },
-    { ":clear", "clear the conversation pane" },
-};
-
 void layout_help(void) {
-    int n_cmd;
-    const cmd_def *t = cmdlang_table(&n_cmd);
+    int n_table;
+    const cmd_def *table = cmdlang_table(&n_table);
+    const cmd_def *t[64];   // the commands the workbench offers, from the one table
+    int n_cmd = 0;
+    for (int i = 0; i < n_table && n_cmd < 64; i++)
+        if (table[i].offered & CMD_IN_WORKBENCH) t[n_cmd++] = &table[i];
     int n_keys = (int)(sizeof help_keys / sizeof help_keys[0]);
-    int n_local = (int)(sizeof local_help / sizeof local_help[0]);
-    int total = n_keys + 2 + n_cmd + n_local;
+    int total = n_keys + 2 + n_cmd;
     int h = LINES - 2, w = COLS - 4;
     if (w > 110) w = 110;
     if (h < 5 || w < 30) return;
@@ -124,16 +121,16 @@ void layout_help(void) {
         int x = in.x + (col ? cw0 : 0), y = in.y + row;
         int cw = col ? in.w - cw0 : cw0;
         const char *k = NULL, *d = NULL;
-        char kbuf[80];
+        char kbuf[80], hbuf[256];
         if (i < n_keys) { k = help_keys[i][0]; d = help_keys[i][1]; }
         else if (i == n_keys) { row++; continue; }
         else if (i == n_keys + 1) { tui_puts(stdscr, y, x, "commands (type : first)", cw - 1, tui_attr(TC_TITLE)); row++; continue; }
-        else if (i < n_keys + 2 + n_cmd) {
-            const cmd_def *c = &t[i - n_keys - 2];
+        else {
+            const cmd_def *c = t[i - n_keys - 2];
             snprintf(kbuf, sizeof kbuf, ":%s", c->usage);
             k = kbuf;
-            d = c->help;
-        } else { k = local_help[i - n_keys - 2 - n_cmd][0]; d = local_help[i - n_keys - 2 - n_cmd][1]; }
+            d = cmdlang_help(c, hbuf, sizeof hbuf);
+        }
         int kw = cw > 60 ? 24 : 18;
         tui_puts(stdscr, y, x, k, kw - 1, tui_attr(TC_USER));
         tui_puts(stdscr, y, x + kw, d, cw - kw - 1, 0);

@@ -102,10 +102,10 @@ static void search_next(line_edit *e, int from) {
 }
 
 static const char *complete_nth(const char *prefix, int i) {
-    const char *r = cmdlang_complete(prefix, i);
+    const char *r = cmdlang_complete(prefix, CMD_IN_WORKBENCH, i);
     if (r) return r;
     int n = 0;
-    while (cmdlang_complete(prefix, n)) n++;
+    while (cmdlang_complete(prefix, CMD_IN_WORKBENCH, n)) n++;
     i -= n;
     size_t pl = strlen(prefix);
     for (int k = 0; local_cmds[k]; k++)

@@ -200,7 +200,9 @@ void worker_exec(worker *w, const char *line);        // a `:` command through c
 void worker_request_plan(worker *w, const precision_plan *p, const char *name);
 // A KV cache format switch (f16, q8, q4): applied between turns (the cache is converted).
 void worker_request_kv(worker *w, const char *format);
-void worker_heatmap(worker *w, const char *arg);       // "" = compute on a short text
+// A heat map for the panel, aside: file a map (.json) to load, a text to measure on at type, or
+// "" for a short fixed text.
+void worker_heatmap(worker *w, uint32_t type, const char *file);
 void worker_cancel(worker *w);                          // Ctrl-C: stop the reply
 bool worker_busy(worker *w);
 // Drains up to max events into out (the caller frees text); returns how many.

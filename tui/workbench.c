@@ -2,6 +2,7 @@
 // read keys, drain the worker's events into the conversation, take the newest snapshot, and
 // redraw at most FPS times a second. It is the only thread that calls ncurses.
 #include "tui/layout.h"
+#include "app/heatmap.h"
 #include "app/scene.h"
 #include "engine/wtype.h"
 
@@ -76,64 +77,91 @@ static void cycle_precision(wb *b) {
     request_plan(b, order[(cur + 1) % 3]);
 }
 
-static void run_command(wb *b, const char *text) {
-    while (*text == ' ') text++;
-    char name[32];
-    int n = 0;
-    while (text[n] && text[n] != ' ' && n < 31) { name[n] = text[n]; n++; }
-    name[n] = 0;
-    const char *arg = text + n;
-    while (*arg == ' ') arg++;
+// ---- the workbench's own handlers of the command table's rows (front: the wb); a row without
+// one runs on the worker thread through cmdlang (worker_exec) ----
+static int wb_quit(void *front, cmd_line *l, errbuf *err) { (void)l; (void)err; ((wb *)front)->quit = true; return 0; }
+static int wb_help(void *front, cmd_line *l, errbuf *err) { (void)l; (void)err; ((wb *)front)->ls.help = true; return 0; }
+
+static int wb_clear(void *front, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    wb *b = front;
+    chat_free(&b->chat);
+    chat_init(&b->chat);
+    return 0;
+}
+
+static int wb_save(void *front, cmd_line *l, errbuf *err) {
+    wb *b = front;
+    if (chat_save_json(&b->chat, &b->snap, l->argv[0], err)) return -1;
+    char m[1100];
+    snprintf(m, sizeof m, "saved transcript and stats to %s", l->argv[0]);
+    chat_add(&b->chat, MSG_INFO, m);
+    return 0;
+}
+
+// Measured aside on a second session (the conversation is kept) or loaded, for the panel.
+static int wb_heatmap(void *front, cmd_line *l, errbuf *err) {
+    (void)err;
+    wb *b = front;
+    uint32_t type;
+    const char *file;
+    heatmap_args(l->argc, l->argv, &type, &file);
+    if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); b->heat = NULL; b->snap.heat = NULL; }
+    snprintf(b->snap.heat_status, sizeof b->snap.heat_status, "%s", file && heatmap_is_map(file) ? "loading..." : "computing...");
+    b->snap.heat_mode = 0;
+    worker_heatmap(b->w, type, file ? file : "");
+    return 0;
+}
+
+// Through the workbench's pipeline, so the Voice panel follows it.
+static int wb_voice(void *front, cmd_line *l, errbuf *err) {
+    wb *b = front;
+    char echo[1100];
+    snprintf(echo, sizeof echo, ":voice %s", l->argv[0]);
+    chat_add(&b->chat, MSG_INFO, echo);
+    return tvoice_file(b->tv, l->argv[0], err);
+}
+
+static int wb_snapshot(void *front, cmd_line *l, errbuf *err) { (void)front; return layout_snapshot(l->argv[0], err); }
+static int wb_say(void *front, cmd_line *l, errbuf *err) { (void)err; say(front, l->rest); return 0; }
+// live: a reply being written goes on
+static int wb_precision(void *front, cmd_line *l, errbuf *err) { (void)err; request_plan(front, l->rest); return 0; }
+// a scene's `wait`: the next scene line runs after it
+static int wb_wait(void *front, cmd_line *l, errbuf *err) { (void)err; ((wb *)front)->scene_resume = now_sec() + l->number / 1000.0; return 0; }
+
+static const cmd_own wb_own[] = {
+    { "quit", wb_quit }, { "help", wb_help }, { "clear", wb_clear }, { "save", wb_save }, { "heatmap", wb_heatmap },
+    { "voice", wb_voice }, { "snapshot", wb_snapshot }, { "say", wb_say }, { "precision", wb_precision },
+    { "wait", wb_wait }, { NULL, NULL },
+};
+
+// A parsed line: the workbench's own handler, else on the worker (text: the line as typed).
+static void run_line(wb *b, cmd_line *l, const char *text) {
     errbuf err = {{0}};
-    if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit")) { b->quit = true; return; }
-    if (!strcmp(name, "help")) { b->ls.help = true; return; }
-    if (!strcmp(name, "clear")) { chat_free(&b->chat); chat_init(&b->chat); return; }
-    if (!strcmp(name, "save")) {
-        if (!*arg) { chat_add(&b->chat, MSG_ERROR, "save: usage :save FILE"); return; }
-        if (chat_save_json(&b->chat, &b->snap, arg, &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
-        else { char m[1100]; snprintf(m, sizeof m, "saved transcript and stats to %s", arg); chat_add(&b->chat, MSG_INFO, m); }
-        return;
-    }
-    if (!strcmp(name, "heatmap")) {
-        if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); b->heat = NULL; b->snap.heat = NULL; }
-        snprintf(b->snap.heat_status, sizeof b->snap.heat_status, "%s", *arg ? "loading..." : "computing...");
-        b->snap.heat_mode = 0;
-        worker_heatmap(b->w, arg);
-        return;
-    }
-    if (!strcmp(name, "voice")) {   // through the workbench's pipeline, so the Voice panel follows it
-        cmd_line l;
-        int r = cmdlang_parse(text, "command line", 1, &l, &err);
-        if (r < 0) { chat_add(&b->chat, MSG_ERROR, err.msg); return; }
-        char echo[1100];
-        snprintf(echo, sizeof echo, ":voice %s", l.argv[0]);
-        chat_add(&b->chat, MSG_INFO, echo);
-        if (tvoice_file(b->tv, l.argv[0], &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
-        cmdlang_free(&l);
-        return;
-    }
-    if (!strcmp(name, "snapshot") && *arg) {
-        if (layout_snapshot(arg, &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
-        return;
-    }
-    cmd_line l;
-    int r = cmdlang_parse(text, "command line", 1, &l, &err);   // errors at once, on this thread
-    if (r < 0) { chat_add(&b->chat, MSG_ERROR, err.msg); return; }
-    if (r == 0) return;
-    bool is_say = !strcmp(l.def->name, "say"), is_prec = !strcmp(l.def->name, "precision");
-    bool is_kv = !strcmp(l.def->name, "kv");
-    char *rest = xstrdup(l.rest);
-    cmdlang_free(&l);
-    if (is_say) say(b, rest);
-    else if (is_prec) request_plan(b, rest);   // live, so a reply being written goes on
-    else if (is_kv && worker_busy(b->w)) { chat_add(&b->chat, MSG_INFO, "kv: applied after this reply"); worker_exec(b->w, text); }
-    else {
+    int (*own)(void *, cmd_line *, errbuf *) = cmdlang_own_handler(wb_own, l->def);
+    if (own) {
+        if (own(b, l, &err)) chat_add(&b->chat, MSG_ERROR, err.msg);
+    } else if (!strcmp(l->def->name, "kv") && worker_busy(b->w)) {
+        chat_add(&b->chat, MSG_INFO, "kv: applied after this reply");
+        worker_exec(b->w, text);
+    } else {
         char echo[600];
         snprintf(echo, sizeof echo, ":%s", text);
         chat_add(&b->chat, MSG_INFO, echo);
         worker_exec(b->w, text);
     }
-    free(rest);
+}
+
+// A `:` line: parsed (and checked) at once on this thread, then run.
+static void run_command(wb *b, const char *text) {
+    while (*text == ' ') text++;
+    errbuf err = {{0}};
+    cmd_line l;
+    int r = cmdlang_parse(text, "command line", 1, CMD_IN_WORKBENCH, &l, &err);
+    if (r < 0) { chat_add(&b->chat, MSG_ERROR, err.msg); return; }
+    if (r == 0) return;
+    run_line(b, &l, text);
+    cmdlang_free(&l);
 }
 
 static void enter_line(wb *b) {
@@ -305,12 +333,9 @@ static void step_scene(wb *b) {
         return;
     }
     cmd_line *l = &b->sc.lines[b->scene_i++];
-    const char *name = l->def->name;
-    if (!strcmp(name, "wait")) { b->scene_resume = now_sec() + l->number / 1000.0; return; }
-    if (!strcmp(name, "say")) { say(b, l->rest); return; }
-    if (!strcmp(name, "model") && b->scene_i == 1) return;   // opened already
+    if (!strcmp(l->def->name, "model") && b->scene_i == 1) return;   // opened already
     char text[1200];
-    snprintf(text, sizeof text, "%s %s", name, l->rest ? l->rest : "");
+    snprintf(text, sizeof text, "%s %s", l->def->name, l->rest ? l->rest : "");
     run_command(b, text);
 }
 
@@ -328,15 +353,15 @@ int tui_workbench_run(const tui_opts *o) {
     session_opts so = o->s;
     if (b->have_scene && b->sc.n > 0 && !strcmp(b->sc.lines[0].def->name, "model")) so.model_path = b->sc.lines[0].argv[0];
     b->c.speed = 0;
-    b->c.free_actions = o->free_actions;
-    if (app_open(&b->c, &so, &err)) {
+    b->c.front = CMD_IN_WORKBENCH;
+    if (cmdlang_check_own(wb_own, CMD_IN_WORKBENCH, &err) || app_open(&b->c, &so, o->free_actions, &err)) {
         fprintf(stderr, "cabin workbench: %s\n", err.msg);
         if (b->have_scene) scene_free(&b->sc);
         free(b);
         return 1;
     }
     b->pm = power_monitor_open("/", &err);
-    if (b->pm && power_monitor_start(b->pm, 10, &err) == 0) session_set_power(b->c.s, b->pm);
+    if (b->pm && power_monitor_start(b->pm, 10, &err) == 0) session_set_power(b->c.as.s, b->pm);
     char hist[1024];
     tui_state_path("workbench_history", hist, sizeof hist);
     tui_state_path("workbench-autosave.json", b->autosave, sizeof b->autosave);
@@ -402,7 +427,7 @@ int tui_workbench_run(const tui_opts *o) {
     le_free(&b->le);
     chat_free(&b->chat);
     if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); }
-    session_set_power(b->c.s, NULL);
+    session_set_power(b->c.as.s, NULL);
     app_close(&b->c);
     power_monitor_close(b->pm);
     if (b->have_scene) scene_free(&b->sc);

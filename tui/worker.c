@@ -4,6 +4,7 @@
 // The worker never waits for the UI: posting is a short append under a mutex, and the snapshot
 // is refreshed at most every SNAP_EVERY_S during a reply.
 #include "tui/tui.h"
+#include "app/heatmap.h"
 #include "engine/wtype.h"
 
 #include <pthread.h>
@@ -20,6 +21,7 @@ typedef struct voice_wait { bool done; int rc; } voice_wait;
 typedef struct job {
     int kind;
     char *text;
+    uint32_t type;               // JOB_HEATMAP: the type tried (text: the file, "" none)
     // JOB_VOICE: reply pieces also go to piece(ud, ...); the waiter is told when it is done
     bool (*piece)(void *ud, const char *p, int len);
     void *ud;
@@ -28,6 +30,7 @@ typedef struct job {
 
 struct worker {
     app_ctx *c;
+    turn_hooks hooks;            // app_say's events on this worker (c->turn)
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -58,11 +61,10 @@ struct worker {
     bool snap_new;
     double last_snap;
     int turn;
+    char *turn_reply;            // the running turn's sentence, posted with EV_TURN_DONE
     char vprev[TUI_MAX_VFIELDS][40];
     int vchanged[TUI_MAX_VFIELDS];
 };
-
-static worker *the_worker;   // for the app_ctx on_token hook (one workbench per process)
 
 // The measurer waits while this is true: a job running or queued, or a plan being prepared.
 static bool worker_busy_ud(void *ud) {
@@ -110,9 +112,9 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     pthread_mutex_lock(&w->mu);
     t = w->snap;
     pthread_mutex_unlock(&w->mu);
-    session_get_stats(c->s, &t.st);
+    session_get_stats(c->as.s, &t.st);
     t.have_stats = true;
-    model *m = (model *)session_model(c->s);   // read-only: tensor types
+    model *m = (model *)session_model(c->as.s);   // read-only: tensor types
     snprintf(t.model_name, sizeof t.model_name, "%s", m->name ? m->name : "model");
     t.n_layer = m->hp.n_layer < TUI_MAX_LAYERS ? m->hp.n_layer : TUI_MAX_LAYERS;
     for (int l = 0; l < t.n_layer; l++)
@@ -124,19 +126,19 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     t.embd_type = e ? e->type : PLAN_KEEP;
     t.output_type = o ? o->type : PLAN_KEEP;
     precision_plan p;
-    session_get_plan(c->s, &p);
+    session_get_plan(c->as.s, &p);
     plan_label(&p, t.plan_name, sizeof t.plan_name);
     measure_note(w->meas, &c->opts, &p);   // cheap when the plan is unchanged
     snprintf(t.kv_format, sizeof t.kv_format, "%s", t.st.kv_format[0] ? t.st.kv_format : "f16");
     snprintf(t.kv_policy, sizeof t.kv_policy, "%s", t.st.kv_policy);
     for (int l = 0; l < t.n_layer; l++)
-        if (session_kv_layer(c->s, l, &t.kv_used[l], &t.kv_quant[l]) < 0) t.kv_used[l] = t.kv_quant[l] = 0;
+        if (session_kv_layer(c->as.s, l, &t.kv_used[l], &t.kv_quant[l]) < 0) t.kv_used[l] = t.kv_quant[l] = 0;
     // attention of the last token per layer, summed into bins over the context
     static float att[4096];
     t.att_bins = t.att_slots = 0;
     for (int l = 0; l < t.n_layer; l++) {
         errbuf e;
-        int n = session_attention_last(c->s, l, -1, att, 4096, &e);
+        int n = session_attention_last(c->as.s, l, -1, att, 4096, &e);
         if (n <= 0) break;
         if (n > 4096) n = 4096;
         int bins = n < TUI_ATT_BINS ? n : TUI_ATT_BINS;
@@ -157,7 +159,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
         for (const char *const *f = vehicle_fields(); *f && n < TUI_MAX_VFIELDS; f++, n++) {
             snprintf(t.vfield[n], sizeof t.vfield[n], "%s", *f);
             char v[64];
-            if (vehicle_get(c->car, *f, v, sizeof v)) v[0] = 0;
+            if (vehicle_get(c->as.car, *f, v, sizeof v)) v[0] = 0;
             const char *u = vehicle_field_unit(*f);
             // values are short ("21.5", "central_station"); a longer one is cut to the column
             snprintf(t.vvalue[n], sizeof t.vvalue[n], "%.32s%s%.6s", v[0] ? v : "-", *u && v[0] ? " " : "", v[0] ? u : "");
@@ -174,7 +176,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     w->last_snap = now_sec();
 }
 
-static void post_transcript(worker *w, size_t from, bool turn);
+static void post_transcript(worker *w, size_t from);
 
 // A plan asked for by the UI: start preparing it (worker thread; between tokens or idle).
 static void take_plan_request(worker *w) {
@@ -187,7 +189,7 @@ static void take_plan_request(worker *w) {
     atomic_store(&w->plan_pending, false);
     pthread_mutex_unlock(&w->mu);
     errbuf err = {{0}};
-    if (session_request_plan(w->c->s, &p, &err)) {
+    if (session_request_plan(w->c->as.s, &p, &err)) {
         char msg[600];
         snprintf(msg, sizeof msg, "precision %s: %s", name, err.msg);
         post_line(w, MSG_ERROR, msg);
@@ -202,9 +204,9 @@ static void take_plan_request(worker *w) {
 // After a swap (done by the session between two tokens, or by poll here): say so.
 static void check_switch_done(worker *w, bool poll) {
     if (!w->switch_inflight) return;
-    int r = poll ? session_poll_switch(w->c->s) : 0;
+    int r = poll ? session_poll_switch(w->c->as.s) : 0;
     session_stats st;
-    session_get_stats(w->c->s, &st);
+    session_get_stats(w->c->as.s, &st);
     char msg[700];
     if (r == -1 || (st.switch_progress < 0 && st.last_switch_error[0] && st.switches == w->switches_seen)) {
         snprintf(msg, sizeof msg, "precision %s failed: %s", w->plan_name, st.last_switch_error);
@@ -231,37 +233,53 @@ static void take_kv_request(worker *w) {
     pthread_mutex_unlock(&w->mu);
     char line[48];
     snprintf(line, sizeof line, "kv %s", f);
-    size_t from = w->c->transcript_len;
+    size_t from = w->c->transcript.len;
     errbuf err = {{0}};
     if (cmdlang_exec(w->c, line, &err) < 0) post_line(w, MSG_ERROR, err.msg);
-    post_transcript(w, from, false);
+    post_transcript(w, from);
     make_snapshot(w, false);
 }
 
-static void on_token(app_ctx *c, const char *piece, int len) {
-    worker *w = the_worker;
+// ---- a turn's events, as app_say reports them (ud: the worker) ----
+static bool on_token(void *ud, const char *piece, int len) {
+    worker *w = ud;
     post(w, EV_TOKEN, 0, piece, (size_t)len, NULL);
-    if (w->vpiece && !w->vpiece(w->vud, piece, len)) session_cancel(c->s);   // barge-in
+    if (w->vpiece && !w->vpiece(w->vud, piece, len)) session_cancel(w->c->as.s);   // barge-in
     if (atomic_load(&w->plan_pending)) take_plan_request(w);
     if (w->switch_inflight) check_switch_done(w, false);
     if (now_sec() - w->last_snap >= SNAP_EVERY_S) make_snapshot(w, false);
+    return true;
 }
 
-// New lines of the app transcript since `from`, posted as chat lines.
-static void post_transcript(worker *w, size_t from, bool turn) {
+static void on_action(void *ud, const action *a, const char *desc) { (void)a; post_line(ud, MSG_ACTION, desc); }
+
+static void on_vehicle_change(void *ud, const action *a, const char *change) {
+    (void)a;
+    if (change[0]) post_line(ud, MSG_VEHICLE, change);
+}
+
+static void on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
+    (void)a; (void)sentence;
+    post_line(ud, MSG_REFUSED, reason);
+}
+
+// Kept until the turn's final snapshot is made: EV_TURN_DONE autosaves it.
+static void on_reply_text(void *ud, const char *text) {
+    worker *w = ud;
+    free(w->turn_reply);
+    w->turn_reply = xstrdup(text);
+}
+
+// New lines of the app transcript since `from` (a command's output), posted as chat lines.
+static void post_transcript(worker *w, size_t from) {
     app_ctx *c = w->c;
-    if (!c->transcript || from >= c->transcript_len) return;
-    char *p = c->transcript + from;
+    if (from >= c->transcript.len) return;
+    char *p = c->transcript.s + from;
     while (*p) {
         char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
         char *line = xstrndup(p, n);
-        if (turn && strncmp(line, "you: ", 5) == 0) { /* the UI shows it already */ }
-        else if (turn && strncmp(line, "action: ", 8) == 0) post_line(w, MSG_ACTION, line + 8);
-        else if (turn && strncmp(line, "vehicle: ", 9) == 0) post_line(w, MSG_VEHICLE, line + 9);
-        else if (turn && strncmp(line, "refused: ", 9) == 0) post_line(w, MSG_REFUSED, line + 9);
-        else if (turn && strncmp(line, "cabin: ", 7) == 0) post(w, EV_TURN_DONE, 0, line + 7, n - 7, NULL);
-        else post_line(w, MSG_INFO, line);
+        post_line(w, MSG_INFO, line);
         free(line);
         p += n;
         if (*p == '\n') p++;
@@ -281,80 +299,65 @@ static bool heat_cb(void *ud, int done, int total, int layer, int kind, const se
     return !hp->w->stop;
 }
 
-// A sensitivity map: from FILE (written by `cabin heatmap --json`), else computed for TYPE
-// (default q4_0) on tui_probe_text with a second session, so the conversation's cache is kept
-// (the command language's `heatmap` runs on the live session, which starts it over).
-static void run_heatmap(worker *w, const char *arg) {
+// A sensitivity map for the panel: loaded from a map file (written by `cabin heatmap --json`),
+// else measured at type on a text file or tui_probe_text with a second session, so the
+// conversation's cache is kept (the scene command runs on the live session, which starts over).
+static void run_heatmap(worker *w, uint32_t type, const char *file) {
     app_ctx *c = w->c;
     errbuf err = {{0}};
-    int n_layer = session_model(c->s)->hp.n_layer;
-    int type = arg && *arg ? wtype_from_name(arg) : WT_Q4_0;   // `:heatmap q8_0` computes for q8_0
-    if (type < 0) type = WT_Q4_0;
-    else if (arg && *arg) arg = NULL;
     sensitivity_map *m = xcalloc(1, sizeof *m);
-    sensitivity_map_init(m, n_layer, (uint32_t)type);
-    if (arg && *arg) {
-        char *js = read_file_all(arg, NULL, &err);
-        if (!js || sensitivity_from_json(m, js, &err)) {
-            free(js);
-            char msg[600];
-            snprintf(msg, sizeof msg, "heatmap %s: %s", arg, err.msg);
-            post_line(w, MSG_ERROR, msg);
-            sensitivity_map_free(m);
-            free(m);
-            return;
-        }
-        free(js);
-        post(w, EV_HEATMAP, 0, NULL, 0, m);
-        return;
+    int rc;
+    if (*file && heatmap_is_map(file)) {
+        rc = heatmap_load(m, session_model(c->as.s)->hp.n_layer, type, file, &err);
+    } else {
+        char *text = *file ? read_file_all(file, NULL, &err) : xstrdup(tui_probe_text);
+        session_opts o = c->opts;
+        o.n_ctx = 32;
+        o.n_batch = 32;
+        o.precision = NULL;
+        session *s = text ? session_open(&o, &err) : NULL;
+        heat_progress hp = { w, 0 };
+        heatmap_opts ho = { .type = type, .max_tokens = 96, .ctx = 32, .progress = heat_cb, .ud = &hp };
+        rc = s ? heatmap_measure(s, text, &ho, m, &err) : -1;
+        session_close(s);
+        free(text);
     }
-    session_opts o = c->opts;
-    o.n_ctx = 32;
-    o.n_batch = 32;
-    o.precision = NULL;
-    session *s = session_open(&o, &err);
-    int32_t *ids = NULL;
-    int n = s ? session_tokenize(s, tui_probe_text, false, &ids, &err) : -1;
-    heat_progress hp = { w, 0 };
-    if (n >= 0 && n < 32) n = -1, err_set(&err, "the heat map text is too short for this tokenizer");
-    int rc = n < 0 ? -1 : sensitivity_run(s, ids, n < 96 ? n : 96, 32, 0, heat_cb, &hp, m, &err);
-    free(ids);
-    session_close(s);
     if (rc) {
         char msg[600];
-        snprintf(msg, sizeof msg, "heatmap: %s", err.msg);
+        snprintf(msg, sizeof msg, "heatmap%s%s: %s", *file ? " " : "", file, err.msg);
         post_line(w, MSG_ERROR, msg);
-        sensitivity_map_free(m);
         free(m);
         return;
     }
-    char done[128];
-    snprintf(done, sizeof done, "heatmap: %s sensitivity per (layer, tensor) computed (KL vs file precision)", wtype_name((uint32_t)type));
-    post_line(w, MSG_INFO, done);
+    if (!*file || !heatmap_is_map(file)) {
+        char done[128];
+        snprintf(done, sizeof done, "heatmap: %s sensitivity per (layer, tensor) computed (KL vs file precision)", wtype_name(type));
+        post_line(w, MSG_INFO, done);
+    }
     post(w, EV_HEATMAP, 0, NULL, 0, m);
 }
 
 static void run_job(worker *w, job *j) {
     app_ctx *c = w->c;
     errbuf err = {{0}};
-    size_t from = c->transcript_len;
-    if (w->switch_inflight && j->kind != JOB_SAY && j->kind != JOB_VOICE) { session_wait_switch(c->s); check_switch_done(w, false); }
+    size_t from = c->transcript.len;
+    if (w->switch_inflight && j->kind != JOB_SAY && j->kind != JOB_VOICE) { session_wait_switch(c->as.s); check_switch_done(w, false); }
     if (j->kind == JOB_SAY || j->kind == JOB_VOICE) {
         if (j->kind == JOB_VOICE) {   // the UI shows the recognised text as the user's turn
             post(w, EV_USER, MSG_USER, j->text, strlen(j->text), NULL);
             w->vpiece = j->piece;
             w->vud = j->ud;
         }
-        int rc = app_say(c, j->text, &err);
+        int rc = app_say(c, j->text, &err);   // its events come through the worker's turn hooks
         w->vpiece = NULL;
         w->vud = NULL;
         w->turn++;
         make_snapshot(w, true);   // the turn's final stats, before EV_TURN_DONE autosaves them
-        post_transcript(w, from, true);
-        if (rc) {
-            post_line(w, MSG_ERROR, err.msg);
-            post(w, EV_TURN_DONE, 0, NULL, 0, NULL);
-        }
+        if (rc) post_line(w, MSG_ERROR, err.msg);
+        char *reply = rc ? NULL : w->turn_reply;
+        post(w, EV_TURN_DONE, 0, reply, reply ? strlen(reply) : 0, NULL);
+        free(w->turn_reply);
+        w->turn_reply = NULL;
         if (j->wait) {
             pthread_mutex_lock(&w->mu);
             j->wait->rc = rc ? -1 : 0;
@@ -364,10 +367,10 @@ static void run_job(worker *w, job *j) {
         }
     } else if (j->kind == JOB_EXEC) {
         int rc = cmdlang_exec(c, j->text, &err);
-        post_transcript(w, from, false);
+        post_transcript(w, from);
         if (rc < 0) post_line(w, MSG_ERROR, err.msg);
     } else {
-        run_heatmap(w, j->text);
+        run_heatmap(w, j->type, j->text);
     }
 }
 
@@ -396,7 +399,7 @@ static void *worker_main(void *arg) {
         memmove(w->jobs, w->jobs + 1, (size_t)(w->n_jobs - 1) * sizeof *w->jobs);
         w->n_jobs--;
         atomic_store(&w->busy, true);
-        w->cur_s = w->c->s;
+        w->cur_s = w->c->as.s;
         w->cur_voice = j.kind == JOB_VOICE;
         pthread_mutex_unlock(&w->mu);
         make_snapshot(w, false);
@@ -421,10 +424,11 @@ worker *worker_start(app_ctx *c, errbuf *err) {
     pthread_cond_init(&w->cv, NULL);
     pthread_cond_init(&w->voice_cv, NULL);
     session_stats st;
-    session_get_stats(c->s, &st);
+    session_get_stats(c->as.s, &st);
     w->switches_seen = st.switches;
-    the_worker = w;
-    c->on_token = on_token;
+    w->hooks = (turn_hooks){ .ud = w, .on_token = on_token, .on_action = on_action, .on_vehicle_change = on_vehicle_change,
+                             .on_refused = on_refused, .on_reply_text = on_reply_text };
+    c->turn = &w->hooks;
     w->meas = measure_start(worker_busy_ud, w);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
         measure_stop(w->meas);
@@ -445,7 +449,7 @@ void worker_stop(worker *w) {
     pthread_join(w->th, NULL);
     measure_stop(w->meas);   // after the worker thread: make_snapshot notes plans to it
     w->meas = NULL;
-    if (w->switch_inflight) session_wait_switch(w->c->s);
+    if (w->switch_inflight) session_wait_switch(w->c->as.s);
     // spoken turns still queued will not run: their waiters are told
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < w->n_jobs; i++)
@@ -462,8 +466,8 @@ void worker_free(worker *w) {
     }
     free(w->jobs);
     free(w->ev);
-    w->c->on_token = NULL;
-    the_worker = NULL;
+    w->c->turn = NULL;
+    free(w->turn_reply);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     pthread_cond_destroy(&w->voice_cv);
@@ -527,7 +531,12 @@ int worker_plan_quality(worker *w, double *kl, double *agree) { return measure_g
 
 void worker_say(worker *w, const char *text) { push_job(w, JOB_SAY, text); }
 void worker_exec(worker *w, const char *line) { push_job(w, JOB_EXEC, line); }
-void worker_heatmap(worker *w, const char *arg) { push_job(w, JOB_HEATMAP, arg); }
+void worker_heatmap(worker *w, uint32_t type, const char *file) {
+    pthread_mutex_lock(&w->mu);
+    push_job_locked(w, JOB_HEATMAP, file);
+    w->jobs[w->n_jobs - 1].type = type;
+    pthread_mutex_unlock(&w->mu);
+}
 
 void worker_request_plan(worker *w, const precision_plan *p, const char *name) {
     pthread_mutex_lock(&w->mu);

@@ -1,0 +1,100 @@
+// One assistant turn (see turn.h).
+#include "app/turn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int assistant_open(assistant *a, const session_opts *o, bool free_actions, errbuf *err) {
+    a->free_actions = free_actions;
+    a->s = session_open(o, err);
+    if (!a->s) return -1;
+    a->car = vehicle_new();
+    a->grammar = free_actions ? NULL : action_grammar_new(a->s);
+    action_grammar_set_car(a->grammar, a->car);
+    return 0;
+}
+
+int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
+    session *s = session_open(o, err);
+    if (!s) return -1;   // the running session is kept
+    session_close(a->s);
+    a->s = s;
+    action_grammar_free(a->grammar);
+    a->grammar = a->free_actions ? NULL : action_grammar_new(s);
+    action_grammar_set_car(a->grammar, a->car);
+    vehicle_reset(a->car);
+    return 0;
+}
+
+void assistant_close(assistant *a) {
+    action_grammar_free(a->grammar);
+    session_close(a->s);
+    vehicle_free(a->car);
+    a->grammar = NULL;
+    a->s = NULL;
+    a->car = NULL;
+}
+
+void assistant_reset(assistant *a) {
+    session_reset(a->s);
+    vehicle_reset(a->car);
+}
+
+bool action_is_query(const action *a) {
+    return strcmp(a->intent, "status.query") == 0 || strcmp(a->intent, "nav.eta") == 0;
+}
+
+int assistant_generate(assistant *a, const char *text, token_cb cb, void *ud, errbuf *err) {
+    return action_grammar_chat(a->grammar, a->s, text, cb, ud, err);
+}
+
+typedef struct turn_text { strbuf reply; const turn_hooks *h; } turn_text;
+
+static bool collect_token(void *ud, int32_t tok, const char *piece, int len) {
+    (void)tok;
+    turn_text *t = ud;
+    strbuf_append(&t->reply, piece, (size_t)len);
+    return t->h->on_token ? t->h->on_token(t->h->ud, piece, len) : true;
+}
+
+int assistant_turn(assistant *a, const char *text, const turn_hooks *h, char **reply, errbuf *err) {
+    turn_text t = { { 0 }, h };
+    int rc = assistant_generate(a, text, collect_token, &t, err);
+    *reply = t.reply.s ? t.reply.s : xcalloc(1, 1);
+    if (rc == 0) assistant_act(a, *reply, h);
+    return rc;
+}
+
+// Whether the reply leads with an action line (blanks and newlines before it allowed), as
+// action_parse reads it.
+static bool leads_with_act(const char *reply) {
+    while (*reply == ' ' || *reply == '\n') reply++;
+    return strncmp(reply, "<act>", 5) == 0;
+}
+
+void assistant_act(assistant *a, const char *reply, const turn_hooks *h) {
+    action act;
+    char sentence[1024], why[128], change[512], reason[256], desc[256];
+    if (action_parse(reply, &act, sentence, sizeof sentence, why, sizeof why) != 0) {
+        if (leads_with_act(reply) && h->on_not_understood) h->on_not_understood(h->ud, why);
+        if (h->on_reply_text) h->on_reply_text(h->ud, reply);
+        return;
+    }
+    action_format(&act, desc, sizeof desc);
+    if (h->on_action) h->on_action(h->ud, &act, desc);
+    if (vehicle_apply(a->car, &act, change, sizeof change, reason, sizeof reason) == 0) {
+        if (h->on_vehicle_change) h->on_vehicle_change(h->ud, &act, change);
+    } else if (h->on_refused) {
+        h->on_refused(h->ud, &act, reason, sentence);
+    }
+    if (h->on_reply_text) h->on_reply_text(h->ud, sentence);
+}
+
+void assistant_act_line(assistant *a, const char *action_text, const turn_hooks *h) {
+    char line[512];
+    snprintf(line, sizeof line, "<act>%s</act>", action_text);
+    turn_hooks no_text = *h;
+    no_text.on_reply_text = NULL;
+    assistant_act(a, line, &no_text);
+}
