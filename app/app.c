@@ -1,6 +1,5 @@
-// The application layer behind the command language: a session, the simulated vehicle, a
-// transcript, expectations. Front ends (headless scenes, the workbench) share it.
-#include "app/action_grammar.h"
+// The application layer behind the command language: the assistant (session, simulated vehicle,
+// grammar; app/turn.h), a transcript, expectations. Scenes, the workbench and chat share it.
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"

@@ -214,12 +214,12 @@ int (*cmdlang_own_handler(const cmd_own *own, const cmd_def *d))(void *, cmd_lin
 }
 
 int cmdlang_check_own(const cmd_own *own, unsigned where, errbuf *err) {
-    for (; own && own->name; own++) {
-        const cmd_def *d = find_any(own->name);
-        if (!d || strcmp(d->name, own->name) != 0)
-            return err_set(err, "%s: a handler for '%s', which is no command of the table", cmdlang_front_name(where), own->name);
+    for (const cmd_own *o = own; o && o->name; o++) {
+        const cmd_def *d = find_any(o->name);
+        if (!d || strcmp(d->name, o->name) != 0)
+            return err_set(err, "%s: a handler for '%s', which is no command of the table", cmdlang_front_name(where), o->name);
         if (!(d->offered & where))
-            return err_set(err, "%s: a handler for '%s', which the table does not offer there", cmdlang_front_name(where), own->name);
+            return err_set(err, "%s: a handler for '%s', which the table does not offer there", cmdlang_front_name(where), o->name);
     }
     for (int i = 0; i < N_DEFS; i++)   // what is offered runs somewhere
         if ((table[i].offered & where) && !table[i].run && !cmdlang_own_handler(own, &table[i]) && strcmp(table[i].name, "include") != 0)

@@ -1,6 +1,8 @@
 // The command language: one grammar and one table of commands for the workbench's `:` line,
-// scene files and tests. A line is a command name and its arguments, separated by spaces;
-// "double quotes" group (with \" and \\ escapes), # starts a comment outside quotes.
+// scene files, chat's `/` commands and tests. Each row says which front ends offer it; help
+// lists, completion and checks come from the table, so a command is added in one place.
+// A line is a command name and its arguments, separated by spaces; "double quotes" group (with
+// \" and \\ escapes), # starts a comment outside quotes.
 //   say "it's cold in here"      precision q4_0      expect reply /climate\.set/
 // Parsing and validation happen before anything runs (a scene with an error does not start).
 #ifndef CABIN_CMDLANG_H

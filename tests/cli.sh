@@ -47,6 +47,11 @@ grep -Eq '"weights_copied_bytes": [1-9]' "$T/out" && ok || bad "bench: the CPU c
 grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weights read from the file: $(cat "$T/out")"
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
+# chat's / commands are rows of the one command table: /help lists what chat offers, no more
+printf '/help\n/car\n/precision q4_0\n/reset now\n/quit\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "^/reset " "$T/out" && grep -q "^/car " "$T/out" && ! grep -q "^/precision" "$T/out" &&
+    grep -qE "^  climate.driver_temp +21 " "$T/out" && grep -q "unknown command /precision q4_0 (try /help)" "$T/out" &&
+    grep -q "reset: wrong number of arguments" "$T/out" && ok || { bad "chat / commands from the table"; cat "$T/out" "$T/err"; }
 
 # precision: switching in the middle of a run keeps going; quantize; ppl with KL against a base
 expect_rc 0 "make-model f16" -- "$CABIN" make-model -o "$T/f16.gguf" --type f16 --dim 64 --ffn 128 --vocab 400
