@@ -20,9 +20,7 @@
 typedef struct voice_app {
     assistant as;
     bool fresh;               // each turn starts a new conversation (independent commands)
-    bool stats, quiet;
-    char reply[2048];         // the reply text of the current turn
-    size_t reply_len;
+    bool stats;
     voice_turn_stats turns[MAX_TURNS];
     int n_turns;
     voice *v;
@@ -31,19 +29,12 @@ typedef struct voice_app {
 static bool on_token(void *ud, int32_t tok, const char *piece, int len) {
     (void)tok;
     voice_app *a = ud;
-    if (a->reply_len + (size_t)len < sizeof a->reply) {
-        memcpy(a->reply + a->reply_len, piece, (size_t)len);
-        a->reply_len += (size_t)len;
-        a->reply[a->reply_len] = 0;
-    }
     return voice_reply_piece(a->v, piece, len);
 }
 
 static int app_reply(void *ud, voice *v, const char *text, errbuf *err) {
     voice_app *a = ud;
     a->v = v;
-    a->reply_len = 0;
-    a->reply[0] = 0;
     if (a->fresh) assistant_reset(&a->as);
     return assistant_generate(&a->as, text, on_token, a, err);
 }
