@@ -277,7 +277,7 @@ def synonym_word(rng, user, rep):
 # ---------------------------------------------------------------------------- extra frames
 # extra_frames.json: {"LIST": [frame, ...]} more training frames for the phrasing lists of
 # corpus_phrases, named as Python spells the list ("CALL_T", "STATUS['doors']",
-# "MEDIA['next'][0]"). They were written (session 13) by writers who saw each list's meaning,
+# "MEDIA['next'][0]"). They were written by writers who saw each list's meaning,
 # placeholders and training frames and nothing else: not the reserved (held-out) frames, the
 # held-out set or any model's errors. Training only: the held-out split never draws them.
 # extra_frames_batch2.json .. batch4.json: later batches written the same way, each with the
