@@ -1,91 +1,238 @@
-#include "args.h"
+#include "app/args.h"
+
+#include "base/mem.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is(const args *a, const char *name, const char *alt) {
-    const char *s = a->argv[a->i];
-    return strcmp(s, name) == 0 || (alt && strcmp(s, alt) == 0);
+#define HELP_COLUMN 23   // where the help text starts: 2 spaces + 21 for the spellings
+
+static void *field(const opt_table *t, const opt_def *d) { return (char *)t->base + d->off; }
+
+static bool takes_value(const opt_def *d) {
+    return d->kind != OPT_FLAG && d->kind != OPT_POS && d->kind != OPT_OUT;
 }
 
-bool arg_flag(args *a, const char *name, const char *alt) {
-    if (a->i >= a->argc || !is(a, name, alt)) return false;
-    a->i++;
-    return true;
-}
-
-bool arg_str(args *a, const char *name, const char *alt, const char **out) {
-    if (a->i >= a->argc || !is(a, name, alt)) return false;
-    if (a->i + 1 >= a->argc) {
-        fprintf(stderr, "%s: option %s needs a value\n", a->cmd, a->argv[a->i]);
-        a->failed = true;
-        a->i = a->argc;
-        return true;
+// The default shown in --help, or "" for none.
+static const char *shown_default(const opt_table *t, const opt_def *d, char *buf, size_t cap) {
+    if (d->def) return d->def;
+    buf[0] = 0;
+    const void *p = field(t, d);
+    switch (d->kind) {
+    case OPT_INT: if (*(const int *)p) snprintf(buf, cap, "%d", *(const int *)p); break;
+    case OPT_U64: if (*(const uint64_t *)p) snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case OPT_FLOAT: if (*(const float *)p != 0.0f) snprintf(buf, cap, "%g", (double)*(const float *)p); break;
+    case OPT_STR: case OPT_LIST:
+        if (*(const char *const *)p) snprintf(buf, cap, "%s", *(const char *const *)p);
+        break;
+    default: break;
     }
-    *out = a->argv[a->i + 1];
-    a->i += 2;
-    return true;
+    return buf;
 }
 
-bool arg_int(args *a, const char *name, const char *alt, int *out) {
-    const char *v = NULL;
-    const char *opt = a->i < a->argc ? a->argv[a->i] : "";
-    if (!arg_str(a, name, alt, &v)) return false;
-    if (!v) return true;
+// Prints text whose '\n's continue at the help column; *col: the column after the last line.
+static void print_lines(FILE *f, const char *text, int *col) {
+    for (const char *line = text;;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(f, "%.*s", len, line);
+        *col += len;
+        if (!nl) return;
+        line = nl + 1;
+        fprintf(f, "\n%*s", HELP_COLUMN, "");
+        *col = HELP_COLUMN;
+    }
+}
+
+static void print_option(FILE *f, const opt_table *t, const opt_def *d) {
+    char left[96];
+    if (d->kind == OPT_POS) snprintf(left, sizeof left, "%s", d->name);
+    else if (d->kind == OPT_OUT) snprintf(left, sizeof left, "%s%s%s [%s]", d->alt ? d->alt : "", d->alt ? ", " : "", d->name, d->arg ? d->arg : "FILE");
+    else snprintf(left, sizeof left, "%s%s%s%s%s", d->alt ? d->alt : "", d->alt ? ", " : "", d->name,
+                  d->arg ? " " : "", d->arg ? d->arg : "");
+    int pad = HELP_COLUMN - 2 - (int)strlen(left);
+    fprintf(f, "  %s%*s", left, pad > 1 ? pad : 2, "");
+    char dbuf[64];
+    const char *def = shown_default(t, d, dbuf, sizeof dbuf);
+    int col = HELP_COLUMN;
+    print_lines(f, d->help, &col);
+    if (*def) {   // on the same line when it fits in 100 columns, else on its own
+        if (strchr(def, '\n') || col + (int)strlen(def) + 11 > 100) fprintf(f, "\n%*s(default ", HELP_COLUMN, "");
+        else fprintf(f, " (default ");
+        print_lines(f, def, &col);
+        fprintf(f, ")");
+    }
+    if (d->more) fprintf(f, "\n%*s%s", HELP_COLUMN, "", d->more());
+    fprintf(f, "\n");
+}
+
+void opts_help(FILE *f, const cmd_spec *c, const opt_table *tables, int n_tables) {
+    fprintf(f, "usage: %s\n\n%s", c->usage, c->about);
+    if (c->about[0]) fprintf(f, "\n");
+    for (int t = 0; t < n_tables; t++)
+        for (int i = 0; i < tables[t].n; i++) print_option(f, &tables[t], &tables[t].defs[i]);
+    fprintf(f, "  -h, --help           this text (--help-options: the option spellings, one per line)\n");
+}
+
+static void print_spellings(const opt_table *tables, int n_tables) {
+    static const char *const kind_names[] = { "flag", "int", "u64", "number", "string", "list", "out", "value", "pos" };
+    for (int t = 0; t < n_tables; t++)
+        for (int i = 0; i < tables[t].n; i++) {
+            const opt_def *d = &tables[t].defs[i];
+            if (d->kind == OPT_POS) continue;
+            printf("%s %s\n", d->name, kind_names[d->kind]);
+            if (d->alt) printf("%s %s\n", d->alt, kind_names[d->kind]);
+        }
+}
+
+static const opt_def *find(const opt_table *tables, int n_tables, const char *s, const opt_table **in) {
+    for (int t = 0; t < n_tables; t++)
+        for (int i = 0; i < tables[t].n; i++) {
+            const opt_def *d = &tables[t].defs[i];
+            if (d->kind == OPT_POS) continue;
+            if (strcmp(s, d->name) == 0 || (d->alt && strcmp(s, d->alt) == 0)) { *in = &tables[t]; return d; }
+        }
+    return NULL;
+}
+
+// The next positional row not yet filled, or NULL.
+static const opt_def *next_positional(const opt_table *tables, int n_tables, int taken, const opt_table **in) {
+    int k = 0;
+    for (int t = 0; t < n_tables; t++)
+        for (int i = 0; i < tables[t].n; i++)
+            if (tables[t].defs[i].kind == OPT_POS && k++ == taken) { *in = &tables[t]; return &tables[t].defs[i]; }
+    return NULL;
+}
+
+// Stores one value; prints the error line and returns -1 when it is not one.
+static int store(const cmd_spec *c, const opt_table *t, const opt_def *d, const char *opt, const char *v) {
+    void *p = field(t, d);
     char *end;
     errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < -2147483647L || x > 2147483647L) {
-        fprintf(stderr, "%s: option %s: '%s' is not an integer\n", a->cmd, opt, v);
-        a->failed = true;
-    } else {
-        *out = (int)x;
+    switch (d->kind) {
+    case OPT_INT: {
+        long x = strtol(v, &end, 10);
+        if (errno || *end || end == v || x < -2147483647L || x > 2147483647L) {
+            fprintf(stderr, "%s: option %s: '%s' is not an integer\n", c->cmd, opt, v);
+            return -1;
+        }
+        *(int *)p = (int)x;
+        return 0;
     }
-    return true;
-}
-
-bool arg_u64(args *a, const char *name, const char *alt, uint64_t *out) {
-    const char *v = NULL;
-    const char *opt = a->i < a->argc ? a->argv[a->i] : "";
-    if (!arg_str(a, name, alt, &v)) return false;
-    if (!v) return true;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || end == v || v[0] == '-') {
-        fprintf(stderr, "%s: option %s: '%s' is not a non-negative integer\n", a->cmd, opt, v);
-        a->failed = true;
-    } else {
-        *out = x;
+    case OPT_U64: {
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || *end || end == v || v[0] == '-') {
+            fprintf(stderr, "%s: option %s: '%s' is not a non-negative integer\n", c->cmd, opt, v);
+            return -1;
+        }
+        *(uint64_t *)p = x;
+        return 0;
     }
-    return true;
-}
-
-bool arg_float(args *a, const char *name, const char *alt, float *out) {
-    const char *v = NULL;
-    const char *opt = a->i < a->argc ? a->argv[a->i] : "";
-    if (!arg_str(a, name, alt, &v)) return false;
-    if (!v) return true;
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (errno || *end || end == v) {
-        fprintf(stderr, "%s: option %s: '%s' is not a number\n", a->cmd, opt, v);
-        a->failed = true;
-    } else {
-        *out = x;
+    case OPT_FLOAT: {
+        float x = strtof(v, &end);
+        if (errno || *end || end == v) {
+            fprintf(stderr, "%s: option %s: '%s' is not a number\n", c->cmd, opt, v);
+            return -1;
+        }
+        *(float *)p = x;
+        return 0;
     }
-    return true;
+    case OPT_CALL: {
+        errbuf err = {{0}};
+        if (d->call(t->base, v, &err)) { fprintf(stderr, "%s: %s\n", c->cmd, err.msg); return -1; }
+        return 0;
+    }
+    default:
+        *(const char **)p = v;
+        return 0;
+    }
 }
 
-bool arg_unknown(args *a) {
-    const char *s = a->argv[a->i];
-    if (s[0] == '-') fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", a->cmd, s, a->cmd);
-    else fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", a->cmd, s, a->cmd);
-    a->failed = true;
-    return false;
+// A spelling in two rows would let the first shadow the second: a table error, reported on
+// every run of the command (tests/cli.sh runs every command's --help).
+static int check_unique(const cmd_spec *c, const opt_table *tables, int n_tables) {
+    for (int t = 0; t < n_tables; t++)
+        for (int i = 0; i < tables[t].n; i++) {
+            const opt_def *d = &tables[t].defs[i];
+            if (d->kind == OPT_POS) continue;
+            const char *names[2] = { d->name, d->alt };
+            for (int k = 0; k < 2; k++) {
+                const opt_table *in = NULL;
+                if (names[k] && find(tables, n_tables, names[k], &in) != d) {
+                    fprintf(stderr, "%s: option %s is defined twice (an option table error)\n", c->cmd, names[k]);
+                    return -1;
+                }
+            }
+        }
+    return 0;
 }
 
-bool arg_help(args *a) { return arg_flag(a, "-h", "--help"); }
+int opts_parse(const cmd_spec *c, const opt_table *tables, int n_tables, int argc, char **argv) {
+    if (check_unique(c, tables, n_tables)) return OPTS_USAGE;
+    int positionals = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) { opts_help(stdout, c, tables, n_tables); return OPTS_DONE; }
+        if (strcmp(s, "--help-options") == 0) { print_spellings(tables, n_tables); return OPTS_DONE; }
+        const opt_table *t = NULL;
+        const opt_def *d = find(tables, n_tables, s, &t);
+        if (!d) {
+            if ((s[0] != '-' || !s[1]) && (d = next_positional(tables, n_tables, positionals, &t))) {
+                positionals++;
+                *(const char **)field(t, d) = s;
+                continue;
+            }
+            if (s[0] == '-') fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", c->cmd, s, c->cmd);
+            else fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", c->cmd, s, c->cmd);
+            return OPTS_USAGE;
+        }
+        if (d->kind == OPT_FLAG) {
+            errbuf err = {{0}};
+            if (d->call && d->call(t->base, NULL, &err)) { fprintf(stderr, "%s: %s\n", c->cmd, err.msg); return OPTS_USAGE; }
+            if (!d->call) *(bool *)field(t, d) = true;
+            continue;
+        }
+        if (d->kind == OPT_OUT) {   // the FILE is optional: the next word, unless it is an option
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            bool file = next && (next[0] != '-' || !next[1]);
+            *(const char **)field(t, d) = file ? next : "-";
+            i += file;
+            continue;
+        }
+        if (!takes_value(d)) continue;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: option %s needs a value\n", c->cmd, s);
+            return OPTS_USAGE;
+        }
+        if (store(c, t, d, s, argv[++i])) return OPTS_USAGE;
+    }
+    return OPTS_OK;
+}
+
+int opts_split_list(const char *s, char **out, int max) {
+    int n = 0;
+    char *copy = xstrdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+        if (*t) out[n++] = xstrdup(t);
+    free(copy);
+    return n;
+}
+
+void opts_free_list(char **items, int n) {
+    for (int i = 0; i < n; i++) free(items[i]);
+}
+
+FILE *opts_open_out(const char *path, errbuf *err) {
+    if (opts_out_is_stdout(path)) return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f) err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    return f;
+}
+
+int opts_close_out(FILE *f, const char *path, errbuf *err) {
+    if (f == stdout) return fflush(f) == 0 ? 0 : err_set(err, "standard output: write failed");
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) return err_set(err, "%s: write failed", path);
+    return 0;
+}

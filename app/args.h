@@ -1,27 +1,78 @@
-// Tiny command-line helpers shared by the cabin commands.
+// Command-line options as tables: one table per command (and one shared by the commands that
+// run a model) drives both the parsing and the --help text, so the two cannot drift apart.
+//
+// A table row names an option, the kind of its value and where the value goes: an offset into
+// an options struct that the caller binds to the table (opt_table.base). --help prints the rows
+// in order, with the default taken from the struct's value before parsing unless the row says
+// it in words.
 #ifndef CABIN_ARGS_H
 #define CABIN_ARGS_H
 
+#include "base/err.h"
+
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-typedef struct args {
-    int argc;
-    char **argv;
-    int i;              // next index
-    const char *cmd;    // for messages: "cabin generate"
-    bool failed;
-} args;
+typedef enum opt_kind {
+    OPT_FLAG,    // no value; bool at off set true (or call(base, NULL) when call is set)
+    OPT_INT,     // int
+    OPT_U64,     // uint64_t, non-negative
+    OPT_FLOAT,   // float
+    OPT_STR,     // const char *
+    OPT_LIST,    // const char *: comma-separated items, split by the command
+    OPT_OUT,     // const char *: an optional FILE; "-" (or no value) means standard output
+    OPT_CALL,    // a value handed to call() (repeatable options, options that set several fields)
+    OPT_POS,     // a positional argument (const char *), taken in table order; name has no dash
+} opt_kind;
 
-// True if argv[i] is `name` (or one of two spellings); advances past it.
-bool arg_flag(args *a, const char *name, const char *alt);
-// True if argv[i] is `name` followed by a value; stores it and advances. Missing value: error.
-bool arg_str(args *a, const char *name, const char *alt, const char **out);
-bool arg_int(args *a, const char *name, const char *alt, int *out);
-bool arg_u64(args *a, const char *name, const char *alt, uint64_t *out);
-bool arg_float(args *a, const char *name, const char *alt, float *out);
-// Reports an unknown option or unexpected argument at argv[i]; returns false.
-bool arg_unknown(args *a);
-bool arg_help(args *a);   // -h / --help
+typedef struct opt_def {
+    const char *name;    // "--ctx"; for OPT_POS the placeholder in help ("MODEL.gguf")
+    const char *alt;     // another spelling ("-c") or NULL
+    opt_kind kind;
+    size_t off;          // where the value goes: offset into the bound struct
+    const char *arg;     // the value's placeholder in --help ("N", "FILE"); NULL for flags
+    const char *help;    // the help text; '\n' starts a continuation line
+    const char *def;     // the default in words; NULL: the field's value before parsing when it
+                         // is set (non-zero number, non-NULL string); "": no default shown
+    // OPT_CALL (and OPT_FLAG when set): consumes the value; 0, or -1 with a message in err
+    int (*call)(void *base, const char *value, errbuf *err);
+    const char *(*more)(void);   // optional: text computed at run time, appended to the help
+} opt_def;
+
+// A table bound to the struct its offsets point into.
+typedef struct opt_table {
+    const opt_def *defs;
+    int n;
+    void *base;
+} opt_table;
+
+#define OPT_TABLE(defs, base) ((opt_table){ (defs), (int)(sizeof(defs) / sizeof((defs)[0])), (base) })
+
+typedef struct cmd_spec {
+    const char *cmd;      // for messages: "cabin ppl"
+    const char *usage;    // the usage line after "usage: "
+    const char *about;    // what the command does, before the options (ends with '\n')
+} cmd_spec;
+
+enum { OPTS_OK = 0, OPTS_DONE = -1, OPTS_USAGE = 2 };
+
+// Parses argv[1..argc) against the tables (searched in order). -h/--help prints the help and
+// returns OPTS_DONE, as does --help-options (the spellings, one per line, for scripts).
+// Errors (unknown option, missing value, bad number, an unexpected argument) print one line
+// naming the command and the option and return OPTS_USAGE.
+int opts_parse(const cmd_spec *c, const opt_table *tables, int n_tables, int argc, char **argv);
+void opts_help(FILE *f, const cmd_spec *c, const opt_table *tables, int n_tables);
+
+// Splits a comma list into at most max malloc'd items (empty items dropped); returns the count.
+int opts_split_list(const char *s, char **out, int max);
+void opts_free_list(char **items, int n);
+
+// --json [FILE]: opens FILE for writing, or gives stdout for "-"; NULL with err on failure.
+FILE *opts_open_out(const char *path, errbuf *err);
+// Closes what opts_open_out gave (stdout is flushed, not closed); -1 with err on a write error.
+int opts_close_out(FILE *f, const char *path, errbuf *err);
+static inline bool opts_out_is_stdout(const char *path) { return path && path[0] == '-' && !path[1]; }
 
 #endif

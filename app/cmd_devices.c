@@ -14,21 +14,19 @@ static const char *caps_text(unsigned caps, char *buf, size_t cap) {
     return buf;
 }
 
+static const cmd_spec DEVICES_SPEC = {
+    "cabin devices", "cabin devices",
+    "Lists the backends this cabin was built with (--backend NAME; auto takes the\n"
+    "first) and their capabilities, then the devices of each backend that has several:\n"
+    "index (for --backend vulkan --device N), name, type, driver, memory heaps,\n"
+    "subgroup size and the shader features cabin uses. Without --device, the Vulkan\n"
+    "backend picks a discrete GPU, then an integrated one, then any other, then a CPU\n"
+    "implementation (lavapipe). Exits 1 when a backend cannot list its devices.\n",
+};
+
 int cmd_devices(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: cabin devices\n\n"
-                   "Lists the backends this cabin was built with (--backend NAME; auto takes the\n"
-                   "first) and their capabilities, then the devices of each backend that has several:\n"
-                   "index (for --backend vulkan --device N), name, type, driver, memory heaps,\n"
-                   "subgroup size and the shader features cabin uses. Without --device, the Vulkan\n"
-                   "backend picks a discrete GPU, then an integrated one, then any other, then a CPU\n"
-                   "implementation (lavapipe). Exits 1 when a backend cannot list its devices.\n");
-            return 0;
-        }
-        fprintf(stderr, "cabin devices: unknown option '%s'\n", argv[i]);
-        return 2;
-    }
+    int prc = opts_parse(&DEVICES_SPEC, NULL, 0, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     const backend_info *const *rows;
     int n = backend_registry(&rows);
     char caps[64];

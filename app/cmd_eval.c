@@ -2,12 +2,14 @@
 #include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "app/commands.h"
+#include "app/eval_text.h"
 #include "engine/chat_template.h"
 #include "engine/quality.h"
 #include "engine/wtype.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,46 +20,75 @@ static void ppl_progress(void *ud, int done, int total, double ppl) {
     if (done == total) fprintf(stderr, "\n");
 }
 
-int cmd_ppl(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin ppl", false };
-    run_opts r;
-    run_opts_init(&r);
-    const char *file = NULL, *save_base = NULL, *kl_base = NULL;
-    int ctx = 512, max_chunks = 0;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin ppl -m MODEL -f TEXT [--ctx N] [--chunks N] [--precision TYPE]\n\n"
-                   "Perplexity of a text file: the text is tokenized once and cut into windows of\n"
-                   "--ctx tokens (default 512); each window starts with BOS and is scored on its\n"
-                   "second half (every scored token sees at least ctx/2 tokens of context).\n"
-                   "  -f, --file TEXT      the text\n"
-                   "  --chunks N           score only the first N windows\n"
-                   "  --save-base FILE     write this run's top-64 log-probs per scored token (for KL)\n"
-                   "  --kl-base FILE       compare with a saved base run: mean/max KL divergence\n"
-                   "                       (base top 64 + the rest as one outcome), top-1 agreement,\n"
-                   "                       and the change in perplexity\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (arg_str(&a, "-f", "--file", &file)) continue;
-        if (arg_int(&a, "--ctx", NULL, &ctx)) continue;
-        if (arg_int(&a, "--chunks", NULL, &max_chunks)) continue;
-        if (arg_str(&a, "--save-base", NULL, &save_base)) continue;
-        if (arg_str(&a, "--kl-base", NULL, &kl_base)) continue;
-        if (run_opts_parse(&r, &a)) continue;
-        arg_unknown(&a);
-        return 2;
+typedef struct ppl_opts {
+    const char *file, *save_base, *kl_base;
+    int window, max_chunks;
+} ppl_opts;
+
+#define PO(field) offsetof(ppl_opts, field)
+static const opt_def PPL_OPTS[] = {
+    { "--file", "-f", OPT_STR, PO(file), "TEXT", "the text",
+      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
+    { "--window", NULL, OPT_INT, PO(window), "N", "tokens per window", "512, at most the context -c", NULL, NULL },
+    { "--chunks", NULL, OPT_INT, PO(max_chunks), "N", "score only the first N windows", "", NULL, NULL },
+    { "--save-base", NULL, OPT_STR, PO(save_base), "FILE", "write this run's top-64 log-probs per scored token (for KL)", NULL, NULL, NULL },
+    { "--kl-base", NULL, OPT_STR, PO(kl_base), "FILE", "compare with a saved base run: mean/max KL divergence\n"
+      "(base top 64 + the rest as one outcome), top-1 agreement,\nand the change in perplexity", NULL, NULL, NULL },
+};
+
+static const cmd_spec PPL_SPEC = {
+    "cabin ppl", "cabin ppl [-m MODEL] [-f TEXT] [--window N] [--chunks N] [--precision TYPE]",
+    "Perplexity of a text: the text is tokenized once and cut into windows of --window\n"
+    "tokens; each window starts with BOS and is scored on its second half (every scored\n"
+    "token sees at least half a window of context). Without -f, the embedded model scores\n"
+    "its held-out dialogues as it reads them in a chat; another model a paragraph of prose,\n"
+    "with a note when the perplexity says the text is not the model's domain.\n",
+};
+
+// Options -> the window and the session's context; OPTS_USAGE with a line printed when they clash.
+static int ppl_parse(int argc, char **argv, ppl_opts *o, run_opts *r) {
+    memset(o, 0, sizeof *o);
+    run_opts_init(r);
+    opt_table own = OPT_TABLE(PPL_OPTS, o);
+    int rc = run_opts_parse_with(&PPL_SPEC, &own, r, argc, argv);
+    if (rc) return rc;
+    if (!o->window) o->window = r->s.n_ctx > 0 && r->s.n_ctx < 512 ? r->s.n_ctx : 512;
+    if (o->window < 8) { fprintf(stderr, "cabin ppl: a window of %d tokens is too small (at least 8)\n", o->window); return OPTS_USAGE; }
+    if (r->s.n_ctx == 0) r->s.n_ctx = o->window;
+    if (r->s.n_ctx < o->window) {
+        fprintf(stderr, "cabin ppl: --window %d is longer than the context (-c %d)\n", o->window, r->s.n_ctx);
+        return OPTS_USAGE;
     }
-    if (a.failed) return 2;
-    if (!file) { fprintf(stderr, "cabin ppl: no text file (-f TEXT)\n"); return 2; }
-    if (ctx < 8) { fprintf(stderr, "cabin ppl: --ctx %d is too small (at least 8)\n", ctx); return 2; }
+    if (r->s.n_batch > o->window) r->s.n_batch = o->window;
+    return OPTS_OK;
+}
+
+static void ppl_report(const ppl_opts *o, const char *what, int n, const quality_result *pr, double secs) {
+    printf("%s: %d tokens, %d windows of %d, %ld scored in %.1f s\n", what, n, pr->windows, o->window, pr->scored, secs);
+    printf("PPL = %.4f +/- %.4f (mean NLL %.5f)\n", pr->ppl, pr->ppl_err, pr->mean_nll);
+    if (o->save_base) printf("base saved to %s (top %d log-probs per scored token)\n", o->save_base, QUALITY_TOP_K);
+    if (o->kl_base)
+        printf("vs base %s: mean KL %.6f, max KL %.6f, top-1 agreement %.2f%%, PPL %.4f -> %.4f (%+.4f)\n",
+               o->kl_base, pr->kl_mean, pr->kl_max, 100.0 * pr->top1, pr->base_ppl, pr->ppl, pr->ppl - pr->base_ppl);
+}
+
+int cmd_ppl(int argc, char **argv) {
+    ppl_opts o;
+    run_opts r;
+    int prc = ppl_parse(argc, argv, &o, &r);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     errbuf err = {{0}};
-    char *text = read_file_all(file, NULL, &err);
-    if (!text) { fprintf(stderr, "cabin ppl: %s\n", err.msg); return 1; }
-    r.s.n_ctx = ctx;
-    if (r.s.n_batch > ctx) r.s.n_batch = ctx;
+    char *text = o.file ? read_file_all(o.file, NULL, &err) : NULL;
+    if (o.file && !text) { fprintf(stderr, "cabin ppl: %s\n", err.msg); return 1; }
     r.s.model_path = run_opts_model(&r);
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin ppl: %s\n", err.msg); free(text); return 1; }
+    const char *what = o.file;
+    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &err))) {
+        fprintf(stderr, "cabin ppl: %s\n", err.msg);
+        session_close(s);
+        return 1;
+    }
     int32_t *ids = NULL;
     int n = session_tokenize(s, text, false, &ids, &err);
     free(text);
@@ -67,26 +98,22 @@ int cmd_ppl(int argc, char **argv) {
     quality_base base = {0}, cmp = {0};
     uint64_t hash = quality_hash_tokens(ids, n);
     int nv = session_n_vocab(s);
-    if (save_base) {   // fail before the run, not after it
-        FILE *f = fopen(save_base, "wb");
-        if (!f) { rc = err_set(&err, "%s: cannot write", save_base); goto out; }
+    if (o.save_base) {   // fail before the run, not after it
+        FILE *f = fopen(o.save_base, "wb");
+        if (!f) { rc = err_set(&err, "%s: cannot write", o.save_base); goto out; }
         fclose(f);
-    } else if (kl_base && quality_base_load(kl_base, &cmp, nv, ctx, hash, &err)) {
+    } else if (o.kl_base && quality_base_load(o.kl_base, &cmp, nv, o.window, hash, &err)) {
         rc = -1;
         goto out;
     }
     double t0 = now_sec();
-    quality_opts qo = { .ctx = ctx, .max_chunks = max_chunks, .save = save_base ? &base : NULL,
-                        .cmp = kl_base ? &cmp : NULL, .progress = ppl_progress };
+    quality_opts qo = { .ctx = o.window, .max_chunks = o.max_chunks, .save = o.save_base ? &base : NULL,
+                        .cmp = o.kl_base ? &cmp : NULL, .progress = ppl_progress };
     rc = quality_eval(s, ids, n, &qo, &pr, &err);
-    if (!rc && save_base) rc = quality_base_save(save_base, &base, nv, ctx, n, hash, &err);
+    if (!rc && o.save_base) rc = quality_base_save(o.save_base, &base, nv, o.window, n, hash, &err);
     if (!rc) {
-        printf("%s: %d tokens, %d windows of %d, %ld scored in %.1f s\n", file, n, pr.windows, ctx, pr.scored, now_sec() - t0);
-        printf("PPL = %.4f +/- %.4f (mean NLL %.5f)\n", pr.ppl, pr.ppl_err, pr.mean_nll);
-        if (save_base) printf("base saved to %s (top %d log-probs per scored token)\n", save_base, QUALITY_TOP_K);
-        if (kl_base)
-            printf("vs base %s: mean KL %.6f, max KL %.6f, top-1 agreement %.2f%%, PPL %.4f -> %.4f (%+.4f)\n",
-                   kl_base, pr.kl_mean, pr.kl_max, 100.0 * pr.top1, pr.base_ppl, pr.ppl, pr.ppl - pr.base_ppl);
+        ppl_report(&o, what, n, &pr, now_sec() - t0);
+        if (!o.file) eval_note_domain("cabin ppl", pr.ppl, nv);
     }
 out:
     if (rc) fprintf(stderr, "cabin ppl: %s\n", err.msg);
@@ -181,200 +208,231 @@ static void end_progress(bool *shown) {
     *shown = false;
 }
 
+typedef struct eval_opts {
+    const char *file, *json_out, *errors_out, *replies_out;
+    int limit, ppl_ctx;
+} eval_opts;
+
+#define EO(field) offsetof(eval_opts, field)
+static const opt_def EVAL_OPTS[] = {
+    { "--file", "-f", OPT_STR, EO(file), "FILE", "held-out set", NULL, NULL, NULL },
+    { "--limit", NULL, OPT_INT, EO(limit), "N", "only the first N dialogues", "all", NULL, NULL },
+    { "--ppl-ctx", NULL, OPT_INT, EO(ppl_ctx), "N", "window for the perplexity of the dialogues", NULL, NULL, NULL },
+    { "--json", NULL, OPT_OUT, EO(json_out), NULL, "write the figures as JSON to FILE, or to standard output instead\n"
+      "of the table (no FILE, or -)", NULL, NULL, NULL },
+    { "--errors", NULL, OPT_STR, EO(errors_out), "FILE", "write every turn whose action differs from the reference, one\n"
+      "tab-separated line: file line, user text, wanted, got", NULL, NULL, NULL },
+    { "--replies", NULL, OPT_STR, EO(replies_out), "FILE", "write every turn, one tab-separated line: file line, user\n"
+      "text, reference reply, the model's whole reply", NULL, NULL, NULL },
+};
+
+static const cmd_spec EVAL_SPEC = {
+    "cabin eval-assistant", "cabin eval-assistant [-m MODEL] [-f HELDOUT.jsonl] [--limit N] [--precision TYPE] [--json [FILE]]",
+    "Runs the held-out assistant dialogues (one JSON object per line:\n"
+    "{\"turns\": [{\"user\": ..., \"reply\": ...}, ...]}) through the model, greedy, each\n"
+    "dialogue as one conversation, and compares every reply's action with the\n"
+    "reference: action exact-match (intent and every slot), intent accuracy and slot\n"
+    "accuracy (reference slots reproduced exactly), and how many spoken sentences\n"
+    "of right actions name the contact or place acted on; then the perplexity of\n"
+    "the reference dialogues in the model's chat layout (as cabin ppl computes it).\n",
+};
+
+// One evaluation: the session, what it has counted, and where per-turn lines go.
+typedef struct eval_run {
+    const eval_opts *o;
+    session *s;
+    action_grammar *grammar;
+    const chat_template *tmpl;
+    int32_t header;           // the assistant header token (reply scoring), -1 if none
+    FILE *errors, *replies;
+    eval_counts c;
+    int dialogues;
+    double reply_nll;
+    long reply_tokens;
+    bool progress_shown;      // a "\r[N dialogues]" line is open on stderr
+} eval_run;
+
+// One turn: the model's reply against the reference. -1 with err on a generation error.
+static int eval_turn(eval_run *e, int line_no, const char *user, const char *want_text, errbuf *err) {
+    eval_counts *c = &e->c;
+    reply_buf got = { .len = 0 };
+    got.text[0] = 0;
+    if (action_grammar_chat(e->grammar, e->s, user, collect, &got, err)) return -1;
+    if (e->replies) {   // one line per turn: a tab or newline the model wrote becomes a space
+        for (char *p = got.text; *p; p++) if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+        fprintf(e->replies, "%d\t%s\t%s\t%s\n", line_no, user, want_text, got.text);
+    }
+    action ga, wa;
+    char sent[512], perr[128];
+    action_parse(want_text, &wa, sent, sizeof sent, perr, sizeof perr);
+    if (action_parse(got.text, &ga, sent, sizeof sent, perr, sizeof perr) != 0) c->malformed++;
+    c->turns++;
+    if (action_equal(&ga, &wa)) {
+        c->exact++;
+        // Does the spoken sentence name the contact or place the car acts on?
+        const char *name = action_slot_value(&ga, "contact");
+        if (!name) name = action_slot_value(&ga, "dest");
+        if (name) {
+            char spoken[256];
+            snprintf(spoken, sizeof spoken, "%s", name);
+            for (char *p = spoken; *p; p++) if (*p == '_') *p = ' ';
+            c->named++;
+            if (strcasestr(sent, spoken)) c->named_ok++;
+        }
+    } else if (e->errors) {
+        char wbuf[512], gbuf[512];
+        action_format(&wa, wbuf, sizeof wbuf);
+        action_format(&ga, gbuf, sizeof gbuf);
+        fprintf(e->errors, "%d\t%s\t%s\t%s\n", line_no, user, wbuf, gbuf);
+    }
+    if (strcmp(ga.intent, wa.intent) == 0) c->intent_ok++;
+    for (int i = 0; i < wa.n_slots; i++) {
+        const char *v = action_slot_value(&ga, wa.slots[i].key);
+        c->slots_total++;
+        if (v && strcmp(v, wa.slots[i].value) == 0) c->slots_ok++;
+    }
+    return 0;
+}
+
+// Every dialogue of the held-out text; 1 with a line printed on a bad line or a failed turn.
+static int eval_dialogues(eval_run *e, char *text) {
+    const char *file = e->o->file;
+    errbuf err = {{0}};
+    int line_no = 0, rc = 0;
+    for (char *line = strtok(text, "\n"); line && !rc; line = strtok(NULL, "\n")) {
+        line_no++;
+        if (!*line) continue;
+        if (e->o->limit > 0 && e->dialogues >= e->o->limit) break;
+        cJSON *d = cJSON_Parse(line);
+        cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
+        if (!cJSON_IsArray(turns)) {
+            end_progress(&e->progress_shown);
+            fprintf(stderr, "cabin eval-assistant: %s:%d: not a dialogue ({\"turns\": [...]})\n", file, line_no);
+            cJSON_Delete(d);
+            return 1;
+        }
+        e->dialogues++;
+        session_reset(e->s);
+        cJSON *t;
+        cJSON_ArrayForEach(t, turns) {
+            cJSON *u = cJSON_GetObjectItem(t, "user"), *want = cJSON_GetObjectItem(t, "reply");
+            if (!cJSON_IsString(u) || !cJSON_IsString(want)) {
+                end_progress(&e->progress_shown);
+                fprintf(stderr, "cabin eval-assistant: %s:%d: a turn lacks \"user\" or \"reply\"\n", file, line_no);
+                rc = 1;
+                break;
+            }
+            if (eval_turn(e, line_no, u->valuestring, want->valuestring, &err)) {
+                end_progress(&e->progress_shown);
+                fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
+                rc = 1;
+                break;
+            }
+        }
+        if (!rc && e->header >= 0 && score_replies(e->s, e->tmpl, e->header, turns, &e->reply_nll, &e->reply_tokens, &err)) {
+            end_progress(&e->progress_shown);
+            fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
+            rc = 1;
+        }
+        cJSON_Delete(d);
+        if (e->dialogues % 20 == 0) {
+            fprintf(stderr, "\r[%d dialogues] exact %.1f%%", e->dialogues, 100.0 * e->c.exact / (e->c.turns ? e->c.turns : 1));
+            e->progress_shown = true;
+        }
+    }
+    end_progress(&e->progress_shown);
+    return rc;
+}
+
+// The table (or, with --json and no file, the JSON alone) and the perplexity of the dialogues.
+static int eval_report(eval_run *e, const run_opts *r, double secs) {
+    const eval_counts *c = &e->c;
+    const eval_opts *o = e->o;
+    bool table = !opts_out_is_stdout(o->json_out);
+    const model *m = session_model(e->s);
+    const char *prec = r->s.precision ? r->s.precision : wtype_name(m->layers[0].wq.type);
+    double reply_ppl = e->reply_tokens ? exp(e->reply_nll / (double)e->reply_tokens) : 0.0;
+    if (table) {
+        printf("| model | precision | decoding | dialogues | turns | action exact-match | intent | slots | malformed |\n");
+        printf("| %s | %s | %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %d |\n", m->name, prec,
+               e->grammar ? "grammar" : "free", e->dialogues, c->turns,
+               100.0 * c->exact / c->turns, 100.0 * c->intent_ok / c->turns,
+               c->slots_total ? 100.0 * c->slots_ok / c->slots_total : 100.0, c->malformed);
+        printf("(%.1f s)\n", secs);
+        if (c->named > 0)
+            printf("spoken sentences naming the contact or place acted on: %d of %d right actions with one (%.1f%%)\n",
+                   c->named_ok, c->named, 100.0 * c->named_ok / c->named);
+        if (e->reply_tokens > 0)
+            printf("reference replies (teacher-forced, given the dialogue so far): %ld tokens, PPL %.4f\n",
+                   e->reply_tokens, reply_ppl);
+    }
+    errbuf err = {{0}};
+    quality_result pr = {0};
+    char *dialogue_text = heldout_chat_text(o->file, e->tmpl, o->limit, &err);
+    int32_t *ids = NULL;
+    int n = dialogue_text ? session_tokenize(e->s, dialogue_text, false, &ids, &err) : -1;
+    quality_opts qo = { .ctx = o->ppl_ctx, .progress = ppl_progress };
+    if (n > 0 && quality_eval(e->s, ids, n, &qo, &pr, &err) == 0) {
+        if (table)
+            printf("whole dialogues (user turns too, which the model was not trained to predict): %d tokens, "
+                   "PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, o->ppl_ctx);
+    } else {
+        fprintf(stderr, "cabin eval-assistant: perplexity: %s\n", err.msg);
+    }
+    free(ids);
+    free(dialogue_text);
+    if (!o->json_out) return 0;
+    FILE *f = opts_open_out(o->json_out, &err);
+    if (f) {
+        fprintf(f, "{\"precision\": \"%s\", \"grammar\": %s, \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
+                "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"named\": %.4f, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n",
+                prec, e->grammar ? "true" : "false", e->dialogues,
+                c->turns, (double)c->exact / c->turns, (double)c->intent_ok / c->turns,
+                c->slots_total ? (double)c->slots_ok / c->slots_total : 1.0, c->malformed,
+                c->named ? (double)c->named_ok / c->named : 1.0, pr.ppl, reply_ppl);
+        if (opts_close_out(f, o->json_out, &err) == 0) return 0;
+    }
+    fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
+    return 1;
+}
+
 int cmd_eval_assistant(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin eval-assistant", false };
+    eval_opts o = { .file = CABIN_HELDOUT, .ppl_ctx = 256 };
     run_opts r;
     run_opts_init(&r);
-    const char *file = "assets/eval/heldout.jsonl", *json_out = NULL, *errors_out = NULL, *replies_out = NULL;
-    int limit = 0, ppl_ctx = 256;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin eval-assistant [-m MODEL] [-f HELDOUT.jsonl] [--limit N] [--precision TYPE]\n\n"
-                   "Runs the held-out assistant dialogues (one JSON object per line:\n"
-                   "{\"turns\": [{\"user\": ..., \"reply\": ...}, ...]}) through the model, greedy, each\n"
-                   "dialogue as one conversation, and compares every reply's action with the\n"
-                   "reference: action exact-match (intent and every slot), intent accuracy and slot\n"
-                   "accuracy (reference slots reproduced exactly), and how many spoken sentences\n"
-                   "of right actions name the contact or place acted on; then the perplexity of\n"
-                   "the reference dialogues in the model's chat layout (as cabin ppl computes it).\n"
-                   "  -f FILE        held-out set (default assets/eval/heldout.jsonl)\n"
-                   "  --limit N      only the first N dialogues\n"
-                   "  --ppl-ctx N    window for the perplexity of the dialogues (default 256)\n"
-                   "  --json FILE    also write the figures as JSON\n"
-                   "  --errors FILE  write every turn whose action differs from the reference, one\n"
-                   "                 tab-separated line: file line, user text, wanted, got\n"
-                   "  --replies FILE write every turn, one tab-separated line: file line, user\n"
-                   "                 text, reference reply, the model's whole reply\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (arg_str(&a, "-f", "--file", &file)) continue;
-        if (arg_int(&a, "--limit", NULL, &limit)) continue;
-        if (arg_int(&a, "--ppl-ctx", NULL, &ppl_ctx)) continue;
-        if (arg_str(&a, "--json", NULL, &json_out)) continue;
-        if (arg_str(&a, "--errors", NULL, &errors_out)) continue;
-        if (arg_str(&a, "--replies", NULL, &replies_out)) continue;
-        if (run_opts_parse(&r, &a)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    opt_table own = OPT_TABLE(EVAL_OPTS, &o);
+    int prc = run_opts_parse_with(&EVAL_SPEC, &own, &r, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     errbuf err = {{0}};
-    char *text = read_file_all(file, NULL, &err);
+    char *text = read_file_all(o.file, NULL, &err);
     if (!text) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); return 1; }
-    FILE *errors = NULL, *replies = NULL;
-    if ((errors_out && !(errors = fopen(errors_out, "w"))) || (replies_out && !(replies = fopen(replies_out, "w")))) {
-        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", errors_out && !errors ? errors_out : replies_out);
-        if (errors) fclose(errors);
+    eval_run e = { .o = &o };
+    if ((o.errors_out && !(e.errors = fopen(o.errors_out, "w"))) || (o.replies_out && !(e.replies = fopen(o.replies_out, "w")))) {
+        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", o.errors_out && !e.errors ? o.errors_out : o.replies_out);
+        if (e.errors) fclose(e.errors);
         free(text);
         return 1;
     }
     r.s.sampling.temp = 0.0f;
     r.s.max_reply_tokens = 96;
     r.s.model_path = run_opts_model(&r);
-    session *s = session_open(&r.s, &err);
-    if (!s) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); free(text); return 1; }
-    action_grammar *grammar = r.free_actions ? NULL : action_grammar_new(s);
-    eval_counts c = {0};
-    int line_no = 0, dialogues = 0, rc = 0;
-    bool progress_shown = false;   // a "\r[N dialogues]" line is open on stderr
-    const chat_template *tmpl = r.s.template_name ? chat_template_by_name(r.s.template_name)
-                                                  : chat_template_detect(session_model(s)->chat_template);
-    int32_t header = assistant_header_id(s, tmpl);
-    double reply_nll = 0.0;
-    long reply_tokens = 0;
-    // The held-out dialogues in chat layout, for perplexity.
-    size_t dlen = 0, dcap = 1 << 16;
-    char *dialogue_text = xmalloc(dcap);
-    dialogue_text[0] = 0;
-    double t0 = now_sec();
-    for (char *line = strtok(text, "\n"); line && !rc; line = strtok(NULL, "\n")) {
-        line_no++;
-        if (!*line) continue;
-        if (limit > 0 && dialogues >= limit) break;
-        cJSON *d = cJSON_Parse(line);
-        cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
-        if (!cJSON_IsArray(turns)) {
-            end_progress(&progress_shown);
-            fprintf(stderr, "cabin eval-assistant: %s:%d: not a dialogue ({\"turns\": [...]})\n", file, line_no);
-            cJSON_Delete(d);
-            rc = 1;
-            break;
-        }
-        dialogues++;
-        session_reset(s);
-        bool first_turn = true;
-        cJSON *t;
-        cJSON_ArrayForEach(t, turns) {
-            cJSON *u = cJSON_GetObjectItem(t, "user"), *want = cJSON_GetObjectItem(t, "reply");
-            if (!cJSON_IsString(u) || !cJSON_IsString(want)) {
-                end_progress(&progress_shown);
-                fprintf(stderr, "cabin eval-assistant: %s:%d: a turn lacks \"user\" or \"reply\"\n", file, line_no);
-                rc = 1;
-                break;
-            }
-            char *turn = chat_template_render_turn(tmpl, NULL, u->valuestring, first_turn, false);
-            size_t need = strlen(turn) + strlen(want->valuestring) + strlen(tmpl->assistant_end) + 1;
-            if (dlen + need >= dcap) { dcap = (dlen + need) * 2; dialogue_text = xrealloc(dialogue_text, dcap); }
-            dlen += (size_t)sprintf(dialogue_text + dlen, "%s%s%s", turn, want->valuestring, tmpl->assistant_end);
-            free(turn);
-            first_turn = false;
-            reply_buf got = { .len = 0 };
-            got.text[0] = 0;
-            if (action_grammar_chat(grammar, s, u->valuestring, collect, &got, &err)) {
-                end_progress(&progress_shown);
-                fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
-                rc = 1;
-                break;
-            }
-            if (replies) {   // one line per turn: a tab or newline the model wrote becomes a space
-                for (char *p = got.text; *p; p++) if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
-                fprintf(replies, "%d\t%s\t%s\t%s\n", line_no, u->valuestring, want->valuestring, got.text);
-            }
-            action ga, wa;
-            char sent[512], e[128];
-            action_parse(want->valuestring, &wa, sent, sizeof sent, e, sizeof e);
-            if (action_parse(got.text, &ga, sent, sizeof sent, e, sizeof e) != 0) c.malformed++;
-            c.turns++;
-            if (action_equal(&ga, &wa)) {
-                c.exact++;
-                // Does the spoken sentence name the contact or place the car acts on?
-                const char *name = action_slot_value(&ga, "contact");
-                if (!name) name = action_slot_value(&ga, "dest");
-                if (name) {
-                    char spoken[256];
-                    snprintf(spoken, sizeof spoken, "%s", name);
-                    for (char *p = spoken; *p; p++) if (*p == '_') *p = ' ';
-                    c.named++;
-                    if (strcasestr(sent, spoken)) c.named_ok++;
-                }
-            } else if (errors) {
-                char wbuf[512], gbuf[512];
-                action_format(&wa, wbuf, sizeof wbuf);
-                action_format(&ga, gbuf, sizeof gbuf);
-                fprintf(errors, "%d\t%s\t%s\t%s\n", line_no, u->valuestring, wbuf, gbuf);
-            }
-            if (strcmp(ga.intent, wa.intent) == 0) c.intent_ok++;
-            for (int i = 0; i < wa.n_slots; i++) {
-                const char *v = action_slot_value(&ga, wa.slots[i].key);
-                c.slots_total++;
-                if (v && strcmp(v, wa.slots[i].value) == 0) c.slots_ok++;
-            }
-        }
-        if (!rc && header >= 0 && score_replies(s, tmpl, header, turns, &reply_nll, &reply_tokens, &err)) {
-            end_progress(&progress_shown);
-            fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
-            rc = 1;
-        }
-        cJSON_Delete(d);
-        if (dialogues % 20 == 0) {
-            fprintf(stderr, "\r[%d dialogues] exact %.1f%%", dialogues, 100.0 * c.exact / (c.turns ? c.turns : 1));
-            progress_shown = true;
-        }
+    e.s = session_open(&r.s, &err);
+    int rc = 0;
+    if (!e.s) {
+        fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
+        rc = 1;
+    } else {
+        e.grammar = r.free_actions ? NULL : action_grammar_new(e.s);
+        e.tmpl = eval_template(e.s, r.s.template_name);
+        e.header = assistant_header_id(e.s, e.tmpl);
+        double t0 = now_sec();
+        rc = eval_dialogues(&e, text);
+        if (!rc && e.c.turns > 0) rc = eval_report(&e, &r, now_sec() - t0);
     }
-    end_progress(&progress_shown);
-    if (!rc && c.turns > 0) {
-        const model *m = session_model(s);
-        const char *prec = r.s.precision ? r.s.precision : wtype_name(m->layers[0].wq.type);
-        printf("| model | precision | decoding | dialogues | turns | action exact-match | intent | slots | malformed |\n");
-        printf("| %s | %s | %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %d |\n", m->name, prec,
-               grammar ? "grammar" : "free", dialogues, c.turns,
-               100.0 * c.exact / c.turns, 100.0 * c.intent_ok / c.turns,
-               c.slots_total ? 100.0 * c.slots_ok / c.slots_total : 100.0, c.malformed);
-        printf("(%.1f s)\n", now_sec() - t0);
-        if (c.named > 0)
-            printf("spoken sentences naming the contact or place acted on: %d of %d right actions with one (%.1f%%)\n",
-                   c.named_ok, c.named, 100.0 * c.named_ok / c.named);
-        if (reply_tokens > 0)
-            printf("reference replies (teacher-forced, given the dialogue so far): %ld tokens, PPL %.4f\n",
-                   reply_tokens, exp(reply_nll / (double)reply_tokens));
-        int32_t *ids = NULL;
-        int n = session_tokenize(s, dialogue_text, false, &ids, &err);
-        quality_result pr = {0};
-        quality_opts qo = { .ctx = ppl_ctx, .progress = ppl_progress };
-        if (n > 0 && quality_eval(s, ids, n, &qo, &pr, &err) == 0)
-            printf("whole dialogues (user turns too, which the model was not trained to predict): %d tokens, "
-                   "PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, ppl_ctx);
-        else
-            fprintf(stderr, "cabin eval-assistant: perplexity: %s\n", err.msg);
-        free(ids);
-        if (json_out) {
-            FILE *f = fopen(json_out, "w");
-            if (f) {
-                fprintf(f, "{\"precision\": \"%s\", \"grammar\": %s, \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
-                        "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"named\": %.4f, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n", prec, grammar ? "true" : "false", dialogues,
-                        c.turns, (double)c.exact / c.turns, (double)c.intent_ok / c.turns,
-                        c.slots_total ? (double)c.slots_ok / c.slots_total : 1.0, c.malformed,
-                        c.named ? (double)c.named_ok / c.named : 1.0, pr.ppl,
-                        reply_tokens ? exp(reply_nll / (double)reply_tokens) : 0.0);
-                fclose(f);
-            }
-        }
-    }
-    if (errors) fclose(errors);
-    if (replies) fclose(replies);
-    action_grammar_free(grammar);
-    free(dialogue_text);
+    if (e.errors) fclose(e.errors);
+    if (e.replies) fclose(e.replies);
+    action_grammar_free(e.grammar);
     free(text);
-    session_close(s);
+    session_close(e.s);
     return rc ? 1 : 0;
 }

@@ -1,12 +1,14 @@
 // cabin heatmap: per (layer, tensor kind) quantization sensitivity as a coloured grid, JSON, CSV,
 // and a precision plan derived from it (engine/sensitivity.h). Results are cached.
 #include "app/commands.h"
+#include "app/eval_text.h"
 #include "app/heatmap.h"
 #include "engine/sensitivity.h"
 #include "engine/wtype.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,126 +159,152 @@ static bool show_progress(void *ud, int done, int total, int layer, int kind, co
     return true;
 }
 
-int cmd_heatmap(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin heatmap", false };
-    run_opts r;
-    run_opts_init(&r);
-    const char *file = NULL, *type_name = "q4_0", *json_out = NULL, *csv_out = NULL, *plan_out = NULL;
-    const char *high_name = "q8_0", *color = "auto";
-    int tokens = 512, ctx = 128;
-    float budget = 0;
-    bool no_cache = false, quiet = false;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin heatmap -m MODEL -f TEXT [--type q4_0] [--tokens N] [--ctx N]\n"
-                   "                     [--json FILE] [--csv FILE] [--plan-out PLAN.json --budget BPW]\n\n"
-                   "Quantization sensitivity per (layer, tensor kind): the text runs once at the file's\n"
-                   "precision (the base: top-64 log-probs per token), then once per layer matrix with\n"
-                   "ONLY that tensor at --type; each cell is the mean KL divergence from the base (and\n"
-                   "the change in mean NLL in the JSON/CSV). Results are cached in\n"
-                   "$XDG_CACHE_HOME/cabin/heatmap (key: model path, size, mtime; text; type; tokens; ctx).\n"
-                   "  -f, --file TEXT     the text\n"
-                   "  --type T            target type (default q4_0)\n"
-                   "  --tokens N          tokens of the text to use (default 512)\n"
-                   "  --ctx N             window (default 128; scored on each window's second half)\n"
-                   "  --json FILE, --csv FILE   write the map\n"
-                   "  --plan-out FILE     a precision plan: everything at --type except the most\n"
-                   "                      sensitive tensors at --high, greedy by KL removed per extra\n"
-                   "                      bit, within --budget bits per weight over the layer matrices\n"
-                   "  --budget BPW        e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)\n"
-                   "  --high T            the higher type for the plan: q8_0 (default) or f16\n"
-                   "  --color WHEN        auto (default; NO_COLOR and non-terminals turn it off) | always | never\n"
-                   "  --no-cache          recompute\n"
-                   "  -q, --quiet         no progress\n%s", RUN_OPTS_HELP);
+typedef struct heatmap_cli_opts {
+    const char *file, *type_name, *json_out, *csv_out, *plan_out, *high_name, *color;
+    int tokens, window;
+    float budget;
+    bool no_cache, quiet;
+    int type, high;        // wtype of --type and --high, from the names
+} heatmap_cli_opts;
+
+#define HO(field) offsetof(heatmap_cli_opts, field)
+static const opt_def HEATMAP_OPTS[] = {
+    { "--file", "-f", OPT_STR, HO(file), "TEXT", "the text",
+      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
+    { "--type", NULL, OPT_STR, HO(type_name), "T", "target type", NULL, NULL, NULL },
+    { "--tokens", NULL, OPT_INT, HO(tokens), "N", "tokens of the text to use", NULL, NULL, NULL },
+    { "--window", NULL, OPT_INT, HO(window), "N", "tokens per window (scored on each window's second half)",
+      "128, at most the context -c", NULL, NULL },
+    { "--json", NULL, OPT_OUT, HO(json_out), NULL, "write the map as JSON to FILE, or to standard output instead of\n"
+      "the grid (no FILE, or -)", NULL, NULL, NULL },
+    { "--csv", NULL, OPT_STR, HO(csv_out), "FILE", "write the map as CSV", NULL, NULL, NULL },
+    { "--plan-out", NULL, OPT_STR, HO(plan_out), "FILE", "a precision plan: everything at --type except the most\n"
+      "sensitive tensors at --high, greedy by KL removed per extra\nbit, within --budget bits per weight over the layer matrices",
+      NULL, NULL, NULL },
+    { "--budget", NULL, OPT_FLOAT, HO(budget), "BPW", "e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)", NULL, NULL, NULL },
+    { "--high", NULL, OPT_STR, HO(high_name), "T", "the higher type for the plan: q8_0 or f16", NULL, NULL, NULL },
+    { "--color", NULL, OPT_STR, HO(color), "WHEN", "auto (NO_COLOR and non-terminals turn it off) | always | never", NULL, NULL, NULL },
+    { "--no-cache", NULL, OPT_FLAG, HO(no_cache), NULL, "recompute", NULL, NULL, NULL },
+    { "--quiet", "-q", OPT_FLAG, HO(quiet), NULL, "no progress", NULL, NULL, NULL },
+};
+
+static const cmd_spec HEATMAP_SPEC = {
+    "cabin heatmap", "cabin heatmap [-m MODEL] [-f TEXT] [--type q4_0] [--tokens N] [--window N]\n"
+    "                     [--json [FILE]] [--csv FILE] [--plan-out PLAN.json --budget BPW]",
+    "Quantization sensitivity per (layer, tensor kind): the text runs once at the file's\n"
+    "precision (the base: top-64 log-probs per token), then once per layer matrix with\n"
+    "ONLY that tensor at --type; each cell is the mean KL divergence from the base (and\n"
+    "the change in mean NLL in the JSON/CSV). Results are cached in\n"
+    "$XDG_CACHE_HOME/cabin/heatmap (key: model path, size, mtime; text; type; tokens; window).\n"
+    "Without -f, the embedded model uses its held-out dialogues in its chat layout.\n",
+};
+
+static int heatmap_parse(int argc, char **argv, heatmap_cli_opts *o, run_opts *r) {
+    *o = (heatmap_cli_opts){ .type_name = "q4_0", .high_name = "q8_0", .color = "auto", .tokens = 512 };
+    run_opts_init(r);
+    opt_table own = OPT_TABLE(HEATMAP_OPTS, o);
+    int rc = run_opts_parse_with(&HEATMAP_SPEC, &own, r, argc, argv);
+    if (rc) return rc;
+    o->type = wtype_from_name(o->type_name);
+    o->high = wtype_from_name(o->high_name);
+    if (!o->window) o->window = r->s.n_ctx > 0 && r->s.n_ctx < 128 ? r->s.n_ctx : 128;
+    if (o->type < 0) { fprintf(stderr, "cabin heatmap: --type %s: unknown type\n", o->type_name); return OPTS_USAGE; }
+    if (o->high != WT_Q8_0 && o->high != WT_F16) { fprintf(stderr, "cabin heatmap: --high %s: use q8_0 or f16\n", o->high_name); return OPTS_USAGE; }
+    if (o->window < 8 || o->tokens < o->window) { fprintf(stderr, "cabin heatmap: need a window of at least 8 tokens and --tokens >= the window\n"); return OPTS_USAGE; }
+    if (o->plan_out && !(o->budget > 0)) { fprintf(stderr, "cabin heatmap: --plan-out needs --budget BPW\n"); return OPTS_USAGE; }
+    if (r->s.n_ctx == 0) r->s.n_ctx = o->window;
+    if (r->s.n_ctx < o->window) {
+        fprintf(stderr, "cabin heatmap: --window %d is longer than the context (-c %d)\n", o->window, r->s.n_ctx);
+        return OPTS_USAGE;
+    }
+    if (r->s.n_batch > o->window) r->s.n_batch = o->window;
+    return OPTS_OK;
+}
+
+// The map: from the cache when it holds this (model, text, type, tokens, window), else measured
+// (and cached). m is made here (zeroed on entry). -1 with err.
+static int heatmap_compute(session *s, const char *model_path, const heatmap_cli_opts *o, const char *text,
+                           sensitivity_map *m, errbuf *err) {
+    char cpath[800];
+    cache_path(model_path, text, wtype_name((uint32_t)o->type), o->tokens, o->window, cpath, sizeof cpath);
+    int n_layer = session_model(s)->hp.n_layer;
+    if (!o->no_cache && cpath[0] && access(cpath, R_OK) == 0) {
+        if (heatmap_load(m, n_layer, (uint32_t)o->type, cpath, err) == 0) {
+            if (!o->quiet) fprintf(stderr, "cached: %s\n", cpath);
             return 0;
         }
-        if (arg_str(&a, "-f", "--file", &file)) continue;
-        if (arg_str(&a, "--type", NULL, &type_name)) continue;
-        if (arg_int(&a, "--tokens", NULL, &tokens)) continue;
-        if (arg_int(&a, "--ctx", NULL, &ctx)) continue;
-        if (arg_str(&a, "--json", NULL, &json_out)) continue;
-        if (arg_str(&a, "--csv", NULL, &csv_out)) continue;
-        if (arg_str(&a, "--plan-out", NULL, &plan_out)) continue;
-        if (arg_float(&a, "--budget", NULL, &budget)) continue;
-        if (arg_str(&a, "--high", NULL, &high_name)) continue;
-        if (arg_str(&a, "--color", NULL, &color)) continue;
-        if (arg_flag(&a, "--no-cache", NULL)) { no_cache = true; continue; }
-        if (arg_flag(&a, "-q", "--quiet")) { quiet = true; continue; }
-        if (run_opts_parse(&r, &a)) continue;
-        arg_unknown(&a);
-        return 2;
+        fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err->msg);
     }
-    if (a.failed) return 2;
-    if (!file) { fprintf(stderr, "cabin heatmap: no text file (-f TEXT)\n"); return 2; }
-    int type = wtype_from_name(type_name), high = wtype_from_name(high_name);
-    if (type < 0) { fprintf(stderr, "cabin heatmap: --type %s: unknown type\n", type_name); return 2; }
-    if (high != WT_Q8_0 && high != WT_F16) { fprintf(stderr, "cabin heatmap: --high %s: use q8_0 or f16\n", high_name); return 2; }
-    if (ctx < 8 || tokens < ctx) { fprintf(stderr, "cabin heatmap: need --ctx >= 8 and --tokens >= --ctx\n"); return 2; }
-    if (plan_out && !(budget > 0)) { fprintf(stderr, "cabin heatmap: --plan-out needs --budget BPW\n"); return 2; }
+    progress_state ps = { now_sec(), o->quiet };
+    heatmap_opts ho = { .type = (uint32_t)o->type, .max_tokens = o->tokens, .ctx = o->window,
+                        .progress = show_progress, .ud = &ps };
+    if (heatmap_measure(s, text, &ho, m, err)) return -1;   // m is left empty (freeing it is harmless)
+    if (!o->quiet) fprintf(stderr, "%d tensors in %.1f s\n", m->n_layer * TK_LAYER_KINDS, now_sec() - ps.t0);
+    if (cpath[0]) {
+        char *js = sensitivity_to_json(m);
+        errbuf e2;
+        if (write_text(cpath, js, &e2)) fprintf(stderr, "cabin heatmap: cache not written: %s\n", e2.msg);
+        free(js);
+    }
+    return 0;
+}
+
+// The grid (unless the JSON goes to stdout), the JSON and CSV files, and the plan.
+static int heatmap_report(const sensitivity_map *m, const heatmap_cli_opts *o, errbuf *err) {
+    if (!opts_out_is_stdout(o->json_out)) print_grid(m, color_depth(o->color));
+    if (o->json_out) {
+        char *js = sensitivity_to_json(m);
+        FILE *f = opts_open_out(o->json_out, err);
+        int rc = f ? 0 : -1;
+        if (f) {
+            fprintf(f, "%s\n", js);
+            rc = opts_close_out(f, o->json_out, err);
+        }
+        free(js);
+        if (rc) return rc;
+    }
+    if (o->csv_out && write_csv(m, o->csv_out, err)) return -1;
+    if (!o->plan_out) return 0;
+    precision_plan p;
+    double bpw = 0;
+    int kept = 0;
+    if (sensitivity_plan(m, (uint32_t)o->high, o->budget, &p, &bpw, &kept, err)) return -1;
+    if (plan_save(&p, o->plan_out, err)) return -1;
+    double kl_left = 0, kl_all = 0;
+    for (int l = 0; l < m->n_layer; l++)
+        for (int k = 0; k < TK_LAYER_KINDS; k++) {
+            kl_all += sens_at(m, l, k)->kl_mean;
+            if (plan_type_for(&p, l, k) == (uint32_t)o->type) kl_left += sens_at(m, l, k)->kl_mean;
+        }
+    printf("plan %s: %d of %d tensors at %s, the rest %s: %.3f bits/weight (budget %.3f); "
+           "summed single-tensor KL %.3g -> %.3g\n", o->plan_out, kept, m->n_layer * TK_LAYER_KINDS,
+           wtype_name((uint32_t)o->high), wtype_name((uint32_t)o->type), bpw, o->budget, kl_all, kl_left);
+    return 0;
+}
+
+int cmd_heatmap(int argc, char **argv) {
+    heatmap_cli_opts o;
+    run_opts r;
+    int prc = heatmap_parse(argc, argv, &o, &r);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     errbuf err = {{0}};
-    char *text = read_file_all(file, NULL, &err);
-    if (!text) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); return 1; }
-    r.s.n_ctx = ctx;
-    if (r.s.n_batch > ctx) r.s.n_batch = ctx;
+    char *text = o.file ? read_file_all(o.file, NULL, &err) : NULL;
+    if (o.file && !text) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); return 1; }
     r.s.model_path = run_opts_model(&r);
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); free(text); return 1; }
+    const char *what = o.file;
     int rc = 0;
+    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &err))) rc = -1;
     sensitivity_map m;
     memset(&m, 0, sizeof m);
-    char cpath[800];
-    cache_path(r.s.model_path, text, wtype_name((uint32_t)type), tokens, ctx, cpath, sizeof cpath);
-    bool cached = false;
-    int n_layer = session_model(s)->hp.n_layer;
-    if (!no_cache && cpath[0] && access(cpath, R_OK) == 0) {
-        if (heatmap_load(&m, n_layer, (uint32_t)type, cpath, &err) == 0) cached = true;
-        else fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err.msg);
-    }
-    if (!cached) {
-        progress_state ps = { now_sec(), quiet };
-        heatmap_opts o = { .type = (uint32_t)type, .max_tokens = tokens, .ctx = ctx, .progress = show_progress, .ud = &ps };
-        rc = heatmap_measure(s, text, &o, &m, &err);
-        free(text);
-        text = NULL;
-        if (rc) goto out;
-        if (!quiet) fprintf(stderr, "%d tensors in %.1f s\n", m.n_layer * TK_LAYER_KINDS, now_sec() - ps.t0);
-        if (cpath[0]) {
-            char *js = sensitivity_to_json(&m);
-            errbuf e2;
-            if (write_text(cpath, js, &e2)) fprintf(stderr, "cabin heatmap: cache not written: %s\n", e2.msg);
-            free(js);
-        }
-    } else if (!quiet) {
-        fprintf(stderr, "cached: %s\n", cpath);
-    }
-    print_grid(&m, color_depth(color));
-    if (json_out) {
-        char *js = sensitivity_to_json(&m);
-        rc = write_text(json_out, js, &err);
-        free(js);
-        if (rc) goto out;
-    }
-    if (csv_out && (rc = write_csv(&m, csv_out, &err))) goto out;
-    if (plan_out) {
-        precision_plan p;
-        double bpw = 0;
-        int kept = 0;
-        if ((rc = sensitivity_plan(&m, (uint32_t)high, budget, &p, &bpw, &kept, &err))) goto out;
-        if ((rc = plan_save(&p, plan_out, &err))) goto out;
-        double kl_left = 0, kl_all = 0;
-        for (int l = 0; l < m.n_layer; l++)
-            for (int k = 0; k < TK_LAYER_KINDS; k++) {
-                kl_all += sens_at(&m, l, k)->kl_mean;
-                if (plan_type_for(&p, l, k) == (uint32_t)type) kl_left += sens_at(&m, l, k)->kl_mean;
-            }
-        printf("plan %s: %d of %d tensors at %s, the rest %s: %.3f bits/weight (budget %.3f); "
-               "summed single-tensor KL %.3g -> %.3g\n", plan_out, kept, m.n_layer * TK_LAYER_KINDS,
-               wtype_name((uint32_t)high), wtype_name((uint32_t)type), bpw, budget, kl_all, kl_left);
-    }
-out:
+    if (!rc && !o.file && !o.quiet) fprintf(stderr, "text: %s\n", what);
+    if (!rc) rc = heatmap_compute(s, r.s.model_path, &o, text, &m, &err);
+    if (!rc && !o.file) eval_note_domain("cabin heatmap", exp(m.base_nll), session_n_vocab(s));
+    if (!rc) rc = heatmap_report(&m, &o, &err);
     if (rc) fprintf(stderr, "cabin heatmap: %s\n", err.msg);
-    sensitivity_map_free(&m);
     free(text);
+    sensitivity_map_free(&m);
     session_close(s);
     return rc ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include "engine/wtype.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,27 +72,29 @@ static int print_kv_sizes(const gguf_file *g, const char *arch) {
     return 0;
 }
 
+typedef struct info_opts { const char *path; bool meta, kv_sizes, tensors; } info_opts;
+
+#define IO(field) offsetof(info_opts, field)
+static const opt_def INFO_OPTS[] = {
+    { "MODEL.gguf", NULL, OPT_POS, IO(path), NULL, "the file", NULL, NULL, NULL },
+    { "--kv", NULL, OPT_FLAG, IO(kv_sizes), NULL, "KV-cache size of this model in f32/f16/q8/q4 (per token per layer,\n"
+      "at the model's context and at 4096 tokens, vs f16; docs/KV.md)", NULL, NULL, NULL },
+    { "--meta", NULL, OPT_FLAG, IO(meta), NULL, "print every metadata key and value", NULL, NULL, NULL },
+    { "--tensors", NULL, OPT_FLAG, IO(tensors), NULL, "list every tensor with shape and type", NULL, NULL, NULL },
+};
+
+static const cmd_spec INFO_SPEC = {
+    "cabin info", "cabin info [--kv] [--meta] [--tensors] MODEL.gguf",
+    "Architecture, sizes, tensor type histogram, tokenizer and chat template.\n",
+};
+
 int cmd_info(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin info", false };
-    const char *path = NULL;
-    bool all_kv = false, kv_sizes = false, tensors = false;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin info [--kv] [--meta] [--tensors] MODEL.gguf\n\n"
-                   "Architecture, sizes, tensor type histogram, tokenizer and chat template.\n"
-                   "  --kv        KV-cache size of this model in f32/f16/q8/q4 (per token per layer,\n"
-                   "              at the model's context and at 4096 tokens, vs f16; docs/KV.md)\n"
-                   "  --meta      print every metadata key and value\n"
-                   "  --tensors   list every tensor with shape and type\n");
-            return 0;
-        }
-        if (arg_flag(&a, "--meta", NULL)) { all_kv = true; continue; }
-        if (arg_flag(&a, "--kv", NULL)) { kv_sizes = true; continue; }
-        if (arg_flag(&a, "--tensors", NULL)) { tensors = true; continue; }
-        if (argv[a.i][0] != '-' && !path) { path = argv[a.i++]; continue; }
-        arg_unknown(&a);
-        return 2;
-    }
+    info_opts o = {0};
+    opt_table own = OPT_TABLE(INFO_OPTS, &o);
+    int prc = opts_parse(&INFO_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *path = o.path;
+    bool all_kv = o.meta, kv_sizes = o.kv_sizes, tensors = o.tensors;
     if (!path) { fprintf(stderr, "cabin info: no model file given (see cabin info --help)\n"); return 2; }
     gguf_file g;
     errbuf err = {{0}};
@@ -175,28 +178,29 @@ int cmd_info(int argc, char **argv) {
     return 0;
 }
 
+typedef struct tokenize_opts { const char *model, *text; bool no_bos, pieces, no_special; } tokenize_opts;
+
+#define TO(field) offsetof(tokenize_opts, field)
+static const opt_def TOKENIZE_OPTS[] = {
+    { "TEXT", NULL, OPT_POS, TO(text), NULL, "the text", NULL, NULL, NULL },
+    { "--model", "-m", OPT_STR, TO(model), "FILE", "GGUF model", "$CABIN_MODEL or " CABIN_DEFAULT_MODEL, NULL, NULL },
+    { "--no-bos", NULL, OPT_FLAG, TO(no_bos), NULL, "do not add BOS/EOS even where the model asks for them", NULL, NULL, NULL },
+    { "--pieces", NULL, OPT_FLAG, TO(pieces), NULL, "print id:'piece' pairs, one per line", NULL, NULL, NULL },
+    { "--no-special", NULL, OPT_FLAG, TO(no_special), NULL, "treat special-token texts like <|im_start|> as plain text", NULL, NULL, NULL },
+};
+
+static const cmd_spec TOKENIZE_SPEC = {
+    "cabin tokenize", "cabin tokenize [-m MODEL] [--no-bos] [--pieces] [--no-special] TEXT",
+    "Prints the token ids of TEXT on one line, space-separated.\n",
+};
+
 int cmd_tokenize(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin tokenize", false };
-    const char *path = NULL, *text = NULL;
-    bool no_bos = false, pieces = false, no_special = false;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin tokenize -m MODEL [--no-bos] [--pieces] [--no-special] TEXT\n\n"
-                   "Prints the token ids of TEXT on one line, space-separated.\n"
-                   "  --no-bos       do not add BOS/EOS even where the model asks for them\n"
-                   "  --pieces       print id:'piece' pairs, one per line\n"
-                   "  --no-special   treat special-token texts like <|im_start|> as plain text\n");
-            return 0;
-        }
-        if (arg_str(&a, "-m", "--model", &path)) continue;
-        if (arg_flag(&a, "--no-bos", NULL)) { no_bos = true; continue; }
-        if (arg_flag(&a, "--pieces", NULL)) { pieces = true; continue; }
-        if (arg_flag(&a, "--no-special", NULL)) { no_special = true; continue; }
-        if (argv[a.i][0] != '-' && !text) { text = argv[a.i++]; continue; }
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    tokenize_opts o = {0};
+    opt_table own = OPT_TABLE(TOKENIZE_OPTS, &o);
+    int prc = opts_parse(&TOKENIZE_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *path = o.model, *text = o.text;
+    bool no_bos = o.no_bos, pieces = o.pieces, no_special = o.no_special;
     if (!text) { fprintf(stderr, "cabin tokenize: no text given (see cabin tokenize --help)\n"); return 2; }
     if (!path) path = getenv("CABIN_MODEL") ? getenv("CABIN_MODEL") : CABIN_DEFAULT_MODEL;
     gguf_file g;

@@ -3,67 +3,66 @@
 #include "engine/modelgen.h"
 #include "engine/wtype.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-int cmd_make_model(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin make-model", false };
-    modelgen_opts o = modelgen_defaults();
-    const char *out = NULL, *type = NULL, *embd_type = NULL, *shape = NULL;
-    uint64_t seed = 1;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin make-model -o OUT.gguf [--shape NAME] [--type T] [options]\n\n"
-                   "Writes a model with random weights (for tests and benchmarks).\n"
-                   "  --shape NAME       tiny (default) | llama-1b (dim 2048, 16 layers, 32/8 heads,\n"
-                   "                     ffn 8192, tied) | smollm-135m (dim 576, 30 layers, 9/3, ffn 1536)\n"
-                   "  --arch A           llama | qwen2\n"
-                   "  --dim N --layers N --heads N --kv-heads N --ffn N --vocab N --ctx N\n"
-                   "  --rope-base F      (default 10000)\n"
-                   "  --embd-scale F     standard deviation of token_embd (default 1); tied models\n"
-                   "                     (llama-1b) give near one-hot outputs at 1, use 0.02 for\n"
-                   "                     a spread-out distribution (KL comparisons)\n"
-                   "  --tied             no output.weight (the token embedding is reused)\n"
-                   "  --type T           layer matrices: f32 | f16 | bf16 | q8_0 | q4_0 (default f32)\n"
-                   "  --embd-type T      token_embd/output type (default: same as --type)\n"
-                   "  --vocab-from FILE  copy the tokenizer of another GGUF (sets the vocab size)\n"
-                   "  --seed S\n");
-            return 0;
-        }
-        if (arg_str(&a, "-o", "--out", &out)) continue;
-        if (arg_str(&a, "--shape", NULL, &shape)) {
-            if (!shape) continue;
-            if (strcmp(shape, "llama-1b") == 0) {
-                o.dim = 2048; o.n_layer = 16; o.n_head = 32; o.n_kv_head = 8; o.ffn_dim = 8192;
-                o.n_vocab = 128256; o.tied = true; o.rope_base = 500000.0f; o.n_ctx = 4096;
-            } else if (strcmp(shape, "smollm-135m") == 0) {
-                o.dim = 576; o.n_layer = 30; o.n_head = 9; o.n_kv_head = 3; o.ffn_dim = 1536;
-                o.n_vocab = 49152; o.tied = true; o.n_ctx = 2048;
-            } else if (strcmp(shape, "tiny") != 0) {
-                fprintf(stderr, "cabin make-model: unknown shape '%s' (tiny, llama-1b, smollm-135m)\n", shape);
-                return 2;
-            }
-            continue;
-        }
-        if (arg_str(&a, "--arch", NULL, &o.arch)) continue;
-        if (arg_int(&a, "--dim", NULL, &o.dim)) continue;
-        if (arg_int(&a, "--layers", NULL, &o.n_layer)) continue;
-        if (arg_int(&a, "--heads", NULL, &o.n_head)) continue;
-        if (arg_int(&a, "--kv-heads", NULL, &o.n_kv_head)) continue;
-        if (arg_int(&a, "--ffn", NULL, &o.ffn_dim)) continue;
-        if (arg_int(&a, "--vocab", NULL, &o.n_vocab)) continue;
-        if (arg_int(&a, "--ctx", NULL, &o.n_ctx)) continue;
-        if (arg_float(&a, "--rope-base", NULL, &o.rope_base)) continue;
-        if (arg_float(&a, "--embd-scale", NULL, &o.embd_scale)) continue;
-        if (arg_flag(&a, "--tied", NULL)) { o.tied = true; continue; }
-        if (arg_str(&a, "--type", NULL, &type)) continue;
-        if (arg_str(&a, "--embd-type", NULL, &embd_type)) continue;
-        if (arg_str(&a, "--vocab-from", NULL, &o.vocab_from)) continue;
-        if (arg_u64(&a, "--seed", NULL, &seed)) continue;
-        arg_unknown(&a);
-        return 2;
+typedef struct make_model_opts {
+    modelgen_opts g;
+    const char *out, *type, *embd_type;
+} make_model_opts;
+
+// --shape NAME: a whole shape at once (later --dim etc. change it further)
+static int set_shape(void *base, const char *shape, errbuf *err) {
+    modelgen_opts *o = &((make_model_opts *)base)->g;
+    if (strcmp(shape, "llama-1b") == 0) {
+        o->dim = 2048; o->n_layer = 16; o->n_head = 32; o->n_kv_head = 8; o->ffn_dim = 8192;
+        o->n_vocab = 128256; o->tied = true; o->rope_base = 500000.0f; o->n_ctx = 4096;
+    } else if (strcmp(shape, "smollm-135m") == 0) {
+        o->dim = 576; o->n_layer = 30; o->n_head = 9; o->n_kv_head = 3; o->ffn_dim = 1536;
+        o->n_vocab = 49152; o->tied = true; o->n_ctx = 2048;
+    } else if (strcmp(shape, "tiny") != 0) {
+        return err_set(err, "unknown shape '%s' (tiny, llama-1b, smollm-135m)", shape);
     }
-    if (a.failed) return 2;
+    return 0;
+}
+
+#define MO(field) offsetof(make_model_opts, field)
+static const opt_def MAKE_MODEL_OPTS[] = {
+    { "--out", "-o", OPT_STR, MO(out), "OUT.gguf", "the file to write", NULL, NULL, NULL },
+    { "--shape", NULL, OPT_CALL, 0, "NAME", "tiny | llama-1b (dim 2048, 16 layers, 32/8 heads,\n"
+      "ffn 8192, tied) | smollm-135m (dim 576, 30 layers, 9/3, ffn 1536)", "tiny", set_shape, NULL },
+    { "--arch", NULL, OPT_STR, MO(g.arch), "A", "llama | qwen2", NULL, NULL, NULL },
+    { "--dim", NULL, OPT_INT, MO(g.dim), "N", "embedding length", NULL, NULL, NULL },
+    { "--layers", NULL, OPT_INT, MO(g.n_layer), "N", "layers", NULL, NULL, NULL },
+    { "--heads", NULL, OPT_INT, MO(g.n_head), "N", "attention heads", NULL, NULL, NULL },
+    { "--kv-heads", NULL, OPT_INT, MO(g.n_kv_head), "N", "key/value heads", NULL, NULL, NULL },
+    { "--ffn", NULL, OPT_INT, MO(g.ffn_dim), "N", "feed-forward length", NULL, NULL, NULL },
+    { "--vocab", NULL, OPT_INT, MO(g.n_vocab), "N", "vocabulary size", NULL, NULL, NULL },
+    { "--ctx", NULL, OPT_INT, MO(g.n_ctx), "N", "the model's context length", NULL, NULL, NULL },
+    { "--rope-base", NULL, OPT_FLOAT, MO(g.rope_base), "F", "RoPE base frequency", NULL, NULL, NULL },
+    { "--embd-scale", NULL, OPT_FLOAT, MO(g.embd_scale), "F", "standard deviation of token_embd; tied models\n"
+      "(llama-1b) give near one-hot outputs at 1, use 0.02 for\na spread-out distribution (KL comparisons)", NULL, NULL, NULL },
+    { "--tied", NULL, OPT_FLAG, MO(g.tied), NULL, "no output.weight (the token embedding is reused)", NULL, NULL, NULL },
+    { "--type", NULL, OPT_STR, MO(type), "T", "layer matrices: f32 | f16 | bf16 | q8_0 | q4_0", "f32", NULL, NULL },
+    { "--embd-type", NULL, OPT_STR, MO(embd_type), "T", "token_embd/output type", "same as --type", NULL, NULL },
+    { "--vocab-from", NULL, OPT_STR, MO(g.vocab_from), "FILE", "copy the tokenizer of another GGUF (sets the vocab size)", NULL, NULL, NULL },
+    { "--seed", NULL, OPT_U64, MO(g.seed), "S", "random seed of the weights", NULL, NULL, NULL },
+};
+
+static const cmd_spec MAKE_MODEL_SPEC = {
+    "cabin make-model", "cabin make-model -o OUT.gguf [--shape NAME] [--type T] [options]",
+    "Writes a model with random weights (for tests and benchmarks).\n",
+};
+
+int cmd_make_model(int argc, char **argv) {
+    make_model_opts mo = { .g = modelgen_defaults() };
+    mo.g.seed = 1;
+    opt_table own = OPT_TABLE(MAKE_MODEL_OPTS, &mo);
+    int prc = opts_parse(&MAKE_MODEL_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    modelgen_opts o = mo.g;
+    const char *out = mo.out, *type = mo.type, *embd_type = mo.embd_type;
     if (!out) { fprintf(stderr, "cabin make-model: no output file (-o OUT.gguf)\n"); return 2; }
     if (type) {
         int t = wtype_from_name(type);
@@ -85,7 +84,6 @@ int cmd_make_model(int argc, char **argv) {
         fprintf(stderr, "cabin make-model: --vocab %d is too small (at least 260 for the synthetic vocabulary)\n", o.n_vocab);
         return 2;
     }
-    o.seed = seed;
     errbuf err = {{0}};
     if (modelgen_write(&o, out, &err)) { fprintf(stderr, "cabin make-model: %s\n", err.msg); return 1; }
     printf("%s: %s, dim %d, %d layers, %d/%d heads, ffn %d, %s\n", out, o.arch, o.dim, o.n_layer,

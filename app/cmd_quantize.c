@@ -5,6 +5,7 @@
 #include "engine/precision.h"
 #include "engine/wtype.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,41 +54,36 @@ static void *convert(quant_job *j, const tensor *t, int layer, int kind, uint32_
     return dst;
 }
 
+typedef struct quantize_opts { const char *in, *out, *type_name, *plan_spec, *calib; int threads, calib_ctx; } quantize_opts;
+
+#define QO(field) offsetof(quantize_opts, field)
+static const opt_def QUANTIZE_OPTS[] = {
+    { "IN.gguf", NULL, OPT_POS, QO(in), NULL, "the model to convert", NULL, NULL, NULL },
+    { "OUT.gguf", NULL, OPT_POS, QO(out), NULL, "the file to write", NULL, NULL, NULL },
+    { "TYPE", NULL, OPT_POS, QO(type_name), NULL, "f32 | f16 | bf16 | q8_0 | q4_0", NULL, NULL, NULL },
+    { "--plan", NULL, OPT_STR, QO(plan_spec), "PLAN", "precision plan (JSON file, JSON text or shorthand) applied on\n"
+      "top of TYPE: \"q8_0:layers=0-3,ffn_down\"", NULL, NULL, NULL },
+    { "--calib", NULL, OPT_STR, QO(calib), "TEXT", "importance-aware Q4_0: run TEXT through the model, and pick each\n"
+      "Q4_0 block's scale to minimise the activation-weighted error\n(the file is still plain Q4_0)", NULL, NULL, NULL },
+    { "--calib-ctx", NULL, OPT_INT, QO(calib_ctx), "N", "window for the calibration run", NULL, NULL, NULL },
+    { "--threads", "-t", OPT_INT, QO(threads), "N", "threads for the calibration run", "all cores", NULL, NULL },
+};
+
+static const cmd_spec QUANTIZE_SPEC = {
+    "cabin quantize", "cabin quantize IN.gguf OUT.gguf TYPE [--plan PLAN] [--calib TEXT]",
+    "Writes IN at another precision. TYPE (f32, f16, bf16, q8_0, q4_0) is the type of\n"
+    "every layer matrix; the token embedding and output stay at a higher type (q8_0\n"
+    "when TYPE is q4_0, else TYPE) unless the plan says otherwise. Norms stay F32.\n"
+    "Sources F32, F16, BF16, Q8_0 (and Q4_0). The output uses standard types and keys.\n",
+};
+
 int cmd_quantize(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin quantize", false };
-    const char *in = NULL, *out = NULL, *type_name = NULL, *plan_spec = NULL, *calib = NULL;
-    int threads = 0, calib_ctx = 256;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin quantize IN.gguf OUT.gguf TYPE [--plan PLAN] [--calib TEXT]\n\n"
-                   "Writes IN at another precision. TYPE (f32, f16, bf16, q8_0, q4_0) is the type of\n"
-                   "every layer matrix; the token embedding and output stay at a higher type (q8_0\n"
-                   "when TYPE is q4_0, else TYPE) unless the plan says otherwise. Norms stay F32.\n"
-                   "Sources F32, F16, BF16, Q8_0 (and Q4_0). The output uses standard types and keys.\n"
-                   "  --plan PLAN     precision plan (JSON file, JSON text or shorthand) applied on\n"
-                   "                  top of TYPE: \"q8_0:layers=0-3,ffn_down\"\n"
-                   "  --calib TEXT    importance-aware Q4_0: run TEXT through the model, and pick each\n"
-                   "                  Q4_0 block's scale to minimise the activation-weighted error\n"
-                   "                  (the file is still plain Q4_0)\n"
-                   "  --calib-ctx N   window for the calibration run (default 256)\n"
-                   "  -t N            threads for the calibration run\n");
-            return 0;
-        }
-        if (arg_str(&a, "--plan", NULL, &plan_spec)) continue;
-        if (arg_str(&a, "--calib", NULL, &calib)) continue;
-        if (arg_int(&a, "--calib-ctx", NULL, &calib_ctx)) continue;
-        if (arg_int(&a, "-t", "--threads", &threads)) continue;
-        if (argv[a.i][0] != '-') {
-            if (!in) in = argv[a.i++];
-            else if (!out) out = argv[a.i++];
-            else if (!type_name) type_name = argv[a.i++];
-            else { arg_unknown(&a); return 2; }
-            continue;
-        }
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    quantize_opts o = { .calib_ctx = 256 };
+    opt_table own = OPT_TABLE(QUANTIZE_OPTS, &o);
+    int prc = opts_parse(&QUANTIZE_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *in = o.in, *out = o.out, *type_name = o.type_name, *plan_spec = o.plan_spec, *calib = o.calib;
+    int threads = o.threads, calib_ctx = o.calib_ctx;
     if (!in || !out || !type_name) { fprintf(stderr, "cabin quantize: need IN.gguf OUT.gguf TYPE (see --help)\n"); return 2; }
     int type = wtype_from_name(type_name);
     if (type < 0 || !wtype_get((uint32_t)type)->from_f32) {

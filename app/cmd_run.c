@@ -3,6 +3,7 @@
 #include "app/commands.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,46 +82,53 @@ static bool print_token(void *ud, int32_t tok, const char *piece, int len) {
     return true;
 }
 
+typedef struct generate_opts {
+    const char *prompt;
+    int n_predict;
+    bool ids, stats;
+    int n_switch;
+    const char *switch_args[MAX_SWITCHES];
+} generate_opts;
+
+// --switch-at N=PLAN, repeatable: kept as given, checked once the model is open
+static int add_switch(void *base, const char *v, errbuf *err) {
+    generate_opts *o = base;
+    if (o->n_switch == MAX_SWITCHES) return err_set(err, "at most %d --switch-at", MAX_SWITCHES);
+    o->switch_args[o->n_switch++] = v;
+    return 0;
+}
+
+#define GO(field) offsetof(generate_opts, field)
+static const opt_def GENERATE_OPTS[] = {
+    { "--prompt", "-p", OPT_STR, GO(prompt), "TEXT", "the prompt", NULL, NULL, NULL },
+    { "--n-predict", "-n", OPT_INT, GO(n_predict), "N", "tokens to generate", NULL, NULL, NULL },
+    { "--ids", NULL, OPT_FLAG, GO(ids), NULL, "print the generated token ids instead of text", NULL, NULL, NULL },
+    { "--stats", NULL, OPT_FLAG, GO(stats), NULL, "print timing to stderr at the end", NULL, NULL, NULL },
+    { "--switch-at", NULL, OPT_CALL, 0, "N=PLAN", "after N generated tokens switch the weights to PLAN (a\n"
+      "precision plan: q4_0, \"q4_0;q8_0:layers=0-3\", plan.json);\nthe cache and the text so far are kept; repeatable",
+      NULL, add_switch, NULL },
+};
+
+static const cmd_spec GENERATE_SPEC = {
+    "cabin generate", "cabin generate [-m MODEL] -p PROMPT [-n N] [--temp T] [--seed S] [--ids]",
+    "Raw completion of PROMPT (BOS added as the model says; special tokens parsed),\n"
+    "streamed to stdout.\n",
+};
+
 int cmd_generate(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin generate", false };
+    generate_opts o = { .n_predict = 128 };
     run_opts r;
     run_opts_init(&r);
-    const char *prompt = NULL;
-    int n_predict = 128;
-    bool ids = false, stats = false;
+    opt_table own = OPT_TABLE(GENERATE_OPTS, &o);
+    int prc = run_opts_parse_with(&GENERATE_SPEC, &own, &r, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *prompt = o.prompt;
+    int n_predict = o.n_predict;
+    bool ids = o.ids, stats = o.stats;
     gen_out g;
     memset(&g, 0, sizeof g);
-    const char *switch_args[MAX_SWITCHES];
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin generate -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--ids]\n\n"
-                   "Raw completion of PROMPT (BOS added as the model says; special tokens parsed),\n"
-                   "streamed to stdout.\n"
-                   "  -p, --prompt TEXT    the prompt\n"
-                   "  -n, --n-predict N    tokens to generate (default 128)\n"
-                   "  --ids                print the generated token ids instead of text\n"
-                   "  --stats              print timing to stderr at the end\n"
-                   "  --switch-at N=PLAN   after N generated tokens switch the weights to PLAN (a\n"
-                   "                       precision plan: q4_0, \"q4_0;q8_0:layers=0-3\", plan.json);\n"
-                   "                       the cache and the text so far are kept; repeatable\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (run_opts_parse(&r, &a)) continue;
-        if (arg_str(&a, "-p", "--prompt", &prompt)) continue;
-        if (arg_int(&a, "-n", "--n-predict", &n_predict)) continue;
-        if (arg_flag(&a, "--ids", NULL)) { ids = true; continue; }
-        if (arg_flag(&a, "--stats", NULL)) { stats = true; continue; }
-        const char *sw = NULL;
-        if (arg_str(&a, "--switch-at", NULL, &sw)) {
-            if (!sw) continue;
-            if (g.n_switch == MAX_SWITCHES) { fprintf(stderr, "cabin generate: at most %d --switch-at\n", MAX_SWITCHES); return 2; }
-            switch_args[g.n_switch++] = sw;
-            continue;
-        }
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    g.n_switch = o.n_switch;
+    const char *const *switch_args = o.switch_args;
     if (!prompt) { fprintf(stderr, "cabin generate: no prompt (-p TEXT; see cabin generate --help)\n"); return 2; }
     session *s = open_session(&r, "cabin generate");
     if (!s) return 1;
@@ -167,33 +175,31 @@ static int cmp_desc(const void *x, const void *y) {
     return a->id - b->id;
 }
 
+typedef struct logits_opts { const char *prompt, *out_path, *token_ids; int top; } logits_opts;
+
+#define LO(field) offsetof(logits_opts, field)
+static const opt_def LOGITS_OPTS[] = {
+    { "--prompt", "-p", OPT_STR, LO(prompt), "TEXT", "the prompt (BOS added as the model says)", NULL, NULL, NULL },
+    { "--token-ids", NULL, OPT_STR, LO(token_ids), "\"1 2 3\"", "evaluate these ids instead of a prompt", NULL, NULL, NULL },
+    { "--top", NULL, OPT_INT, LO(top), "K", "how many to print", NULL, NULL, NULL },
+    { "--out", NULL, OPT_STR, LO(out_path), "FILE", "also write all n_vocab logits as float32 little-endian", NULL, NULL, NULL },
+};
+
+static const cmd_spec LOGITS_SPEC = {
+    "cabin logits", "cabin logits [-m MODEL] -p PROMPT [--top K] [--out FILE]",
+    "Evaluates PROMPT as one batch and prints the last position's K largest logits\n"
+    "as `id logit` lines, largest first.\n",
+};
+
 int cmd_logits(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin logits", false };
+    logits_opts o = { .top = 10 };
     run_opts r;
     run_opts_init(&r);
-    const char *prompt = NULL, *out_path = NULL, *token_ids = NULL;
-    int top = 10;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin logits -m MODEL -p PROMPT [--top K] [--out FILE]\n\n"
-                   "Evaluates PROMPT as one batch and prints the last position's K largest logits\n"
-                   "as `id logit` lines, largest first.\n"
-                   "  -p, --prompt TEXT    the prompt (BOS added as the model says)\n"
-                   "  --token-ids \"1 2 3\"  evaluate these ids instead of a prompt\n"
-                   "  --top K              how many to print (default 10)\n"
-                   "  --out FILE           also write all n_vocab logits as float32 little-endian\n%s",
-                   RUN_OPTS_HELP);
-            return 0;
-        }
-        if (run_opts_parse(&r, &a)) continue;
-        if (arg_str(&a, "-p", "--prompt", &prompt)) continue;
-        if (arg_str(&a, "--token-ids", NULL, &token_ids)) continue;
-        if (arg_int(&a, "--top", NULL, &top)) continue;
-        if (arg_str(&a, "--out", NULL, &out_path)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    opt_table own = OPT_TABLE(LOGITS_OPTS, &o);
+    int prc = run_opts_parse_with(&LOGITS_SPEC, &own, &r, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *prompt = o.prompt, *out_path = o.out_path, *token_ids = o.token_ids;
+    int top = o.top;
     if (!prompt && !token_ids) { fprintf(stderr, "cabin logits: no prompt (-p TEXT or --token-ids; see --help)\n"); return 2; }
     session *s = open_session(&r, "cabin logits");
     if (!s) return 1;
@@ -243,31 +249,27 @@ int cmd_logits(int argc, char **argv) {
 
 // ---- chat (the loop is app/chat.c) ----
 
+static const opt_def CHAT_OPTS[] = {
+    { "--system", NULL, OPT_STR, 0, "TEXT", "system prompt", NULL, NULL, NULL },
+};
+
+static const cmd_spec CHAT_SPEC = {
+    "cabin chat", "cabin chat [-m MODEL] [--system TEXT] [options]",
+    "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
+    "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
+    "(one user turn per line).\n"
+    "Commands: /reset (forget the conversation), /stats, /car, /help, /quit\n"
+    "Replies in the assistant format (<act>ACTION</act> sentence) are applied to a\n"
+    "simulated vehicle; the action and the state change are shown apart.\n",
+};
+
 int cmd_chat(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin chat", false };
     run_opts r;
     run_opts_init(&r);
     const char *system = NULL;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin chat [-m MODEL] [--system TEXT] [options]\n\n"
-                   "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
-                   "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
-                   "(one user turn per line).\n"
-                   "Commands: /reset (forget the conversation), /stats, /car, /help, /quit\n"
-                   "Replies in the assistant format (<act>ACTION</act> sentence) are applied to a\n"
-                   "simulated vehicle; the action and the state change are shown apart.\n\n"
-                   "  --system TEXT        system prompt\n"
-                   "  -n, --n-predict N    most tokens per reply (default 512)\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (run_opts_parse(&r, &a)) continue;
-        if (arg_str(&a, "--system", NULL, &system)) continue;
-        if (arg_int(&a, "-n", "--n-predict", &r.s.max_reply_tokens)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    opt_table own = OPT_TABLE(CHAT_OPTS, &system);
+    int prc = run_opts_parse_chat(&CHAT_SPEC, &own, &r, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     r.s.system_prompt = system;
     const char *path = run_opts_model(&r);
     if (access(path, R_OK) != 0) {

@@ -3,54 +3,54 @@
 #include "app/scene.h"
 #include "tui/tui.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+typedef struct scene_opts {
+    const char *file;
+    bool check, tui, headless, no_time, commands;
+    float speed;
+} scene_opts;
+
+#define SCO(field) offsetof(scene_opts, field)
+static const opt_def SCENE_OPTS[] = {
+    { "FILE", NULL, OPT_POS, SCO(file), NULL, "the scene file", NULL, NULL, NULL },
+    { "--headless", NULL, OPT_FLAG, SCO(headless), NULL, "no workbench: a transcript on stdout (the default)", NULL, NULL, NULL },
+    { "--tui", NULL, OPT_FLAG, SCO(tui), NULL, "play it in the workbench (a terminal), leave at the end", NULL, NULL, NULL },
+    { "--speed", NULL, OPT_FLOAT, SCO(speed), "X", "pacing: 1 types turns at a human pace, 0 runs at full speed", NULL, NULL, NULL },
+    { "--check", NULL, OPT_FLAG, SCO(check), NULL, "exit non-zero at the first failed expect (FILE:LINE: expected ... got ...)", NULL, NULL, NULL },
+    { "--no-timestamps", NULL, OPT_FLAG, SCO(no_time), NULL, "plain transcript (for comparing runs)", NULL, NULL, NULL },
+    { "--commands", NULL, OPT_FLAG, SCO(commands), NULL, "list the commands", NULL, NULL, NULL },
+};
+static const cmd_spec SCENE_SPEC = {
+    "cabin scene", "cabin scene FILE [--headless] [--speed X] [--check] [model options]",
+    "Plays a scene: a text file of the same commands a person types after ':' in the\n"
+    "workbench (cabin scene --commands lists them), one per line, # for comments.\n"
+    "Every line is parsed and checked (files exist, regexes compile, ...) before\n"
+    "anything runs. Headless, it prints a transcript with timestamps and a closing\n"
+    "line \"N passed, N failed\" for the scene's expectations.\n",
+};
+
 int cmd_scene(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin scene", false };
+    scene_opts o = { .speed = 1.0f };
     run_opts r;
     run_opts_init(&r);
-    const char *file = NULL;
-    bool check = false, tui = false, no_time = false;
-    float speed = 1.0f;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin scene FILE [--headless] [--speed X] [--check] [model options]\n\n"
-                   "Plays a scene: a text file of the same commands a person types after ':' in the\n"
-                   "workbench (cabin scene --commands lists them), one per line, # for comments.\n"
-                   "Every line is parsed and checked (files exist, regexes compile, ...) before\n"
-                   "anything runs. Headless, it prints a transcript with timestamps and a closing\n"
-                   "line \"N passed, N failed\" for the scene's expectations.\n"
-                   "  --headless     no workbench: a transcript on stdout (the default)\n"
-                   "  --tui          play it in the workbench (a terminal), leave at the end\n"
-                   "  --speed X      pacing: 1 types turns at a human pace, 0 runs at full speed\n"
-                   "  --check        exit non-zero at the first failed expect (FILE:LINE: expected ... got ...)\n"
-                   "  --no-timestamps  plain transcript (for comparing runs)\n"
-                   "  -n N           most tokens per reply (default 512)\n"
-                   "  --commands     list the commands\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (arg_flag(&a, "--commands", NULL)) {
-            int n;
-            const cmd_def *t = cmdlang_table(&n);
-            char help[256];
-            for (int i = 0; i < n; i++)
-                if (t[i].offered & CMD_IN_SCENE) printf("  %-52s %s\n", t[i].usage, cmdlang_help(&t[i], help, sizeof help));
-            return 0;
-        }
-        if (arg_flag(&a, "--check", NULL)) { check = true; continue; }
-        if (arg_flag(&a, "--headless", NULL)) { continue; }
-        if (arg_flag(&a, "--tui", NULL)) { tui = true; continue; }
-        if (arg_flag(&a, "--no-timestamps", NULL)) { no_time = true; continue; }
-        if (arg_float(&a, "--speed", NULL, &speed)) continue;
-        if (arg_int(&a, "-n", "--n-predict", &r.s.max_reply_tokens)) continue;
-        if (run_opts_parse(&r, &a)) continue;
-        if (argv[a.i][0] != '-' && !file) { file = argv[a.i++]; continue; }
-        arg_unknown(&a);
-        return 2;
+    opt_table tables[3] = { OPT_TABLE(SCENE_OPTS, &o), run_opts_reply_table(&r), run_opts_table(&r) };
+    int prc = opts_parse(&SCENE_SPEC, tables, 3, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    if (o.commands) {
+        int n;
+        const cmd_def *t = cmdlang_table(&n);
+        char help[256];
+        for (int i = 0; i < n; i++)
+            if (t[i].offered & CMD_IN_SCENE) printf("  %-52s %s\n", t[i].usage, cmdlang_help(&t[i], help, sizeof help));
+        return 0;
     }
-    if (a.failed) return 2;
+    const char *file = o.file;
+    bool check = o.check, tui = o.tui, no_time = o.no_time;
+    float speed = o.speed;
     if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
     if (tui) {   // the scene plays in the workbench, which leaves when it is done
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }

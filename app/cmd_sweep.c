@@ -1,6 +1,7 @@
 // cabin power: the machine's power sources and their draw. cabin sweep: speed, energy, size and
 // quality for each precision (and backend), with the Pareto frontier marked.
 #include "app/commands.h"
+#include "app/eval_text.h"
 #include "engine/quality.h"
 #include "engine/telemetry.h"
 #include "engine/wtype.h"
@@ -8,39 +9,40 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 
+typedef struct power_opts { const char *root; int seconds; float hz, wpc; } power_opts;
+
+#define PWO(field) offsetof(power_opts, field)
+static const opt_def POWER_OPTS[] = {
+    { "--root", NULL, OPT_STR, PWO(root), "DIR", "read sysfs under DIR instead of / (fixture trees)", "", NULL, NULL },
+    { "--seconds", NULL, OPT_INT, PWO(seconds), "N", "sampling time (0 = list only)", NULL, NULL, NULL },
+    { "--hz", NULL, OPT_FLOAT, PWO(hz), "H", "samples per second", NULL, NULL, NULL },
+    { "--watts-per-core", NULL, OPT_FLOAT, PWO(wpc), "W", "for the estimate", "$CABIN_WATTS_PER_CORE or 15", NULL, NULL },
+};
+
+static const cmd_spec POWER_SPEC = {
+    "cabin power", "cabin power [--root DIR] [--seconds N] [--hz H] [--watts-per-core W]",
+    "Lists the power sources this machine has (RAPL, hwmon, NVIDIA NVML, batteries) with\n"
+    "whether each is measured and readable (or why not), then samples every readable\n"
+    "source for N seconds and prints watts once a second and joules at the end. The\n"
+    "estimate (this process's CPU time x watts per core) is always listed and always\n"
+    "labelled estimated; it is the total only where nothing can be measured.\n",
+};
+
 int cmd_power(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin power", false };
-    const char *root = "/";
-    int seconds = 3;
-    float hz = 10, wpc = -1;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin power [--root DIR] [--seconds N] [--hz H] [--watts-per-core W]\n\n"
-                   "Lists the power sources this machine has (RAPL, hwmon, NVIDIA NVML, batteries) with\n"
-                   "whether each is measured and readable (or why not), then samples every readable\n"
-                   "source for N seconds and prints watts once a second and joules at the end. The\n"
-                   "estimate (this process's CPU time x watts per core) is always listed and always\n"
-                   "labelled estimated; it is the total only where nothing can be measured.\n"
-                   "  --root DIR            read sysfs under DIR instead of / (fixture trees)\n"
-                   "  --seconds N           sampling time (default 3; 0 = list only)\n"
-                   "  --hz H                samples per second (default 10)\n"
-                   "  --watts-per-core W    for the estimate (default $CABIN_WATTS_PER_CORE or 15)\n");
-            return 0;
-        }
-        if (arg_str(&a, "--root", NULL, &root)) continue;
-        if (arg_int(&a, "--seconds", NULL, &seconds)) continue;
-        if (arg_float(&a, "--hz", NULL, &hz)) continue;
-        if (arg_float(&a, "--watts-per-core", NULL, &wpc)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    power_opts o = { .root = "/", .seconds = 3, .hz = 10, .wpc = -1 };
+    opt_table own = OPT_TABLE(POWER_OPTS, &o);
+    int prc = opts_parse(&POWER_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    const char *root = o.root;
+    int seconds = o.seconds;
+    float hz = o.hz, wpc = o.wpc;
     if (seconds < 0 || hz <= 0) { fprintf(stderr, "cabin power: --seconds must be >= 0 and --hz > 0\n"); return 2; }
     errbuf err = {{0}};
     power_monitor *pm = power_monitor_open(root, &err);
@@ -95,6 +97,7 @@ typedef struct sweep_point {
     char backend[32], weights[160];
     double tps, ttft_ms, j_per_tok, kl, ppl;
     int prompt_tokens, gen_tokens;   // of the last timed run: the depth its decode ran at
+    int n_vocab;
     bool j_measured;
     uint64_t weight_bytes, kv_bytes;
     bool pareto, ok;
@@ -102,10 +105,6 @@ typedef struct sweep_point {
 } sweep_point;
 
 static void add_bytes(tensor *t, void *ud) { *(uint64_t *)ud += t->n_bytes; }
-
-static const char *DEFAULT_TEXT =
-    "The cabin assistant keeps the car comfortable: it sets the temperature, opens the windows, "
-    "plays music and reads messages aloud. Every answer it gives names one action and its slots. ";
 
 static int cmp_dbl(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -167,6 +166,7 @@ static int sweep_quality(run_opts *r, const char *text, int tokens, int ctx, qua
         rc = quality_eval(s, ids, n, &qo, &q, err);
         pt->kl = cmp ? q.kl_mean : 0.0;
         pt->ppl = q.ppl;
+        pt->n_vocab = session_n_vocab(s);
     }
     free(ids);
     session_close(s);
@@ -212,133 +212,117 @@ static char *sweep_json(const sweep_point *p, int n, const char *model, const ch
     return copy;
 }
 
-// Splits a comma list into at most max malloc'd items (the string is copied).
-static int split_list(const char *s, char **out, int max) {
-    int n = 0;
-    char *copy = xstrdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
-        if (*t) out[n++] = xstrdup(t);
-    free(copy);
-    return n;
+typedef struct sweep_opts {
+    const char *file, *weights, *kv_list, *backends, *json_out, *csv_out, *root;
+    int n_gen, tokens, kl_ctx, reps;
+} sweep_opts;
+
+#define SO(field) offsetof(sweep_opts, field)
+static const opt_def SWEEP_OPTS[] = {
+    { "--file", "-f", OPT_STR, SO(file), "TEXT", "text for KL (its first 200 bytes are the prompt)",
+      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
+    { "--weights", NULL, OPT_LIST, SO(weights), "LIST", "precisions or plan files, comma-separated", NULL, NULL, NULL },
+    { "--kv-list", NULL, OPT_LIST, SO(kv_list), "LIST", "KV cache formats (only f16 so far)", "--kv, else f16", NULL, NULL },
+    { "--backends", NULL, OPT_LIST, SO(backends), "LIST", "backends, comma-separated", "--backend, else cpu", NULL, NULL },
+    { "--n-gen", "-n", OPT_INT, SO(n_gen), "N", "tokens generated for the speed figures", NULL, NULL, NULL },
+    { "--reps", "-r", OPT_INT, SO(reps), "N", "runs per combination; speed and energy are the median (at most 16)", NULL, NULL, NULL },
+    { "--tokens", NULL, OPT_INT, SO(tokens), "N", "text tokens for KL", NULL, NULL, NULL },
+    { "--kl-ctx", NULL, OPT_INT, SO(kl_ctx), "N", "window for KL", NULL, NULL, NULL },
+    { "--root", NULL, OPT_STR, SO(root), "DIR", "sysfs root for the power sources", NULL, NULL, NULL },
+    { "--json", NULL, OPT_OUT, SO(json_out), NULL, "write the points as JSON to FILE, or to standard output instead\n"
+      "of the table (no FILE, or -)", NULL, NULL, NULL },
+    { "--csv", NULL, OPT_STR, SO(csv_out), "FILE|-", "write the points as CSV ('-': standard output, instead of the table)", NULL, NULL, NULL },
+};
+
+static const cmd_spec SWEEP_SPEC = {
+    "cabin sweep", "cabin sweep [-m MODEL] [-f TEXT] [--weights f16,q8_0,q4_0,PLAN.json] [--backends cpu,vulkan]\n"
+    "                   [--json [FILE]] [--csv FILE|-]",
+    "For each combination of weights and backend: decode tok/s, time to first token,\n"
+    "joules per decoded token (measured where a power source can be read, else\n"
+    "estimated from CPU time, and labelled so), weight + KV bytes, and the mean KL\n"
+    "over the text against the highest-precision combination. The table marks the\n"
+    "Pareto frontier (*): no other point is at least as good in speed, energy, size and\n"
+    "quality and better in one.\n",
+};
+
+// The lists to sweep over, split from the options.
+typedef struct sweep_lists { char *w[32], *b[8]; int nw, nb; } sweep_lists;
+
+static int sweep_parse(int argc, char **argv, sweep_opts *o, run_opts *r, sweep_lists *l) {
+    *o = (sweep_opts){ .weights = "f16,q8_0,q4_0", .root = "/", .n_gen = 64, .tokens = 256, .kl_ctx = 128, .reps = 1 };
+    run_opts_init(r);
+    opt_table own = OPT_TABLE(SWEEP_OPTS, o);
+    int rc = run_opts_parse_with(&SWEEP_SPEC, &own, r, argc, argv);
+    if (rc) return rc;
+    // one --backend or --kv is a list of one
+    if (!o->backends) o->backends = r->s.backend.name ? r->s.backend.name : "cpu";
+    if (!o->kv_list) o->kv_list = r->s.kv_format ? r->s.kv_format : "f16";
+    char *kvs[8];
+    int n_kv = opts_split_list(o->kv_list, kvs, 8);
+    for (int i = 0; i < n_kv && !rc; i++)
+        if (strcmp(kvs[i], "f16") != 0) {
+            fprintf(stderr, "cabin sweep: KV format %s: only f16 is available so far\n", kvs[i]);
+            rc = OPTS_USAGE;
+        }
+    opts_free_list(kvs, n_kv);
+    if (rc) return rc;
+    if (o->reps < 1 || o->reps > 16) { fprintf(stderr, "cabin sweep: -r must be 1..16\n"); return OPTS_USAGE; }
+    if (o->n_gen < 2 || o->kl_ctx < 8 || o->tokens < o->kl_ctx) {
+        fprintf(stderr, "cabin sweep: need -n >= 2, --kl-ctx >= 8, --tokens >= --kl-ctx\n");
+        return OPTS_USAGE;
+    }
+    l->nw = opts_split_list(o->weights, l->w, 32);
+    l->nb = opts_split_list(o->backends, l->b, 8);
+    if (l->nw == 0 || l->nb == 0) {
+        fprintf(stderr, "cabin sweep: empty --weights or --backends list\n");
+        opts_free_list(l->w, l->nw);
+        opts_free_list(l->b, l->nb);
+        return OPTS_USAGE;
+    }
+    return OPTS_OK;
 }
 
-int cmd_sweep(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin sweep", false };
-    run_opts r;
-    run_opts_init(&r);
-    const char *file = NULL, *weights = "f16,q8_0,q4_0", *kv = "f16", *backends = "cpu";
-    const char *json_out = NULL, *csv_out = NULL, *root = "/";
-    int n_gen = 64, tokens = 256, ctx = 128, reps = 1;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin sweep -m MODEL [-f TEXT] [--weights f16,q8_0,q4_0,PLAN.json] [--kv f16]\n"
-                   "                   [--backend cpu] [--json FILE|-] [--csv FILE|-]\n\n"
-                   "For each combination of weights and backend: decode tok/s, time to first token,\n"
-                   "joules per decoded token (measured where a power source can be read, else\n"
-                   "estimated from CPU time, and labelled so), weight + KV bytes, and the mean KL\n"
-                   "over the text against the highest-precision combination. The table marks the\n"
-                   "Pareto frontier (*): no other point is at least as good in speed, energy, size and\n"
-                   "quality and better in one.\n"
-                   "  -f, --file TEXT   text for KL (default: a short built-in paragraph)\n"
-                   "  --weights LIST    precisions or plan files, comma-separated (default f16,q8_0,q4_0)\n"
-                   "  --kv LIST         KV cache formats (only f16 so far)\n"
-                   "  --backend LIST    backends (default cpu)\n"
-                   "  -n N              tokens generated for the speed figures (default 64)\n"
-                   "  -r N              runs per combination; speed and energy are the median (default 1, at most 16)\n"
-                   "  --tokens N        text tokens for KL (default 256); --kl-ctx N window (default 128)\n"
-                   "  --root DIR        sysfs root for the power sources (default /)\n"
-                   "  --json FILE|-     write the points as JSON ('-': stdout, instead of the table)\n"
-                   "  --csv FILE|-      write the points as CSV\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (arg_str(&a, "-f", "--file", &file)) continue;
-        if (arg_str(&a, "--weights", NULL, &weights)) continue;
-        if (arg_str(&a, "--kv", NULL, &kv)) continue;
-        if (arg_str(&a, "--backend", NULL, &backends)) continue;
-        if (arg_int(&a, "-n", "--n-gen", &n_gen)) continue;
-        if (arg_int(&a, "--tokens", NULL, &tokens)) continue;
-        if (arg_int(&a, "-r", "--reps", &reps)) continue;
-        if (arg_int(&a, "--kl-ctx", NULL, &ctx)) continue;
-        if (arg_str(&a, "--root", NULL, &root)) continue;
-        if (arg_str(&a, "--json", NULL, &json_out)) continue;
-        if (arg_str(&a, "--csv", NULL, &csv_out)) continue;
-        if (run_opts_parse(&r, &a)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
-    char *kvs[8];
-    int n_kv = split_list(kv, kvs, 8);
-    for (int i = 0; i < n_kv; i++)
-        if (strcmp(kvs[i], "f16") != 0) {
-            fprintf(stderr, "cabin sweep: --kv %s: only f16 is available so far\n", kvs[i]);
-            for (int k = 0; k < n_kv; k++) free(kvs[k]);
-            return 2;
-        }
-    for (int k = 0; k < n_kv; k++) free(kvs[k]);
-    if (reps < 1 || reps > 16) { fprintf(stderr, "cabin sweep: -r must be 1..16\n"); return 2; }
-    if (n_gen < 2 || ctx < 8 || tokens < ctx) { fprintf(stderr, "cabin sweep: need -n >= 2, --kl-ctx >= 8, --tokens >= --kl-ctx\n"); return 2; }
-    char *wl[32], *bl[8];
-    int nw = split_list(weights, wl, 32), nb = split_list(backends, bl, 8);
-    if (nw == 0 || nb == 0) { fprintf(stderr, "cabin sweep: empty --weights or --backend list\n"); return 2; }
-    errbuf err = {{0}};
-    char *text = NULL;
-    if (file && !(text = read_file_all(file, NULL, &err))) { fprintf(stderr, "cabin sweep: %s\n", err.msg); return 1; }
-    if (!text) {   // repeat the paragraph to fill the windows
-        size_t len = strlen(DEFAULT_TEXT);
-        text = xmalloc(len * 40 + 1);
-        for (int i = 0; i < 40; i++) memcpy(text + i * len, DEFAULT_TEXT, len);
-        text[len * 40] = 0;
-    }
-    power_monitor *pm = power_monitor_open(root, &err);
-    if (!pm || power_monitor_start(pm, 10, &err)) { fprintf(stderr, "cabin sweep: %s\n", err.msg); power_monitor_close(pm); free(text); return 1; }
-    bool measured = false;
-    const char *from = power_monitor_total_from(pm, &measured);
-    r.s.model_path = run_opts_model(&r);
-    r.s.sampling.temp = 0.0f;
-    r.s.ignore_eog = true;
-    // room for the prompt (at most 200 bytes: 201 tokens with BOS), the generation and the KL windows
-    if (r.s.n_ctx < 256 + n_gen + ctx) r.s.n_ctx = 256 + n_gen + ctx;
-    int np = nw * nb;
-    sweep_point *pts = xcalloc((size_t)np, sizeof *pts);
+// Speed and energy of every combination, then KL against the one with the most weight bytes
+// (the reference), then the frontier. Returns the reference's index, or -1 with err.
+static int sweep_run(run_opts *r, const sweep_opts *o, const sweep_lists *l, const char *text, power_monitor *pm,
+                     sweep_point *pts, errbuf *err) {
+    int np = l->nw * l->nb;
     char prompt[512];
     snprintf(prompt, sizeof prompt, "%.200s", text);
     int ref = -1;
-    for (int b = 0; b < nb; b++)
-        for (int w = 0; w < nw; w++) {
-            sweep_point *p = &pts[b * nw + w];
-            snprintf(p->backend, sizeof p->backend, "%s", bl[b]);
-            snprintf(p->weights, sizeof p->weights, "%s", wl[w]);
-            r.s.backend.name = bl[b];
-            r.s.precision = wl[w];
-            fprintf(stderr, "\r[%d/%d] %s %s: speed and energy      ", b * nw + w + 1, np, bl[b], wl[w]);
-            if (sweep_measure(&r, prompt, n_gen, reps, pm, p, &err)) {
-                snprintf(p->error, sizeof p->error, "%s", err.msg);
+    for (int b = 0; b < l->nb; b++)
+        for (int w = 0; w < l->nw; w++) {
+            sweep_point *p = &pts[b * l->nw + w];
+            snprintf(p->backend, sizeof p->backend, "%s", l->b[b]);
+            snprintf(p->weights, sizeof p->weights, "%s", l->w[w]);
+            r->s.backend.name = l->b[b];
+            r->s.precision = l->w[w];
+            fprintf(stderr, "\r[%d/%d] %s %s: speed and energy      ", b * l->nw + w + 1, np, l->b[b], l->w[w]);
+            if (sweep_measure(r, prompt, o->n_gen, o->reps, pm, p, err)) {
+                snprintf(p->error, sizeof p->error, "%s", err->msg);
                 continue;
             }
             p->ok = true;
-            if (ref < 0 || p->weight_bytes > pts[ref].weight_bytes) ref = b * nw + w;
+            if (ref < 0 || p->weight_bytes > pts[ref].weight_bytes) ref = b * l->nw + w;
         }
-    int rc = 0;
-    if (ref < 0) { fprintf(stderr, "\ncabin sweep: no combination ran: %s\n", pts[0].error); rc = 1; goto out; }
+    if (ref < 0) { err_set(err, "no combination ran: %s", pts[0].error); return -1; }
     quality_base base = {0};
-    r.s.backend.name = pts[ref].backend;
-    r.s.precision = pts[ref].weights;
+    r->s.backend.name = pts[ref].backend;
+    r->s.precision = pts[ref].weights;
     fprintf(stderr, "\r[ref] %s %s: base log-probs            ", pts[ref].backend, pts[ref].weights);
-    if (sweep_quality(&r, text, tokens, ctx, &base, NULL, &pts[ref], &err)) {
-        fprintf(stderr, "\ncabin sweep: %s %s: %s\n", pts[ref].backend, pts[ref].weights, err.msg);
+    if (sweep_quality(r, text, o->tokens, o->kl_ctx, &base, NULL, &pts[ref], err)) {
+        err_prefix(err, "%s %s", pts[ref].backend, pts[ref].weights);
         quality_base_free(&base);
-        rc = 1;
-        goto out;
+        return -1;
     }
     for (int i = 0; i < np; i++) {
         if (!pts[i].ok || i == ref) continue;
-        r.s.backend.name = pts[i].backend;
-        r.s.precision = pts[i].weights;
+        r->s.backend.name = pts[i].backend;
+        r->s.precision = pts[i].weights;
         fprintf(stderr, "\r[%d/%d] %s %s: KL                    ", i + 1, np, pts[i].backend, pts[i].weights);
-        if (sweep_quality(&r, text, tokens, ctx, NULL, &base, &pts[i], &err)) {
+        if (sweep_quality(r, text, o->tokens, o->kl_ctx, NULL, &base, &pts[i], err)) {
             pts[i].ok = false;
-            snprintf(pts[i].error, sizeof pts[i].error, "%s", err.msg);
+            snprintf(pts[i].error, sizeof pts[i].error, "%s", err->msg);
         }
     }
     fprintf(stderr, "\r%60s\r", "");
@@ -349,50 +333,96 @@ int cmd_sweep(int argc, char **argv) {
         for (int j = 0; j < np && pts[i].pareto; j++)
             if (j != i && pts[j].ok && dominated(&pts[i], &pts[j])) pts[i].pareto = false;
     }
-    bool json_stdout = json_out && strcmp(json_out, "-") == 0, csv_stdout = csv_out && strcmp(csv_out, "-") == 0;
-    if (!json_stdout && !csv_stdout) {
-        printf("model %s; energy: %s (%s); KL vs %s %s\n", r.s.model_path, from, measured ? "measured" : "estimated",
-               pts[ref].backend, pts[ref].weights);
-        printf("| %-8s | %-18s | %12s | %8s | %14s | %9s | %9s | %7s |\n", "backend", "weights", "decode tok/s",
-               "TTFT ms", measured ? "J/token" : "J/token (est)", "weight MiB", "KV MiB", "KL");
-        for (int i = 0; i < np; i++) {
-            const sweep_point *p = &pts[i];
-            if (!p->ok) { printf("| %-8s | %-18.18s | failed: %s\n", p->backend, p->weights, p->error); continue; }
-            printf("| %-8s | %-18.18s | %12.2f | %8.1f | %14.4f | %10.2f | %9.2f | %7.4f |%s\n", p->backend, p->weights,
-                   p->tps, p->ttft_ms, p->j_per_tok, p->weight_bytes / 1048576.0, p->kv_bytes / 1048576.0, p->kl,
-                   p->pareto ? " * frontier" : "");
-        }
-        printf("* on the Pareto frontier: no other combination as fast, as frugal, as small and as close to the reference\n");
+    return ref;
+}
+
+static void sweep_table(const sweep_point *pts, int np, int ref, const char *model_path, const char *from, bool measured) {
+    printf("model %s; energy: %s (%s); KL vs %s %s\n", model_path, from, measured ? "measured" : "estimated",
+           pts[ref].backend, pts[ref].weights);
+    printf("| %-8s | %-18s | %12s | %8s | %14s | %9s | %9s | %7s |\n", "backend", "weights", "decode tok/s",
+           "TTFT ms", measured ? "J/token" : "J/token (est)", "weight MiB", "KV MiB", "KL");
+    for (int i = 0; i < np; i++) {
+        const sweep_point *p = &pts[i];
+        if (!p->ok) { printf("| %-8s | %-18.18s | failed: %s\n", p->backend, p->weights, p->error); continue; }
+        printf("| %-8s | %-18.18s | %12.2f | %8.1f | %14.4f | %10.2f | %9.2f | %7.4f |%s\n", p->backend, p->weights,
+               p->tps, p->ttft_ms, p->j_per_tok, p->weight_bytes / 1048576.0, p->kv_bytes / 1048576.0, p->kl,
+               p->pareto ? " * frontier" : "");
     }
-    if (json_out) {
-        char *js = sweep_json(pts, np, r.s.model_path, from);
-        if (json_stdout) printf("%s\n", js);
-        else {
-            FILE *f = fopen(json_out, "w");
-            if (!f || fprintf(f, "%s\n", js) < 0 || fclose(f) != 0) {
-                fprintf(stderr, "cabin sweep: %s: cannot write (%s)\n", json_out, strerror(errno));
-                rc = 1;
-            }
-        }
+    printf("* on the Pareto frontier: no other combination as fast, as frugal, as small and as close to the reference\n");
+}
+
+static int sweep_csv(const sweep_point *pts, int np, const char *path, errbuf *err) {
+    FILE *f = opts_open_out(path, err);
+    if (!f) return -1;
+    fprintf(f, "backend,weights,decode_tps,ttft_ms,j_per_token,energy_measured,weight_bytes,kv_bytes,kl,pareto\n");
+    for (int i = 0; i < np; i++)
+        if (pts[i].ok)
+            fprintf(f, "%s,\"%s\",%.4f,%.3f,%.6f,%d,%llu,%llu,%.8f,%d\n", pts[i].backend, pts[i].weights,
+                    pts[i].tps, pts[i].ttft_ms, pts[i].j_per_tok, pts[i].j_measured,
+                    (unsigned long long)pts[i].weight_bytes, (unsigned long long)pts[i].kv_bytes, pts[i].kl,
+                    pts[i].pareto);
+    return opts_close_out(f, path, err);
+}
+
+// The table (unless JSON or CSV go to stdout), the JSON and the CSV; 1 when a file cannot be written.
+static int sweep_report(const sweep_point *pts, int np, int ref, const sweep_opts *o, const char *model_path,
+                        const char *from, bool measured) {
+    if (!opts_out_is_stdout(o->json_out) && !opts_out_is_stdout(o->csv_out))
+        sweep_table(pts, np, ref, model_path, from, measured);
+    int rc = 0;
+    errbuf err = {{0}};
+    if (o->json_out) {
+        char *js = sweep_json(pts, np, model_path, from);
+        FILE *f = opts_open_out(o->json_out, &err);
+        if (f) fprintf(f, "%s\n", js);
+        if (!f || opts_close_out(f, o->json_out, &err)) { fprintf(stderr, "cabin sweep: %s\n", err.msg); rc = 1; }
         free(js);
     }
-    if (csv_out) {
-        FILE *f = csv_stdout ? stdout : fopen(csv_out, "w");
-        if (!f) { fprintf(stderr, "cabin sweep: %s: cannot write (%s)\n", csv_out, strerror(errno)); rc = 1; }
-        else {
-            fprintf(f, "backend,weights,decode_tps,ttft_ms,j_per_token,energy_measured,weight_bytes,kv_bytes,kl,pareto\n");
-            for (int i = 0; i < np; i++)
-                if (pts[i].ok)
-                    fprintf(f, "%s,\"%s\",%.4f,%.3f,%.6f,%d,%llu,%llu,%.8f,%d\n", pts[i].backend, pts[i].weights,
-                            pts[i].tps, pts[i].ttft_ms, pts[i].j_per_tok, pts[i].j_measured,
-                            (unsigned long long)pts[i].weight_bytes, (unsigned long long)pts[i].kv_bytes, pts[i].kl,
-                            pts[i].pareto);
-            if (!csv_stdout) fclose(f);
+    if (o->csv_out && sweep_csv(pts, np, o->csv_out, &err)) { fprintf(stderr, "cabin sweep: %s\n", err.msg); rc = 1; }
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv) {
+    sweep_opts o;
+    run_opts r;
+    sweep_lists l;
+    int prc = sweep_parse(argc, argv, &o, &r, &l);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    errbuf err = {{0}};
+    r.s.model_path = run_opts_model(&r);
+    const char *what = o.file;
+    char *text = o.file ? read_file_all(o.file, NULL, &err) : eval_default_text_for_file(r.s.model_path, r.s.template_name, &what, &err);
+    power_monitor *pm = text ? power_monitor_open(o.root, &err) : NULL;
+    if (!text || !pm || power_monitor_start(pm, 10, &err)) {
+        fprintf(stderr, "cabin sweep: %s\n", err.msg);
+        power_monitor_close(pm);
+        free(text);
+        opts_free_list(l.w, l.nw);
+        opts_free_list(l.b, l.nb);
+        return 1;
+    }
+    bool measured = false;
+    const char *from = power_monitor_total_from(pm, &measured);
+    r.s.sampling.temp = 0.0f;
+    r.s.ignore_eog = true;
+    // room for the prompt (at most 200 bytes: 201 tokens with BOS), the generation and the KL windows
+    if (r.s.n_ctx < 256 + o.n_gen + o.kl_ctx) r.s.n_ctx = 256 + o.n_gen + o.kl_ctx;
+    int np = l.nw * l.nb;
+    sweep_point *pts = xcalloc((size_t)np, sizeof *pts);
+    int ref = sweep_run(&r, &o, &l, text, pm, pts, &err);
+    int rc = 0;
+    if (ref < 0) {
+        fprintf(stderr, "\ncabin sweep: %s\n", err.msg);
+        rc = 1;
+    } else {
+        rc = sweep_report(pts, np, ref, &o, r.s.model_path, from, measured);
+        if (!o.file) {
+            fprintf(stderr, "text: %s\n", what);
+            eval_note_domain("cabin sweep", pts[ref].ppl, pts[ref].n_vocab);
         }
     }
-out:
-    for (int i = 0; i < nw; i++) free(wl[i]);
-    for (int i = 0; i < nb; i++) free(bl[i]);
+    opts_free_list(l.w, l.nw);
+    opts_free_list(l.b, l.nb);
     free(pts);
     free(text);
     power_monitor_close(pm);

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,65 +147,62 @@ static void *key_thread(void *ud) {
     return NULL;
 }
 
+typedef struct voice_cli_opts {
+    voice_opts vo;
+    const char *asr_kind;
+    bool stats, hands_free, no_out, fresh;
+    int n_predict, hang;
+    float margin;
+} voice_cli_opts;
+
+#define VO(field) offsetof(voice_cli_opts, field)
+static const opt_def VOICE_OPTS[] = {
+    { "--audio-in", NULL, OPT_STR, VO(vo.in), "DEV|FILE", "capture device (index or name; cabin audio devices) or WAV", "the default device", NULL, NULL },
+    { "--audio-out", NULL, OPT_STR, VO(vo.out), "DEV|FILE", "playback device or WAV file to write the speech to",
+      "the default device; none with a WAV input", NULL, NULL },
+    { "--no-audio-out", NULL, OPT_FLAG, VO(no_out), NULL, "do not speak (transcripts and actions only)", NULL, NULL, NULL },
+    { "--stats", NULL, OPT_FLAG, VO(stats), NULL, "latency per turn and p50/p90 at the end", NULL, NULL, NULL },
+    { "--hands-free", NULL, OPT_FLAG, VO(hands_free), NULL, "the VAD takes turns (default with a file)", NULL, NULL, NULL },
+    { "--realtime", NULL, OPT_FLAG, VO(vo.realtime), NULL, "WAV devices run at the wall clock's pace (barge-in works)", NULL, NULL, NULL },
+    { "--fresh-turns", NULL, OPT_FLAG, VO(fresh), NULL, "every turn starts a new conversation and car", NULL, NULL, NULL },
+    { "--asr", NULL, OPT_STR, VO(asr_kind), "domain|general", "recogniser LM: the assistant's domain or en-us", NULL, NULL, NULL },
+    { "--asr-lm", NULL, OPT_STR, VO(vo.asr.lm), "F", "recogniser language model", "assets/asr/cabin.lm", NULL, NULL },
+    { "--asr-dict", NULL, OPT_STR, VO(vo.asr.dict), "F", "recogniser dictionary", "assets/asr/cabin.dict", NULL, NULL },
+    { "--asr-grammar", NULL, OPT_STR, VO(vo.asr.jsgf), "F", "recogniser grammar (\"\" for none)", "assets/asr/cabin.gram", NULL, NULL },
+    { "--asr-fdict", NULL, OPT_STR, VO(vo.asr.fdict), "F", "noise dictionary", "assets/asr/cabin.filler", NULL, NULL },
+    { "--asr-floor", NULL, OPT_FLOAT, VO(vo.asr.noise_floor_db), "DB", "white noise added before recognition, dBFS\n"
+      "(-200: none; docs/VOICE.md)", NULL, NULL, NULL },
+    { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "10", NULL, NULL },
+    { "--vad-hangover", NULL, OPT_INT, VO(hang), "MS", "silence that ends a turn", "400", NULL, NULL },
+    { "--tts-voice", NULL, OPT_STR, VO(vo.tts_voice), "NAME", "espeak-ng voice", "en-us", NULL, NULL },
+    { "--tts-wpm", NULL, OPT_INT, VO(vo.tts_wpm), "N", "speaking speed in words per minute", "175", NULL, NULL },
+    { "--n-predict", "-n", OPT_INT, VO(n_predict), "N", "most tokens per reply", "512", NULL, NULL },
+};
+
+static const cmd_spec VOICE_SPEC = {
+    "cabin voice", "cabin voice [-m MODEL] [--audio-in DEV|FILE.wav] [--audio-out DEV|FILE.wav] [--stats]",
+    "Spoken turns with the assistant: speech is recognised while you talk (pocketsphinx),\n"
+    "the reply is spoken clause by clause as it is generated (espeak-ng), actions are\n"
+    "applied to the simulated car. In a terminal, SPACE toggles talking (push-to-talk;\n"
+    "pressing it while cabin speaks interrupts), q leaves. With --audio-in FILE.wav the\n"
+    "turns the VAD finds in the file are answered one after another, then it exits.\n",
+};
+
 int cmd_voice(int argc, char **argv) {
-    args a = { argc, argv, 1, "cabin voice", false };
     run_opts r;
     run_opts_init(&r);
-    voice_opts vo = voice_opts_default();
-    const char *asr_kind = "domain";
-    bool stats = false, hands_free = false, hands_free_set = false, no_out = false;
+    voice_cli_opts o = { .vo = voice_opts_default(), .asr_kind = "domain", .hang = -1, .margin = -1 };
+    opt_table own = OPT_TABLE(VOICE_OPTS, &o);
+    int prc = run_opts_parse_with(&VOICE_SPEC, &own, &r, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
     static voice_app app;
     memset(&app, 0, sizeof app);
-    int n_predict = 0, hang = -1;
-    float margin = -1;
-    while (a.i < argc) {
-        if (arg_help(&a)) {
-            printf("usage: cabin voice [-m MODEL] [--audio-in DEV|FILE.wav] [--audio-out DEV|FILE.wav] [--stats]\n\n"
-                   "Spoken turns with the assistant: speech is recognised while you talk (pocketsphinx),\n"
-                   "the reply is spoken clause by clause as it is generated (espeak-ng), actions are\n"
-                   "applied to the simulated car. In a terminal, SPACE toggles talking (push-to-talk;\n"
-                   "pressing it while cabin speaks interrupts), q leaves. With --audio-in FILE.wav the\n"
-                   "turns the VAD finds in the file are answered one after another, then it exits.\n\n"
-                   "  --audio-in DEV|FILE   capture device (index or name; cabin audio devices) or WAV\n"
-                   "  --audio-out DEV|FILE  playback device or WAV file to write the speech to\n"
-                   "  --no-audio-out        do not speak (transcripts and actions only)\n"
-                   "  --stats               latency per turn and p50/p90 at the end\n"
-                   "  --hands-free          the VAD takes turns (default with a file)\n"
-                   "  --realtime            WAV devices run at the wall clock's pace (barge-in works)\n"
-                   "  --fresh-turns         every turn starts a new conversation and car\n"
-                   "  --asr domain|general  recogniser LM: the assistant's domain (default) or en-us\n"
-                   "  --asr-lm F --asr-dict F --asr-grammar F (\"\" for none) --asr-fdict F (noise dictionary)\n"
-                   "  --asr-floor DB        white noise added before recognition, dBFS (default -50;\n"
-                   "                        -200: none; docs/VOICE.md)\n"
-                   "  --vad-margin DB       speech: this far above the noise floor (default 10)\n"
-                   "  --vad-hangover MS     silence that ends a turn (default 400)\n"
-                   "  --tts-voice NAME      espeak-ng voice (default en-us); --tts-wpm N speed\n"
-                   "  -n, --n-predict N     most tokens per reply\n%s", RUN_OPTS_HELP);
-            return 0;
-        }
-        if (run_opts_parse(&r, &a)) continue;
-        if (arg_str(&a, "--audio-in", NULL, &vo.in)) continue;
-        if (arg_str(&a, "--audio-out", NULL, &vo.out)) continue;
-        if (arg_flag(&a, "--no-audio-out", NULL)) { no_out = true; continue; }
-        if (arg_flag(&a, "--stats", NULL)) { stats = true; continue; }
-        if (arg_flag(&a, "--hands-free", NULL)) { hands_free = hands_free_set = true; continue; }
-        if (arg_flag(&a, "--realtime", NULL)) { vo.realtime = true; continue; }
-        if (arg_flag(&a, "--fresh-turns", NULL)) { app.fresh = true; continue; }
-        if (arg_str(&a, "--asr", NULL, &asr_kind)) continue;
-        if (arg_str(&a, "--asr-lm", NULL, &vo.asr.lm)) continue;
-        if (arg_str(&a, "--asr-dict", NULL, &vo.asr.dict)) continue;
-        if (arg_str(&a, "--asr-grammar", NULL, &vo.asr.jsgf)) continue;
-        if (arg_str(&a, "--asr-fdict", NULL, &vo.asr.fdict)) continue;
-        if (arg_float(&a, "--asr-floor", NULL, &vo.asr.noise_floor_db)) continue;
-        if (arg_float(&a, "--vad-margin", NULL, &margin)) continue;
-        if (arg_int(&a, "--vad-hangover", NULL, &hang)) continue;
-        if (arg_str(&a, "--tts-voice", NULL, &vo.tts_voice)) continue;
-        if (arg_int(&a, "--tts-wpm", NULL, &vo.tts_wpm)) continue;
-        if (arg_int(&a, "-n", "--n-predict", &n_predict)) continue;
-        arg_unknown(&a);
-        return 2;
-    }
-    if (a.failed) return 2;
+    app.fresh = o.fresh;
+    voice_opts vo = o.vo;
+    const char *asr_kind = o.asr_kind;
+    bool stats = o.stats, no_out = o.no_out;
+    int n_predict = o.n_predict, hang = o.hang;
+    float margin = o.margin;
     if (strcmp(asr_kind, "general") == 0) vo.asr.general = true;
     else if (strcmp(asr_kind, "domain") != 0) { fprintf(stderr, "cabin voice: --asr: domain or general, not '%s'\n", asr_kind); return 2; }
     if (margin >= 0) vo.vad.margin_db = margin;
@@ -212,7 +210,7 @@ int cmd_voice(int argc, char **argv) {
     if (n_predict > 0) r.s.max_reply_tokens = n_predict;
     size_t inl = vo.in ? strlen(vo.in) : 0;
     bool file_in = inl > 4 && strcasecmp(vo.in + inl - 4, ".wav") == 0;
-    vo.hands_free = hands_free_set ? hands_free : file_in;
+    vo.hands_free = o.hands_free || file_in;
     vo.half_duplex = file_in && !vo.realtime;
     if (no_out) vo.out = NULL;
     else if (!vo.out && !file_in) vo.out = "default";
@@ -252,11 +250,25 @@ int cmd_voice(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
+static const opt_def AUDIO_OPTS[] = {
+    { "devices", NULL, OPT_POS, 0, NULL, "list the devices", NULL, NULL, NULL },
+};
+
+static const cmd_spec AUDIO_SPEC = {
+    "cabin audio", "cabin audio devices",
+    "Lists the capture and playback devices (index and name for\n"
+    "cabin voice --audio-in / --audio-out).\n",
+};
+
 int cmd_audio(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "devices") != 0) {
-        printf("usage: cabin audio devices\n\nLists the capture and playback devices (index and name for\n"
-               "cabin voice --audio-in / --audio-out).\n");
-        return argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? 0 : 2;
+    const char *what = NULL;
+    opt_table own = OPT_TABLE(AUDIO_OPTS, &what);
+    int prc = opts_parse(&AUDIO_SPEC, &own, 1, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    if (!what) { opts_help(stdout, &AUDIO_SPEC, &own, 1); return 0; }
+    if (strcmp(what, "devices") != 0) {
+        fprintf(stderr, "cabin audio: unknown subcommand '%s' (see cabin audio --help)\n", what);
+        return 2;
     }
     errbuf err = {{0}};
     if (audio_list_devices(stdout, &err)) { fprintf(stderr, "cabin audio: %s\n", err.msg); return 1; }

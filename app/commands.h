@@ -36,9 +36,15 @@ typedef struct run_opts {
 } run_opts;
 
 void run_opts_init(run_opts *r);
-// Consumes one model-running option at a->i if it is one (-m, -t, --backend, --ctx, --temp, ...).
-bool run_opts_parse(run_opts *r, args *a);
-extern const char *const RUN_OPTS_HELP;
+// The shared table (-m, -t, --backend, --ctx, --temp, ...) bound to r.
+opt_table run_opts_table(run_opts *r);
+// Parses argv against a command's own table, then the shared one: OPTS_OK, OPTS_DONE (help
+// printed) or OPTS_USAGE (an error line printed).
+int run_opts_parse_with(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv);
+// -n, --n-predict N (most tokens per reply), for the commands that chat.
+opt_table run_opts_reply_table(run_opts *r);
+// As run_opts_parse_with, with -n between the command's table and the shared one.
+int run_opts_parse_chat(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv);
 // The model path to use: -m, else $CABIN_MODEL, else the embedded default.
 const char *run_opts_model(const run_opts *r);
 

@@ -1,35 +1,64 @@
+// The options every model-running command shares: one table for parsing and --help.
 #include "app/commands.h"
+#include "engine/backend.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-const char *const RUN_OPTS_HELP =
-    "  -m, --model FILE     GGUF model (default: $CABIN_MODEL or " CABIN_DEFAULT_MODEL ")\n"
-    "  -t, --threads N      CPU threads (default: all cores)\n"
-    "  --backend NAME       auto | cpu | cpu-scalar (the scalar reference path) | vulkan\n"
-    "  --device N           Vulkan device index (cabin devices lists them; default: the best)\n"
-    "  --kernels NAME       CPU kernel set: auto | avx512 | avx2 | scalar\n"
-    "  -c, --ctx N          context length in tokens (default: the model's, at most 4096)\n"
-    "  -b, --batch N        prompt tokens per forward pass (default 256)\n"
-    "  --temp T             temperature; 0 = greedy (default 0.7)\n"
-    "  --top-k K            (default 40; 0 = off)\n"
-    "  --top-p P            (default 0.95; 1 = off)\n"
-    "  --min-p P            (default 0.05; 0 = off)\n"
-    "  --repeat-penalty R   (default 1 = off)\n"
-    "  --repeat-last-n N    tokens the penalty looks back (default 64)\n"
-    "  --seed S             sampling seed (default 42): the same seed gives the same text\n"
-    "  --template NAME      chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain\n"
-    "  --precision TYPE     convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
-    "                       (token embedding and output stay as in the file)\n"
-    "  --kv FORMAT          KV cache: f16 (default) | q8 | q4 | f32 (docs/KV.md)\n"
-    "  --kv-policy P        when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
-    "                       (keep N slots and go on; cpu backend)\n"
-    "  --kv-recent R        newest tokens the q8/q4 caches keep in f16 (default 32)\n"
-    "  --ignore-eos         keep generating past end-of-generation tokens (benchmarks)\n"
-    "  --mmap               cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
-    "                       less anonymous memory, slower decode)\n"
-    "  --free-actions       do not constrain the assistant's <act> lines to the action grammar\n"
-    "                       nor its spoken sentence to what the action holds (the model's raw\n"
-    "                       output; docs/ASSISTANT.md)\n";
+static int set_seed(void *base, const char *v, errbuf *err) {
+    run_opts *r = base;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || end == v || v[0] == '-') return err_set(err, "option --seed: '%s' is not a non-negative integer", v);
+    r->s.sampling.seed = x;
+    r->seed_set = 1;
+    return 0;
+}
+
+// "this cabin has: auto, cpu, ..." under --backend's help
+static const char *backend_choices(void) {
+    static char line[160];
+    snprintf(line, sizeof line, "this cabin has: %s", backend_names());
+    return line;
+}
+
+#define RO(field) offsetof(run_opts, field)
+static const opt_def RUN_OPT_DEFS[] = {
+    { "--model", "-m", OPT_STR, RO(model), "FILE", "GGUF model", "$CABIN_MODEL or " CABIN_DEFAULT_MODEL, NULL, NULL },
+    { "--threads", "-t", OPT_INT, RO(s.backend.n_threads), "N", "CPU threads", "all cores", NULL, NULL },
+    { "--backend", NULL, OPT_STR, RO(s.backend.name), "NAME", "compute backend (cpu-scalar: the scalar reference path;\n"
+      "auto: the first this cabin has)", "auto", NULL, backend_choices },
+    { "--device", NULL, OPT_STR, RO(s.backend.device), "N", "Vulkan device index (cabin devices lists them)", "the best", NULL, NULL },
+    { "--kernels", NULL, OPT_STR, RO(s.backend.kernels), "NAME", "CPU kernel set: auto | avx512 | avx2 | scalar", "auto", NULL, NULL },
+    { "--ctx", "-c", OPT_INT, RO(s.n_ctx), "N", "context length in tokens", "the model's, at most 4096", NULL, NULL },
+    { "--batch", "-b", OPT_INT, RO(s.n_batch), "N", "prompt tokens per forward pass", NULL, NULL, NULL },
+    { "--temp", NULL, OPT_FLOAT, RO(s.sampling.temp), "T", "temperature; 0 = greedy", NULL, NULL, NULL },
+    { "--top-k", NULL, OPT_INT, RO(s.sampling.top_k), "K", "0 = off", NULL, NULL, NULL },
+    { "--top-p", NULL, OPT_FLOAT, RO(s.sampling.top_p), "P", "1 = off", NULL, NULL, NULL },
+    { "--min-p", NULL, OPT_FLOAT, RO(s.sampling.min_p), "P", "0 = off", NULL, NULL, NULL },
+    { "--repeat-penalty", NULL, OPT_FLOAT, RO(s.sampling.repeat_penalty), "R", "1 = off", NULL, NULL, NULL },
+    { "--repeat-last-n", NULL, OPT_INT, RO(s.sampling.repeat_last_n), "N", "tokens the penalty looks back", NULL, NULL, NULL },
+    { "--seed", NULL, OPT_CALL, 0, "S", "sampling seed: the same seed gives the same text", "42", set_seed, NULL },
+    { "--template", NULL, OPT_STR, RO(s.template_name), "NAME", "chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain",
+      "the file's", NULL, NULL },
+    { "--precision", NULL, OPT_STR, RO(s.precision), "TYPE", "convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
+      "(token embedding and output stay as in the file)", "as in the file", NULL, NULL },
+    { "--kv", NULL, OPT_STR, RO(s.kv_format), "FORMAT", "KV cache: f16 | q8 | q4 | f32 (docs/KV.md)", "f16", NULL, NULL },
+    { "--kv-policy", NULL, OPT_STR, RO(s.kv_policy), "P", "when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
+      "(keep N slots and go on; cpu backend)", "none", NULL, NULL },
+    { "--kv-recent", NULL, OPT_INT, RO(s.kv_recent), "R", "newest tokens the q8/q4 caches keep in f16", "32", NULL, NULL },
+    { "--ignore-eos", NULL, OPT_FLAG, RO(s.ignore_eog), NULL, "keep generating past end-of-generation tokens (benchmarks)", NULL, NULL, NULL },
+    { "--mmap", NULL, OPT_FLAG, RO(s.mmap_weights), NULL, "cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
+      "less anonymous memory, slower decode)", NULL, NULL, NULL },
+    { "--free-actions", NULL, OPT_FLAG, RO(free_actions), NULL, "do not constrain the assistant's <act> lines to the action grammar\n"
+      "nor its spoken sentence to what the action holds (the model's raw\noutput; docs/ASSISTANT.md)", NULL, NULL, NULL },
+};
+
+// -n for the commands that chat: most tokens per reply, into the session's options.
+static const opt_def REPLY_OPT_DEFS[] = {
+    { "--n-predict", "-n", OPT_INT, RO(s.max_reply_tokens), "N", "most tokens per reply", NULL, NULL, NULL },
+};
 
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
@@ -38,31 +67,17 @@ void run_opts_init(run_opts *r) {
     r->free_actions = false;
 }
 
-bool run_opts_parse(run_opts *r, args *a) {
-    uint64_t seed64 = 0;
-    if (arg_str(a, "-m", "--model", &r->model)) return true;
-    if (arg_int(a, "-t", "--threads", &r->s.backend.n_threads)) return true;
-    if (arg_str(a, "--backend", NULL, &r->s.backend.name)) return true;
-    if (arg_str(a, "--kernels", NULL, &r->s.backend.kernels)) return true;
-    if (arg_str(a, "--device", NULL, &r->s.backend.device)) return true;
-    if (arg_int(a, "-c", "--ctx", &r->s.n_ctx)) return true;
-    if (arg_int(a, "-b", "--batch", &r->s.n_batch)) return true;
-    if (arg_float(a, "--temp", NULL, &r->s.sampling.temp)) return true;
-    if (arg_int(a, "--top-k", NULL, &r->s.sampling.top_k)) return true;
-    if (arg_float(a, "--top-p", NULL, &r->s.sampling.top_p)) return true;
-    if (arg_float(a, "--min-p", NULL, &r->s.sampling.min_p)) return true;
-    if (arg_float(a, "--repeat-penalty", NULL, &r->s.sampling.repeat_penalty)) return true;
-    if (arg_int(a, "--repeat-last-n", NULL, &r->s.sampling.repeat_last_n)) return true;
-    if (arg_u64(a, "--seed", NULL, &seed64)) { r->s.sampling.seed = seed64; r->seed_set = 1; return true; }
-    if (arg_str(a, "--template", NULL, &r->s.template_name)) return true;
-    if (arg_str(a, "--precision", NULL, &r->s.precision)) return true;
-    if (arg_str(a, "--kv", NULL, &r->s.kv_format)) return true;
-    if (arg_str(a, "--kv-policy", NULL, &r->s.kv_policy)) return true;
-    if (arg_int(a, "--kv-recent", NULL, &r->s.kv_recent)) return true;
-    if (arg_flag(a, "--ignore-eos", NULL)) { r->s.ignore_eog = true; return true; }
-    if (arg_flag(a, "--mmap", NULL)) { r->s.mmap_weights = true; return true; }
-    if (arg_flag(a, "--free-actions", NULL)) { r->free_actions = true; return true; }
-    return false;
+opt_table run_opts_table(run_opts *r) { return OPT_TABLE(RUN_OPT_DEFS, r); }
+opt_table run_opts_reply_table(run_opts *r) { return OPT_TABLE(REPLY_OPT_DEFS, r); }
+
+int run_opts_parse_with(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv) {
+    opt_table tables[2] = { *own, run_opts_table(r) };
+    return opts_parse(c, tables, 2, argc, argv);
+}
+
+int run_opts_parse_chat(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv) {
+    opt_table tables[3] = { *own, run_opts_reply_table(r), run_opts_table(r) };
+    return opts_parse(c, tables, 3, argc, argv);
 }
 
 const char *run_opts_model(const run_opts *r) {

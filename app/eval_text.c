@@ -1,0 +1,105 @@
+#include "app/eval_text.h"
+
+#include "base/str.h"
+#include "engine/gguf.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *PROSE =
+    "The cabin assistant keeps the car comfortable: it sets the temperature, opens the windows, "
+    "plays music and reads messages aloud. Every answer it gives names one action and its slots. ";
+#define PROSE_REPEATS 40   // enough tokens to fill the default windows
+#define EMBEDDED_MODEL_NAME "cabin-tiny"   // general.name of assets/models/cabin-tiny.gguf
+
+const chat_template *eval_template(const session *s, const char *template_name) {
+    const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
+    return t ? t : chat_template_detect(session_model(s)->chat_template);
+}
+
+// Appends one dialogue's turns in the chat layout; -1 when a turn lacks its texts.
+static int append_dialogue(strbuf *b, const chat_template *t, const cJSON *turns) {
+    bool first = true;
+    const cJSON *turn;
+    cJSON_ArrayForEach(turn, turns) {
+        const cJSON *u = cJSON_GetObjectItem(turn, "user"), *r = cJSON_GetObjectItem(turn, "reply");
+        if (!cJSON_IsString(u) || !cJSON_IsString(r)) return -1;
+        char *text = chat_template_render_turn(t, NULL, u->valuestring, first, false);
+        strbuf_puts(b, text);
+        strbuf_puts(b, r->valuestring);
+        strbuf_puts(b, t->assistant_end);
+        free(text);
+        first = false;
+    }
+    return 0;
+}
+
+char *heldout_chat_text(const char *path, const chat_template *t, int limit, errbuf *err) {
+    char *file = read_file_all(path, NULL, err);
+    if (!file) return NULL;
+    strbuf b = {0};
+    int line_no = 0, dialogues = 0, rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(file, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        if (!*line) continue;
+        if (limit > 0 && dialogues >= limit) break;
+        cJSON *d = cJSON_Parse(line);
+        const cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
+        if (!cJSON_IsArray(turns)) rc = err_set(err, "%s:%d: not a dialogue ({\"turns\": [...]})", path, line_no);
+        else if (append_dialogue(&b, t, turns)) rc = err_set(err, "%s:%d: a turn lacks \"user\" or \"reply\"", path, line_no);
+        dialogues++;
+        cJSON_Delete(d);
+    }
+    free(file);
+    if (!rc && !b.len) rc = err_set(err, "%s: no dialogues", path);
+    if (rc) { strbuf_free(&b); return NULL; }
+    return b.s;
+}
+
+static bool is_embedded_name(const char *model_name) {
+    return model_name && strcmp(model_name, EMBEDDED_MODEL_NAME) == 0;
+}
+
+bool eval_is_embedded_model(const session *s) { return is_embedded_name(session_model(s)->name); }
+
+// model_name: general.name; chat_template_src: tokenizer.chat_template (NULL when absent)
+static char *default_text(const char *model_name, const char *chat_template_src, const char *template_name,
+                          const char **what, errbuf *err) {
+    if (is_embedded_name(model_name)) {
+        const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
+        *what = CABIN_HELDOUT " (held-out dialogues, chat layout)";
+        return heldout_chat_text(CABIN_HELDOUT, t ? t : chat_template_detect(chat_template_src), 0, err);
+    }
+    *what = "a built-in paragraph of prose";
+    strbuf b = {0};
+    for (int i = 0; i < PROSE_REPEATS; i++) strbuf_puts(&b, PROSE);
+    return b.s;
+}
+
+char *eval_default_text(const session *s, const char *template_name, const char **what, errbuf *err) {
+    const model *m = session_model(s);
+    return default_text(m->name, m->chat_template, template_name, what, err);
+}
+
+char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, errbuf *err) {
+    gguf_file g;
+    if (gguf_open(&g, model_path, err)) return NULL;
+    char *name = NULL, *tmpl = NULL;
+    errbuf ignored = {{0}};   // absent keys: not the embedded model, no template
+    gguf_get_strdup(&g, "general.name", &name, &ignored);
+    gguf_get_strdup(&g, "tokenizer.chat_template", &tmpl, &ignored);
+    gguf_close(&g);
+    char *text = default_text(name, tmpl, template_name, what, err);
+    free(name);
+    free(tmpl);
+    return text;
+}
+
+void eval_note_domain(const char *cmd, double ppl, int n_vocab) {
+    if (ppl > n_vocab / 4.0)
+        fprintf(stderr, "%s: note: perplexity %.0f is above a quarter of the vocabulary (%d tokens): the text is "
+                "probably not this model's domain, and the figure says little; pass -f TEXT\n", cmd, ppl, n_vocab);
+}

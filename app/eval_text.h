@@ -1,0 +1,34 @@
+// The texts that cabin ppl, heatmap and sweep score when no -f is given, and the held-out
+// dialogues laid out as the model reads them in a chat (also what eval-assistant scores).
+#ifndef CABIN_EVAL_TEXT_H
+#define CABIN_EVAL_TEXT_H
+
+#include "engine/chat_template.h"
+#include "engine/session.h"
+
+#define CABIN_HELDOUT "assets/eval/heldout.jsonl"
+
+// The chat template a session uses: by name (--template) or recognised from the model file.
+const chat_template *eval_template(const session *s, const char *template_name);
+
+// The dialogues of a held-out file (one {"turns": [{"user": ..., "reply": ...}, ...]} per line)
+// in the chat layout: each dialogue's turns rendered with the template (the first turn of each
+// dialogue as a conversation's first), each reply followed by the template's assistant_end.
+// limit > 0: only the first limit dialogues. NULL with "FILE:LINE: ..." in err on a bad line.
+char *heldout_chat_text(const char *path, const chat_template *t, int limit, errbuf *err);
+
+// Whether the session runs the embedded model (held-out dialogues are its domain).
+bool eval_is_embedded_model(const session *s);
+
+// The text to score when no -f is given (malloc'd): the embedded model's held-out dialogues in
+// its chat layout, or for another model a paragraph of plain prose repeated; *what names it.
+char *eval_default_text(const session *s, const char *template_name, const char **what, errbuf *err);
+
+// The same for a model file not opened in a session (reads its name and chat template only).
+char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, errbuf *err);
+
+// A one-line note on stderr when a perplexity is above a quarter of the vocabulary: the text is
+// then probably not the model's domain and the figure says little.
+void eval_note_domain(const char *cmd, double ppl, int n_vocab);
+
+#endif
