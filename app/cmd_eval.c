@@ -84,7 +84,8 @@ int cmd_ppl(int argc, char **argv) {
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin ppl: %s\n", err.msg); free(text); return 1; }
     const char *what = o.file;
-    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &err))) {
+    bool prose = false;   // the built-in prose: maybe not the model's domain
+    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &prose, &err))) {
         fprintf(stderr, "cabin ppl: %s\n", err.msg);
         session_close(s);
         return 1;
@@ -113,7 +114,7 @@ int cmd_ppl(int argc, char **argv) {
     if (!rc && o.save_base) rc = quality_base_save(o.save_base, &base, nv, o.window, n, hash, &err);
     if (!rc) {
         ppl_report(&o, what, n, &pr, now_sec() - t0);
-        if (!o.file) eval_note_domain("cabin ppl", pr.ppl, nv);
+        if (prose) eval_note_domain("cabin ppl", pr.ppl, nv);
     }
 out:
     if (rc) fprintf(stderr, "cabin ppl: %s\n", err.msg);

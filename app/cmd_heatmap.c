@@ -294,13 +294,14 @@ int cmd_heatmap(int argc, char **argv) {
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin heatmap: %s\n", err.msg); free(text); return 1; }
     const char *what = o.file;
+    bool prose = false;   // the built-in prose: maybe not the model's domain
     int rc = 0;
-    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &err))) rc = -1;
+    if (!text && !(text = eval_default_text(s, r.s.template_name, &what, &prose, &err))) rc = -1;
     sensitivity_map m;
     memset(&m, 0, sizeof m);
     if (!rc && !o.file && !o.quiet) fprintf(stderr, "text: %s\n", what);
     if (!rc) rc = heatmap_compute(s, r.s.model_path, &o, text, &m, &err);
-    if (!rc && !o.file) eval_note_domain("cabin heatmap", exp(m.base_nll), session_n_vocab(s));
+    if (!rc && prose) eval_note_domain("cabin heatmap", exp(m.base_nll), session_n_vocab(s));
     if (!rc) rc = heatmap_report(&m, &o, &err);
     if (rc) fprintf(stderr, "cabin heatmap: %s\n", err.msg);
     free(text);

@@ -391,7 +391,8 @@ int cmd_sweep(int argc, char **argv) {
     errbuf err = {{0}};
     r.s.model_path = run_opts_model(&r);
     const char *what = o.file;
-    char *text = o.file ? read_file_all(o.file, NULL, &err) : eval_default_text_for_file(r.s.model_path, r.s.template_name, &what, &err);
+    bool prose = false;   // the built-in prose: maybe not the model's domain
+    char *text = o.file ? read_file_all(o.file, NULL, &err) : eval_default_text_for_file(r.s.model_path, r.s.template_name, &what, &prose, &err);
     power_monitor *pm = text ? power_monitor_open(o.root, &err) : NULL;
     if (!text || !pm || power_monitor_start(pm, 10, &err)) {
         fprintf(stderr, "cabin sweep: %s\n", err.msg);
@@ -416,10 +417,8 @@ int cmd_sweep(int argc, char **argv) {
         rc = 1;
     } else {
         rc = sweep_report(pts, np, ref, &o, r.s.model_path, from, measured);
-        if (!o.file) {
-            fprintf(stderr, "text: %s\n", what);
-            eval_note_domain("cabin sweep", pts[ref].ppl, pts[ref].n_vocab);
-        }
+        if (!o.file) fprintf(stderr, "text: %s\n", what);
+        if (prose) eval_note_domain("cabin sweep", pts[ref].ppl, pts[ref].n_vocab);
     }
     opts_free_list(l.w, l.nw);
     opts_free_list(l.b, l.nb);

@@ -31,7 +31,6 @@ int cmd_workbench(int argc, char **argv);
 typedef struct run_opts {
     session_opts s;
     const char *model;
-    int seed_set;
     bool free_actions;   // --free-actions: no grammar on the assistant's action lines
 } run_opts;
 

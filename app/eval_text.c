@@ -67,8 +67,9 @@ bool eval_is_embedded_model(const session *s) { return is_embedded_name(session_
 
 // model_name: general.name; chat_template_src: tokenizer.chat_template (NULL when absent)
 static char *default_text(const char *model_name, const char *chat_template_src, const char *template_name,
-                          const char **what, errbuf *err) {
-    if (is_embedded_name(model_name)) {
+                          const char **what, bool *prose, errbuf *err) {
+    *prose = !is_embedded_name(model_name);
+    if (!*prose) {
         const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
         *what = CABIN_HELDOUT " (held-out dialogues, chat layout)";
         return heldout_chat_text(CABIN_HELDOUT, t ? t : chat_template_detect(chat_template_src), 0, err);
@@ -79,12 +80,13 @@ static char *default_text(const char *model_name, const char *chat_template_src,
     return b.s;
 }
 
-char *eval_default_text(const session *s, const char *template_name, const char **what, errbuf *err) {
+char *eval_default_text(const session *s, const char *template_name, const char **what, bool *prose, errbuf *err) {
     const model *m = session_model(s);
-    return default_text(m->name, m->chat_template, template_name, what, err);
+    return default_text(m->name, m->chat_template, template_name, what, prose, err);
 }
 
-char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, errbuf *err) {
+char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, bool *prose,
+                                 errbuf *err) {
     gguf_file g;
     if (gguf_open(&g, model_path, err)) return NULL;
     char *name = NULL, *tmpl = NULL;
@@ -92,7 +94,7 @@ char *eval_default_text_for_file(const char *model_path, const char *template_na
     gguf_get_strdup(&g, "general.name", &name, &ignored);
     gguf_get_strdup(&g, "tokenizer.chat_template", &tmpl, &ignored);
     gguf_close(&g);
-    char *text = default_text(name, tmpl, template_name, what, err);
+    char *text = default_text(name, tmpl, template_name, what, prose, err);
     free(name);
     free(tmpl);
     return text;

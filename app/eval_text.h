@@ -21,11 +21,13 @@ char *heldout_chat_text(const char *path, const chat_template *t, int limit, err
 bool eval_is_embedded_model(const session *s);
 
 // The text to score when no -f is given (malloc'd): the embedded model's held-out dialogues in
-// its chat layout, or for another model a paragraph of plain prose repeated; *what names it.
-char *eval_default_text(const session *s, const char *template_name, const char **what, errbuf *err);
+// its chat layout, or for another model a paragraph of plain prose repeated; *what names it and
+// *prose says which (the prose may well not be the model's domain: eval_note_domain).
+char *eval_default_text(const session *s, const char *template_name, const char **what, bool *prose, errbuf *err);
 
 // The same for a model file not opened in a session (reads its name and chat template only).
-char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, errbuf *err);
+char *eval_default_text_for_file(const char *model_path, const char *template_name, const char **what, bool *prose,
+                                 errbuf *err);
 
 // A one-line note on stderr when a perplexity is above a quarter of the vocabulary: the text is
 // then probably not the model's domain and the figure says little.

@@ -6,16 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int set_seed(void *base, const char *v, errbuf *err) {
-    run_opts *r = base;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*end || end == v || v[0] == '-') return err_set(err, "option --seed: '%s' is not a non-negative integer", v);
-    r->s.sampling.seed = x;
-    r->seed_set = 1;
-    return 0;
-}
-
 // "this cabin has: auto, cpu, ..." under --backend's help
 static const char *backend_choices(void) {
     static char line[160];
@@ -39,7 +29,7 @@ static const opt_def RUN_OPT_DEFS[] = {
     { "--min-p", NULL, OPT_FLOAT, RO(s.sampling.min_p), "P", "0 = off", NULL, NULL, NULL },
     { "--repeat-penalty", NULL, OPT_FLOAT, RO(s.sampling.repeat_penalty), "R", "1 = off", NULL, NULL, NULL },
     { "--repeat-last-n", NULL, OPT_INT, RO(s.sampling.repeat_last_n), "N", "tokens the penalty looks back", NULL, NULL, NULL },
-    { "--seed", NULL, OPT_CALL, 0, "S", "sampling seed: the same seed gives the same text", "42", set_seed, NULL },
+    { "--seed", NULL, OPT_U64, RO(s.sampling.seed), "S", "sampling seed: the same seed gives the same text", NULL, NULL, NULL },
     { "--template", NULL, OPT_STR, RO(s.template_name), "NAME", "chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain",
       "the file's", NULL, NULL },
     { "--precision", NULL, OPT_STR, RO(s.precision), "TYPE", "convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
@@ -63,7 +53,6 @@ static const opt_def REPLY_OPT_DEFS[] = {
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
     r->model = NULL;
-    r->seed_set = 0;
     r->free_actions = false;
 }
 

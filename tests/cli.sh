@@ -15,6 +15,37 @@ expect_rc 2 "unknown option" -- "$CABIN" generate --frob
 one_line_error "frob" "an unknown option"
 expect_rc 2 "bad number" -- "$CABIN" generate -p hi -n lots
 one_line_error "lots" "a bad number"
+grep -q "cabin generate: option -n" "$T/err" && ok || bad "a bad number names the command and the option"
+expect_rc 2 "missing value" -- "$CABIN" ppl --window
+one_line_error "cabin ppl: option --window needs a value" "a missing value"
+
+# Options come from one table per command: --help-options lists its spellings. Every spelling is
+# in --help, every option --help shows is in the table, the parser takes each (with a value of its
+# kind; --help after it stops the command), and no spelling is in a command's tables twice.
+"$CABIN" help | awk '/^commands:/ { on = 1; next } on && $1 != "help" { print $1 }' >"$T/commands"
+[ "$(wc -l <"$T/commands")" -ge 18 ] && ok || bad "cabin help lists the commands"
+while read -r c; do
+    "$CABIN" $c --help >"$T/help" 2>&1 && "$CABIN" $c --help-options >"$T/spell" 2>&1 || { bad "$c --help / --help-options"; continue; }
+    missing=$(awk '{ print $1 }' "$T/spell" | while read -r o; do grep -Eq -- "(^|[ ,])$o( |,|\$)" "$T/help" || echo "$o"; done)
+    [ -z "$missing" ] && ok || bad "$c --help does not show:" $missing
+    shown=$(grep -Eo -- '^  (-[a-zA-Z], )?--[a-z0-9-]+' "$T/help" | sed 's/.*--/--/' | grep -v -- '^--help$')
+    unlisted=$(for o in $shown; do grep -q -- "^$o " "$T/spell" || echo "$o"; done)
+    [ -z "$unlisted" ] && ok || bad "$c --help shows options its table lacks:" $unlisted
+    [ -z "$(awk '{ print $1 }' "$T/spell" | sort | uniq -d)" ] && ok || bad "$c: a spelling twice"
+    refused=$(while read -r o kind; do
+        case $kind in flag|out) v= ;; int|u64|number) v=1 ;; *) v=tiny ;; esac
+        "$CABIN" $c $o $v --help >/dev/null 2>"$T/perr" || { grep -q "unknown option\|needs a value\|is not" "$T/perr" && echo "$o"; }
+    done <"$T/spell")
+    [ -z "$refused" ] && ok || bad "$c refuses its own options:" $refused
+done <"$T/commands"
+# the options that shadowed a shared one with another meaning have their own names now
+"$CABIN" sweep --help-options >"$T/spell"
+grep -q "^--backends list" "$T/spell" && grep -q "^--kv-list list" "$T/spell" && grep -q "^--backend string" "$T/spell" &&
+    grep -q "^--kv string" "$T/spell" && ok || bad "sweep: --backends and --kv-list apart from the shared --backend and --kv"
+for c in ppl heatmap; do
+    "$CABIN" $c --help-options >"$T/spell"
+    grep -q "^--window int" "$T/spell" && [ "$(grep -c -- '^--ctx ' "$T/spell")" = 1 ] && ok || bad "$c: --window apart from the shared --ctx"
+done
 
 # a generated model
 expect_rc 0 "make-model" -- "$CABIN" make-model -o "$T/m.gguf" --type q4_0 --dim 64 --ffn 128 --vocab 400
@@ -45,6 +76,10 @@ grep -q '"decode_tps"' "$T/out" && ok || bad "bench --json"
 grep -Eq '"weights_copied_bytes": [1-9]' "$T/out" && ok || bad "bench: the CPU copies the weights at load: $(cat "$T/out")"
 "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json --mmap >"$T/out" 2>/dev/null
 grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weights read from the file: $(cat "$T/out")"
+/usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/out" 2>/dev/null && ok || bad "bench --json on stdout is JSON"
+expect_rc 0 "bench --json FILE" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json "$T/bench.json"
+grep -q '^| tg4 ' "$T/out" && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/bench.json" 2>/dev/null && ok ||
+    { bad "bench --json FILE: the table on stdout, JSON in the file"; cat "$T/out"; }
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
 # chat's / commands are rows of the one command table: /help lists what chat offers, no more
@@ -72,6 +107,16 @@ expect_rc 0 "ppl --kl-base" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --c
 grep -q "mean KL" "$T/out" && grep -q "top-1 agreement" "$T/out" && ok || { bad "ppl prints KL"; cat "$T/out"; }
 expect_rc 1 "ppl --kl-base with another ctx" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 32 --kl-base "$T/base.kl"
 one_line_error "base.kl" "a base made with another --ctx"
+# -c/--ctx is the shared context length: it bounds the window, so --ctx 64 scores windows of 64
+"$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" -c 64 >"$T/p1" 2>/dev/null
+"$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" --window 64 >"$T/p2" 2>/dev/null
+grep "^PPL" "$T/p1" >"$T/p1l"; grep "^PPL" "$T/p2" >"$T/p2l"
+[ -s "$T/p1l" ] && cmp -s "$T/p1l" "$T/p2l" && grep -q "windows of 64" "$T/p1" && ok || { bad "ppl -c 64 = --window 64"; cat "$T/p1" "$T/p2"; }
+expect_rc 2 "ppl window past the context" -- "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" -c 32 --window 64
+one_line_error "longer than the context" "a window past the context"
+# another model without -f: a paragraph of prose, flagged when its perplexity says it is not the model's domain
+expect_rc 0 "ppl without -f on another model" -- "$CABIN" ppl -m "$T/f16.gguf" --window 64 --chunks 4
+grep -q "prose" "$T/out" && grep -q "not this model's domain" "$T/err" && ok || { bad "ppl: prose flagged out of domain"; cat "$T/out" "$T/err"; }
 
 # bad input: a clear one-line error naming the file, never a crash
 expect_rc 1 "missing model" -- "$CABIN" generate -m "$T/nope.gguf" -p hi
@@ -108,6 +153,20 @@ if [ -f "$TINY" ]; then
     one_line_error "bad.jsonl:2" "a malformed held-out line"
     expect_rc 1 "eval-assistant --errors to a directory" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" --errors "$T"
     one_line_error "cannot write" "an unwritable --errors file"
+    # --json without a file: the figures alone, on stdout
+    expect_rc 0 "eval-assistant --json" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" -t 1 --json
+    /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['turns'] > 0" "$T/out" 2>"$T/pyerr" && ok ||
+        { bad "eval-assistant --json on stdout is JSON"; cat "$T/out" "$T/pyerr"; }
+    # ppl, heatmap and sweep on the embedded model without -f: its held-out dialogues in its chat layout
+    expect_rc 0 "ppl without -f" -- "$CABIN" ppl -m "$TINY" -t 1 --window 128 --chunks 3
+    grep -q "heldout.jsonl (held-out dialogues, chat layout): [0-9]* tokens, 3 windows of 128" "$T/out" && grep -q "^PPL = " "$T/out" &&
+        ! grep -q "domain" "$T/err" && ok || { bad "ppl scores the held-out dialogues"; cat "$T/out" "$T/err"; }
+    expect_rc 0 "heatmap without -f, --json" -- env XDG_CACHE_HOME="$T/cache" "$CABIN" heatmap -m "$TINY" -t 1 --tokens 128 --window 64 --json
+    /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/out" 2>"$T/pyerr" && grep -q "heldout.jsonl" "$T/err" && ok ||
+        { bad "heatmap without -f: JSON on stdout over the held-out dialogues"; head -c 300 "$T/out"; cat "$T/err" "$T/pyerr"; }
+    expect_rc 0 "sweep without -f, --json" -- "$CABIN" sweep -m "$TINY" --weights f32,q8_0 -n 4 --tokens 64 --kl-ctx 32 -t 1 --json
+    /usr/bin/python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points']; assert len(p) == 2 and all(x['ok'] for x in p)" "$T/out" 2>"$T/pyerr" &&
+        grep -q "heldout.jsonl" "$T/err" && ok || { bad "sweep without -f: JSON on stdout over the held-out dialogues"; cat "$T/out" "$T/err" "$T/pyerr"; }
     # an action the car refuses is answered with the car's reason, not the model's sentence:
     # a number above the range is taken as said, and a fresh car has no one to redial
     printf 'set the temperature to 72\ncall back the last number\n' |
