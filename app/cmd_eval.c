@@ -29,7 +29,7 @@ typedef struct ppl_opts {
 static const opt_def PPL_OPTS[] = {
     { "--file", "-f", OPT_STR, PO(file), "TEXT", "the text",
       "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
-    { "--window", NULL, OPT_INT, PO(window), "N", "tokens per window", "512, at most the context -c", NULL, NULL },
+    { "--window", NULL, OPT_INT, PO(window), "N", "tokens per window", "the context -c when given, else 512", NULL, NULL },
     { "--chunks", NULL, OPT_INT, PO(max_chunks), "N", "score only the first N windows", "", NULL, NULL },
     { "--save-base", NULL, OPT_STR, PO(save_base), "FILE", "write this run's top-64 log-probs per scored token (for KL)", NULL, NULL, NULL },
     { "--kl-base", NULL, OPT_STR, PO(kl_base), "FILE", "compare with a saved base run: mean/max KL divergence\n"
@@ -52,7 +52,7 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o, run_opts *r) {
     opt_table own = OPT_TABLE(PPL_OPTS, o);
     int rc = run_opts_parse_with(&PPL_SPEC, &own, r, argc, argv);
     if (rc) return rc;
-    if (!o->window) o->window = r->s.n_ctx > 0 && r->s.n_ctx < 512 ? r->s.n_ctx : 512;
+    if (!o->window) o->window = r->s.n_ctx > 0 ? r->s.n_ctx : 512;   // a window is a whole context
     if (o->window < 8) { fprintf(stderr, "cabin ppl: a window of %d tokens is too small (at least 8)\n", o->window); return OPTS_USAGE; }
     if (r->s.n_ctx == 0) r->s.n_ctx = o->window;
     if (r->s.n_ctx < o->window) {

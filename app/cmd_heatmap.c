@@ -174,7 +174,7 @@ static const opt_def HEATMAP_OPTS[] = {
     { "--type", NULL, OPT_STR, HO(type_name), "T", "target type", NULL, NULL, NULL },
     { "--tokens", NULL, OPT_INT, HO(tokens), "N", "tokens of the text to use", NULL, NULL, NULL },
     { "--window", NULL, OPT_INT, HO(window), "N", "tokens per window (scored on each window's second half)",
-      "128, at most the context -c", NULL, NULL },
+      "the context -c when given, else 128", NULL, NULL },
     { "--json", NULL, OPT_OUT, HO(json_out), NULL, "write the map as JSON to FILE, or to standard output instead of\n"
       "the grid (no FILE, or -)", NULL, NULL, NULL },
     { "--csv", NULL, OPT_STR, HO(csv_out), "FILE", "write the map as CSV", NULL, NULL, NULL },
@@ -207,7 +207,7 @@ static int heatmap_parse(int argc, char **argv, heatmap_cli_opts *o, run_opts *r
     if (rc) return rc;
     o->type = wtype_from_name(o->type_name);
     o->high = wtype_from_name(o->high_name);
-    if (!o->window) o->window = r->s.n_ctx > 0 && r->s.n_ctx < 128 ? r->s.n_ctx : 128;
+    if (!o->window) o->window = r->s.n_ctx > 0 ? r->s.n_ctx : 128;   // a window is a whole context
     if (o->type < 0) { fprintf(stderr, "cabin heatmap: --type %s: unknown type\n", o->type_name); return OPTS_USAGE; }
     if (o->high != WT_Q8_0 && o->high != WT_F16) { fprintf(stderr, "cabin heatmap: --high %s: use q8_0 or f16\n", o->high_name); return OPTS_USAGE; }
     if (o->window < 8 || o->tokens < o->window) { fprintf(stderr, "cabin heatmap: need a window of at least 8 tokens and --tokens >= the window\n"); return OPTS_USAGE; }

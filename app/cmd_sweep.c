@@ -251,12 +251,13 @@ typedef struct sweep_lists { char *w[32], *b[8]; int nw, nb; } sweep_lists;
 static int sweep_parse(int argc, char **argv, sweep_opts *o, run_opts *r, sweep_lists *l) {
     *o = (sweep_opts){ .weights = "f16,q8_0,q4_0", .root = "/", .n_gen = 64, .tokens = 256, .kl_ctx = 128, .reps = 1 };
     run_opts_init(r);
+    const char *backend_default = r->s.backend.name, *kv_default = r->s.kv_format;
     opt_table own = OPT_TABLE(SWEEP_OPTS, o);
     int rc = run_opts_parse_with(&SWEEP_SPEC, &own, r, argc, argv);
     if (rc) return rc;
-    // one --backend or --kv is a list of one
-    if (!o->backends) o->backends = r->s.backend.name ? r->s.backend.name : "cpu";
-    if (!o->kv_list) o->kv_list = r->s.kv_format ? r->s.kv_format : "f16";
+    // a --backend or --kv given is a list of one
+    if (!o->backends) o->backends = r->s.backend.name != backend_default ? r->s.backend.name : "cpu";
+    if (!o->kv_list) o->kv_list = r->s.kv_format != kv_default ? r->s.kv_format : "f16";
     char *kvs[8];
     int n_kv = opts_split_list(o->kv_list, kvs, 8);
     for (int i = 0; i < n_kv && !rc; i++)

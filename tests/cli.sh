@@ -80,6 +80,10 @@ grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weight
 expect_rc 0 "bench --json FILE" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json "$T/bench.json"
 grep -q '^| tg4 ' "$T/out" && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/bench.json" 2>/dev/null && ok ||
     { bad "bench --json FILE: the table on stdout, JSON in the file"; cat "$T/out"; }
+# sweep: a --backend given is the list of one it sweeps over (--backends takes a list)
+expect_rc 0 "sweep --backend" -- "$CABIN" sweep -m "$T/m.gguf" --weights f32 --backend cpu-scalar -n 2 --tokens 64 --kl-ctx 32 -t 1 --json
+/usr/bin/python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points']; assert [x['backend'] for x in p] == ['cpu-scalar']" "$T/out" 2>/dev/null &&
+    ok || { bad "sweep --backend cpu-scalar sweeps that backend"; cat "$T/out"; }
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
 # chat's / commands are rows of the one command table: /help lists what chat offers, no more
