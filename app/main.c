@@ -19,7 +19,7 @@ static const command commands[] = {
     { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },
     { "scene",      cmd_scene,      "play a scene file (scripted demo or end-to-end check)" },
     { "quantize",   cmd_quantize,   "write a model at another precision (a plan; importance-aware Q4_0)" },
-    { "ppl",        cmd_ppl,        "perplexity of a text file" },
+    { "ppl",        cmd_ppl,        "perplexity of a text (default: the embedded model's held-out dialogues)" },
     { "eval-assistant", cmd_eval_assistant, "action accuracy and perplexity on the held-out assistant dialogues" },
     { "power",      cmd_power,      "power sources (RAPL, hwmon, NVML, battery; else an estimate) and their draw" },
     { "heatmap",    cmd_heatmap,    "quantization sensitivity per layer and tensor: grid, JSON/CSV, a plan within a budget" },
