@@ -111,7 +111,7 @@ expect_rc 0 "ppl --kl-base" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --c
 grep -q "mean KL" "$T/out" && grep -q "top-1 agreement" "$T/out" && ok || { bad "ppl prints KL"; cat "$T/out"; }
 expect_rc 1 "ppl --kl-base with another ctx" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 32 --kl-base "$T/base.kl"
 one_line_error "base.kl" "a base made with another --ctx"
-# -c/--ctx is the shared context length: it bounds the window, so --ctx 64 scores windows of 64
+# -c/--ctx is the shared context length, and a window is a whole context: --ctx 64 scores windows of 64
 "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" -c 64 >"$T/p1" 2>/dev/null
 "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" --window 64 >"$T/p2" 2>/dev/null
 grep "^PPL" "$T/p1" >"$T/p1l"; grep "^PPL" "$T/p2" >"$T/p2l"
