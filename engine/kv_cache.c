@@ -6,16 +6,14 @@
 #include "kv_cache.h"
 #include "engine/half.h"
 #include "engine/cpu/kernels.h"
+#include "engine/rope.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_q(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
-static int qmax_of(enum kv_format f) { return f == KV_Q4 ? 15 : 255; }
+static int qmax_of(enum kv_format f) { return (1 << kv_format_code_bits(f)) - 1; }
 static size_t elem_bytes(enum kv_format f) { return f == KV_F32 ? 4 : 2; }
-// bytes of n codes
-static size_t code_bytes(enum kv_format f, size_t n) { return f == KV_Q4 ? (n + 1) / 2 : n; }
 
 const char *kv_format_name(enum kv_format f) {
     static const char *const names[KV_FORMAT_COUNT] = { "f16", "f32", "q8", "q4" };
@@ -94,7 +92,7 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
     // Q: the key window never needs more than recent + KV_GROUP - 1 rows (a group is folded
     // before the write that would fill it), nor more than n_ctx - groups * KV_GROUP.
     int rows = n_ctx, groups = 0, vrows = n_ctx;
-    if (is_q(format)) {
+    if (kv_format_quantized(format)) {
         groups = n_ctx > recent ? (n_ctx - recent) / KV_GROUP : 0;
         rows = recent + KV_GROUP - 1 < n_ctx ? recent + KV_GROUP - 1 : n_ctx;
         vrows = recent;
@@ -120,16 +118,16 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
         kv->k[l] = xcalloc(1, (size_t)bytes);
         kv->v[l] = xcalloc((size_t)vrows, kv->row_bytes);
     }
-    if (is_q(format)) {
+    if (kv_format_quantized(format)) {
         size_t cap = (size_t)groups * KV_GROUP, vcap_q = (size_t)(n_ctx - vrows);
         kv->kq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
         kv->kp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
         kv->vq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
         kv->vp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
         for (int l = 0; l < n_layer; l++) {
-            kv->kq[l] = xcalloc(1, code_bytes(format, cap * (size_t)kv_dim) + 1);
+            kv->kq[l] = xcalloc(1, kv_format_code_bytes(format, cap * (size_t)kv_dim) + 1);
             kv->kp[l] = xcalloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t));
-            kv->vq[l] = xcalloc(1, vcap_q * code_bytes(format, (size_t)kv_dim) + 1);
+            kv->vq[l] = xcalloc(1, vcap_q * kv_format_code_bytes(format, (size_t)kv_dim) + 1);
             kv->vp[l] = xcalloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t));
         }
     }
@@ -199,15 +197,14 @@ int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
             size_t n = (size_t)kv->n_ctx;
             kv->rope_cs = xmalloc(n * (size_t)half * 2 * sizeof(float));
             kv->rope_t = xmalloc(n * (size_t)half * 2 * sizeof(float));
-            for (size_t s = 0; s < n; s++)
-                for (int i = 0; i < half; i++) {   // as the rope op computes it: double, then float
-                    double th = (double)s * pow((double)sh->rope_base, -2.0 * i / sh->rope_dim);
-                    float c = (float)cos(th), si = (float)sin(th);
-                    kv->rope_cs[(s * half + i) * 2] = c;
-                    kv->rope_cs[(s * half + i) * 2 + 1] = si;
-                    kv->rope_t[(size_t)2 * i * n + s] = c;
-                    kv->rope_t[(size_t)(2 * i + 1) * n + s] = si;
+            for (size_t s = 0; s < n; s++) {   // the angles the rope op gives position s
+                float *cs = kv->rope_cs + s * half * 2;
+                rope_cos_sin((int64_t)s, sh->rope_dim, sh->rope_base, cs);
+                for (int i = 0; i < half; i++) {
+                    kv->rope_t[(size_t)2 * i * n + s] = cs[2 * i];
+                    kv->rope_t[(size_t)(2 * i + 1) * n + s] = cs[2 * i + 1];
                 }
+            }
         }
     }
     alloc_stats(kv);
@@ -241,7 +238,7 @@ static void quant_key_group(kv_cache *kv, int l, int g, const float *rows) {
         uint16_t *p = kv->kp[l] + ((size_t)g * D + c) * 2;
         group_params(lo, hi, qmax, &p[0], &p[1]);
         float sc = fp16_to_f32(p[0]), mn = fp16_to_f32(p[1]);
-        uint8_t *codes = kv->kq[l] + code_bytes(kv->format, ((size_t)g * D + c) * KV_GROUP);
+        uint8_t *codes = kv->kq[l] + kv_format_code_bytes(kv->format, ((size_t)g * D + c) * KV_GROUP);
         for (int i = 0; i < KV_GROUP; i++) put_code(kv->format, codes, (size_t)i, quant_code(rows[(size_t)i * D + c], sc, mn, qmax));
     }
 }
@@ -249,7 +246,7 @@ static void quant_key_group(kv_cache *kv, int l, int g, const float *rows) {
 // Quantizes one value row (kv_dim floats) into quantized slot s of layer l.
 static void quant_value_row(kv_cache *kv, int l, int s, const float *row) {
     int qmax = qmax_of(kv->format), gv = kv->gv, ng = kv->kv_dim / gv;
-    uint8_t *codes = kv->vq[l] + (size_t)s * code_bytes(kv->format, (size_t)kv->kv_dim);
+    uint8_t *codes = kv->vq[l] + (size_t)s * kv_format_code_bytes(kv->format, (size_t)kv->kv_dim);
     for (int g = 0; g < ng; g++) {
         float lo = INFINITY, hi = -INFINITY;
         for (int c = g * gv; c < (g + 1) * gv; c++) { lo = row[c] < lo ? row[c] : lo; hi = row[c] > hi ? row[c] : hi; }
@@ -297,12 +294,14 @@ static void store_row(enum kv_format f, void *dst, const float *src, int n) {
 
 void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v) {
     if (l < 0 || l >= kv->n_layer || slot < 0 || slot >= kv->n_ctx) return;
-    if (!is_q(kv->format)) {
+    if (!kv_format_quantized(kv->format)) {
         store_row(kv->format, (uint8_t *)kv->k[l] + (size_t)slot * kv->row_bytes, k, kv->kv_dim);
         store_row(kv->format, (uint8_t *)kv->v[l] + (size_t)slot * kv->row_bytes, v, kv->kv_dim);
         return;
     }
     size_t D = (size_t)kv->kv_dim;
+    int nq = kv->nq[l], nqv = kv->nqv[l];   // after the folds this write brings (kv_fold_counters)
+    kv_fold_counters(kv, slot, &nq, &nqv);
     // keys
     if (slot < kv->nq[l]) {   // rewrite inside the quantized store: requantize the key group
         int g = slot / KV_GROUP;
@@ -312,20 +311,15 @@ void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v)
         quant_key_group(kv, l, g, tmp);
         free(tmp);
     } else {
-        // A write that would bring the window to recent + KV_GROUP rows first folds its oldest
-        // KV_GROUP rows, so at least `recent` (after the write) stay F16 and res_cap suffices.
+        while (kv->nq[l] < nq) fold_group(kv, l);
         int r = slot - kv->nq[l];
-        while (r >= kv->recent + KV_GROUP - 1 && kv->nq[l] + KV_GROUP <= kv->q_groups * KV_GROUP) {
-            fold_group(kv, l);
-            r -= KV_GROUP;
-        }
         if (r < kv->res_cap) store_row(KV_F16, (uint8_t *)kv->k[l] + (size_t)r * kv->row_bytes, k, kv->kv_dim);
     }
     // values
     if (slot < kv->nqv[l]) {
         quant_value_row(kv, l, slot, v);
     } else {
-        while (slot - kv->nqv[l] >= kv->vcap) fold_value(kv, l);   // the ring keeps the newest vcap
+        while (kv->nqv[l] < nqv) fold_value(kv, l);
         store_row(KV_F16, (uint8_t *)kv->v[l] + (size_t)(slot % kv->vcap) * kv->row_bytes, v, kv->kv_dim);
     }
 }
@@ -339,7 +333,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
                    kv_f16_cvt_fn f16_to_f32) {
     void *rows = which ? kv->v[l] : kv->k[l];
     size_t D = (size_t)kv->kv_dim;
-    if (!is_q(kv->format)) {
+    if (!kv_format_quantized(kv->format)) {
         for (int s = s0; s < s1; s++) {
             const uint8_t *r = (const uint8_t *)rows + (size_t)s * kv->row_bytes;
             float *o = out + (size_t)(s - s0) * ld;
@@ -359,7 +353,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
                 size_t ch = (size_t)g * D + (size_t)(c0 + c);
                 const uint16_t *p = kv->kp[l] + ch * 2;
                 float sc = fp16_to_f32(p[0]), mn = fp16_to_f32(p[1]);
-                const uint8_t *codes = kv->kq[l] + code_bytes(kv->format, ch * KV_GROUP);
+                const uint8_t *codes = kv->kq[l] + kv_format_code_bytes(kv->format, ch * KV_GROUP);
                 float *o = out + (size_t)(g * KV_GROUP - s0) * ld + c;
                 if (kv->format == KV_Q8)
                     for (int i = i0; i < i1; i++) o[(size_t)i * ld] = mn + sc * (float)codes[i];
@@ -370,7 +364,7 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
         }
     } else {
         int gv = kv->gv, ng = kv->kv_dim / gv;
-        size_t rb = code_bytes(kv->format, D);
+        size_t rb = kv_format_code_bytes(kv->format, D);
         for (; s < s1 && s < nq; s++) {
             const uint8_t *codes = kv->vq[l] + (size_t)s * rb;
             const uint16_t *p = kv->vp[l] + (size_t)s * ng * 2;
@@ -424,7 +418,7 @@ static void compact_stats(kv_cache *kv, int l, const int32_t *keep, int n) {
 void kv_cache_compact_layer(kv_cache *kv, int l, const int32_t *keep, int n_keep) {
     int n_src = kv->n_used;
     if (n_keep <= 0 || n_src <= 0) { if (kv->nq) { kv->nq[l] = 0; kv->nqv[l] = 0; } return; }
-    if (!is_q(kv->format)) {
+    if (!kv_format_quantized(kv->format)) {
         for (int i = 0; i < n_keep; i++) {
             if (keep[i] == i) continue;
             memcpy((uint8_t *)kv->k[l] + (size_t)i * kv->row_bytes, (uint8_t *)kv->k[l] + (size_t)keep[i] * kv->row_bytes, kv->row_bytes);
@@ -484,7 +478,7 @@ int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
         return err_set(err, "kv cache: copy between caches of different shapes");
     size_t D = (size_t)src->kv_dim;
     int n = src->n_used;
-    if (!is_q(src->format)) {
+    if (!kv_format_quantized(src->format)) {
         for (int l = 0; l < src->n_layer; l++) {
             memcpy(dst->k[l], src->k[l], (size_t)n * src->row_bytes);
             memcpy(dst->v[l], src->v[l], (size_t)n * src->row_bytes);
@@ -492,9 +486,9 @@ int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
     } else {
         for (int l = 0; l < src->n_layer; l++) {
             int nq = src->nq[l], nqv = src->nqv[l], g = nq / KV_GROUP;
-            memcpy(dst->kq[l], src->kq[l], code_bytes(src->format, (size_t)g * D * KV_GROUP));
+            memcpy(dst->kq[l], src->kq[l], kv_format_code_bytes(src->format, (size_t)g * D * KV_GROUP));
             memcpy(dst->kp[l], src->kp[l], (size_t)g * D * 2 * sizeof(uint16_t));
-            memcpy(dst->vq[l], src->vq[l], (size_t)nqv * code_bytes(src->format, D));
+            memcpy(dst->vq[l], src->vq[l], (size_t)nqv * kv_format_code_bytes(src->format, D));
             memcpy(dst->vp[l], src->vp[l], (size_t)nqv * (size_t)(src->kv_dim / src->gv) * 2 * sizeof(uint16_t));
             size_t rb = (size_t)(n - nq > 0 ? n - nq : 0) * src->row_bytes;
             memcpy(dst->k[l], src->k[l], rb);
@@ -511,21 +505,21 @@ int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
 
 // Quantized bytes per slot per layer: keys, values (codes + f16 (scale, min) per group).
 static double q_key_bytes(enum kv_format f, int kv_dim) {
-    return (double)kv_dim * ((f == KV_Q4 ? 0.5 : 1.0) + 4.0 / KV_GROUP);
+    return (double)kv_dim * ((kv_format_code_bits(f) / 8.0) + 4.0 / KV_GROUP);
 }
 static double q_value_bytes(enum kv_format f, int kv_dim) {
-    return (double)kv_dim * (f == KV_Q4 ? 0.5 : 1.0) + 4.0 * (kv_dim / value_group(kv_dim));
+    return (double)kv_dim * (kv_format_code_bits(f) / 8.0) + 4.0 * (kv_dim / value_group(kv_dim));
 }
 
 double kv_format_token_bytes(enum kv_format f, int kv_dim) {
-    if (!is_q(f)) return 2.0 * (double)kv_dim * (double)elem_bytes(f);
+    if (!kv_format_quantized(f)) return 2.0 * (double)kv_dim * (double)elem_bytes(f);
     return q_key_bytes(f, kv_dim) + q_value_bytes(f, kv_dim);
 }
 
 // Per layer (Q): key store groups*KV_GROUP slots + key window min(R + KV_GROUP - 1, n_ctx) F16
 // rows + value store (n_ctx - R) slots + value ring R F16 rows — what kv_cache_init_ex allocates.
 uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim) {
-    if (!is_q(f)) return (uint64_t)n_layer * (uint64_t)n_ctx * (uint64_t)(2.0 * kv_dim * elem_bytes(f));
+    if (!kv_format_quantized(f)) return (uint64_t)n_layer * (uint64_t)n_ctx * (uint64_t)(2.0 * kv_dim * elem_bytes(f));
     if (recent <= 0) recent = KV_RECENT_DEFAULT;
     if (recent > n_ctx) recent = n_ctx;
     uint64_t groups = n_ctx > recent ? (uint64_t)(n_ctx - recent) / KV_GROUP : 0;
@@ -541,7 +535,7 @@ uint64_t kv_cache_bytes(const kv_cache *kv) {
 }
 
 uint64_t kv_cache_used_bytes(const kv_cache *kv) {
-    if (!is_q(kv->format)) return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
+    if (!kv_format_quantized(kv->format)) return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
     double pk = q_key_bytes(kv->format, kv->kv_dim), pv = q_value_bytes(kv->format, kv->kv_dim);
     uint64_t total = 0;
     for (int l = 0; l < kv->n_layer; l++) {

@@ -17,10 +17,19 @@
 #include "base/base.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum kv_format { KV_F16 = 0, KV_F32 = 1, KV_Q8 = 2, KV_Q4 = 3 };
 #define KV_FORMAT_COUNT 4
+// Q8, Q4: the quantized store and its F16 recent windows; F16, F32: plain rows.
+static inline bool kv_format_quantized(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
+// Bits of one code of a quantized format (two Q4 codes share a byte, low nibble first).
+static inline int kv_format_code_bits(enum kv_format f) { return f == KV_Q4 ? 4 : 8; }
+// Bytes of n codes of a quantized format.
+static inline size_t kv_format_code_bytes(enum kv_format f, size_t n) {
+    return kv_format_code_bits(f) == 4 ? (n + 1) / 2 : n;
+}
 #define KV_GROUP 128         // quantized keys: slots per group (per channel)
 #define KV_VGROUP 192        // quantized values: channels per group at most (gv: the largest even divisor of kv_dim)
 #define KV_RECENT_DEFAULT 32 // slots kept F16 at least, before folding into the quantized store
@@ -87,6 +96,18 @@ typedef struct kv_cache {
     int (*bk_sync)(struct kv_cache *kv, int dir, errbuf *err);
 } kv_cache;
 enum { KV_SYNC_PULL = 0, KV_SYNC_PUSH = 1 };
+
+// The folding rule of the quantized formats, for the host store (kv_cache_put) and a device copy
+// that replays it (vulkan/vk_attn.c). nq, nqv: a layer's key and value slots in the quantized
+// store; advanced to what they are once slot `slot` is written. Keys: a write that would bring
+// the key window (slots nq .. slot) to recent + KV_GROUP rows first folds its oldest KV_GROUP
+// rows, while the store has room, so at least `recent` stay F16 and res_cap rows suffice. Values:
+// the ring keeps the newest vcap slots, each older one quantized as it leaves. A slot below the
+// counters (a rewrite inside the quantized store) folds nothing.
+static inline void kv_fold_counters(const kv_cache *kv, int slot, int *nq, int *nqv) {
+    while (slot - *nq >= kv->recent + KV_GROUP - 1 && *nq + KV_GROUP <= kv->q_groups * KV_GROUP) *nq += KV_GROUP;
+    while (slot - *nqv >= kv->vcap) (*nqv)++;
+}
 
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
                   errbuf *err);

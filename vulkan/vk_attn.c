@@ -14,7 +14,6 @@
 #define GROUPS(n, per) ((uint32_t)(((n) + (per) - 1) / (per)))
 
 static vk_bind whole(const vk_buf *b, bool write) { return (vk_bind){ b->buf, 0, VK_WHOLE_SIZE, write }; }
-static bool is_q(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
 
 // shaders/kvq.glsl KV_PC_FIELDS
 typedef struct kv_pc {
@@ -22,7 +21,7 @@ typedef struct kv_pc {
 } kv_pc;
 
 static kv_pc kv_fields(const vk_kv *k, const kv_cache *kv, int l) {
-    bool q = is_q(kv->format);
+    bool q = kv_format_quantized(kv->format);
     return (kv_pc){ k->off[VKS_K], k->off[VKS_V], k->off[VKS_KQ], k->off[VKS_KP], k->off[VKS_VQ], k->off[VKS_VP],
                     (uint32_t)kv->kv_dim, q ? (uint32_t)kv->nq[l] : 0u, q ? (uint32_t)kv->nqv[l] : 0u,
                     (uint32_t)(kv->vcap > 0 ? kv->vcap : 1), (uint32_t)(kv->gv > 0 ? kv->gv : 2) };
@@ -45,7 +44,7 @@ typedef struct store_pc {
 
 enum { MODE_STORE, MODE_FOLD_K, MODE_FOLD_V, MODE_COPY };
 
-// kv_cache_put's window bookkeeping for slots s0 .. s0+n-1 of layer l: the key and value
+// kv_cache_put's window bookkeeping (kv_fold_counters) for slots s0 .. s0+n-1 of layer l: the key and value
 // counters after the batch (nq1, nqv1). False (batch failed) if the batch cannot be appended.
 static bool fold_plan(vk_backend *v, const kv_cache *kv, int l, const int32_t *slots, int n, int *nq1, int *nqv1) {
     int s0 = slots[0], nq = kv->nq[l], nqv = kv->nqv[l];
@@ -61,16 +60,11 @@ static bool fold_plan(vk_backend *v, const kv_cache *kv, int l, const int32_t *s
         return false;
     }
     for (int s = s0; s < s0 + n; s++) {
-        int r = s - nq;
-        while (r >= kv->recent + KV_GROUP - 1 && nq + KV_GROUP <= kv->q_groups * KV_GROUP) {
-            nq += KV_GROUP;
-            r -= KV_GROUP;
-        }
-        if (r >= kv->res_cap) {
+        kv_fold_counters(kv, s, &nq, &nqv);
+        if (s - nq >= kv->res_cap) {
             vk_fail(v, "vulkan: kv_store: slot %d does not fit the key window (%d rows)", s, kv->res_cap);
             return false;
         }
-        while (s - nqv >= kv->vcap) nqv++;
     }
     *nq1 = nq;
     *nqv1 = nqv;
@@ -136,7 +130,7 @@ void vk_op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const 
     pc.v_stride = (uint32_t)val->cols;
     vk_bind bind[5] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->L[layer], true), sb, sb };
     vk_prof_begin(v);
-    if (is_q(kv->format)) record_folds(v, kv, kd, layer, bind, &pc, n, slots);
+    if (kv_format_quantized(kv->format)) record_folds(v, kv, kd, layer, bind, &pc, n, slots);
     vk_dispatch(v, &v->kv_store[kv->format][MODE_STORE], bind, 5, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
                 (uint32_t)n, 1);
     vk_prof_end(v, OP_KV_STORE);

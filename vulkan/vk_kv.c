@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_q(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
 
 // ---- layout ----
 
@@ -19,11 +18,11 @@ static bool is_q(enum kv_format f) { return f == KV_Q8 || f == KV_Q4; }
 static void section_bytes(const kv_cache *kv, uint64_t b[VKS_COUNT]) {
     uint64_t D = (uint64_t)kv->kv_dim, rb = kv->row_bytes;
     memset(b, 0, VKS_COUNT * sizeof b[0]);
-    if (!is_q(kv->format)) {
+    if (!kv_format_quantized(kv->format)) {
         b[VKS_K] = b[VKS_V] = (uint64_t)kv->n_ctx * rb;
         return;
     }
-    uint64_t codes = kv->format == KV_Q4 ? D / 2 : D;   // bytes of D codes (D % 8 == 0)
+    uint64_t codes = kv_format_code_bytes(kv->format, D);   // bytes of D codes (D % 8 == 0)
     uint64_t vslots = (uint64_t)(kv->n_ctx - kv->vcap);
     b[VKS_K] = (uint64_t)kv->res_cap * rb;
     b[VKS_V] = (uint64_t)kv->vcap * rb;
@@ -36,8 +35,8 @@ static void section_bytes(const kv_cache *kv, uint64_t b[VKS_COUNT]) {
 // Bytes of section `sec` of layer l that hold data (the filled slots), from its start.
 static uint64_t used_bytes(const kv_cache *kv, int l, int sec) {
     uint64_t D = (uint64_t)kv->kv_dim, rb = kv->row_bytes, n = (uint64_t)(kv->n_used > 0 ? kv->n_used : 0);
-    if (!is_q(kv->format)) return n * rb;
-    uint64_t codes = kv->format == KV_Q4 ? D / 2 : D, nq = (uint64_t)kv->nq[l], nqv = (uint64_t)kv->nqv[l];
+    if (!kv_format_quantized(kv->format)) return n * rb;
+    uint64_t codes = kv_format_code_bytes(kv->format, D), nq = (uint64_t)kv->nq[l], nqv = (uint64_t)kv->nqv[l];
     uint64_t win = n > nq ? n - nq : 0;
     switch (sec) {
     case VKS_K: return (win < (uint64_t)kv->res_cap ? win : (uint64_t)kv->res_cap) * rb;
@@ -130,7 +129,7 @@ static void store_free(vk_backend *v, vk_kv *k) {
 
 // Makes k's layer buffers for kv's layout (k's former buffers are left alone).
 static int store_make(vk_backend *v, kv_cache *kv, vk_kv *k, errbuf *err) {
-    if (is_q(kv->format)) {
+    if (kv_format_quantized(kv->format)) {
         if (kv->kv_dim % 8 || kv->kv_dim / kv->gv > 256)
             return err_set(err, "vulkan: KV format %s needs rows of a multiple of 8 channels in at most 256 value "
                            "groups (this model's rows: %d channels, groups of %d)", kv_format_name(kv->format),
@@ -171,7 +170,7 @@ static int store_make(vk_backend *v, kv_cache *kv, vk_kv *k, errbuf *err) {
 
 // Copies the used part of every section, and the statistics and mask when the device has them.
 static int transfer_all(vk_backend *v, kv_cache *kv, vk_kv *k, bool to_dev, errbuf *err) {
-    int nsec = is_q(kv->format) ? VKS_COUNT : 2;
+    int nsec = kv_format_quantized(kv->format) ? VKS_COUNT : 2;
     for (int l = 0; l < kv->n_layer; l++)
         for (int s = 0; s < nsec; s++)
             if (buf_io(v, &k->L[l], (VkDeviceSize)k->off[s] * 4, host_section(kv, l, s), (size_t)used_bytes(kv, l, s),

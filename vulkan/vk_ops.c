@@ -3,6 +3,7 @@
 // records its dispatches, and leaves any error for end_batch to report. Push-constant structs
 // mirror the shaders' `PC` blocks.
 #include "vulkan/vk.h"
+#include "engine/rope.h"
 #include "engine/wtype.h"
 
 #include <math.h>
@@ -110,8 +111,8 @@ static void op_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
     vk_prof_end(v, OP_BIAS);
 }
 
-// cos/sin of pos[t] * base^(-2i/rope_dim) for every token and pair, computed as the CPU does
-// (double, then float); shared by the q and k rotations of every layer of a batch.
+// (n, half, 2): the (cos, sin) of every token's pairs, from engine/rope.h as the CPU takes them;
+// shared by the q and k rotations of every layer of a batch.
 static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_params *p, vk_bind *out) {
     int half = p->rope_dim / 2;
     if (v->rope_valid && v->rope_n == n && v->rope_half == half && v->rope_dim == p->rope_dim &&
@@ -120,12 +121,7 @@ static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_para
         return true;
     }
     float *cs = xmalloc((size_t)n * (size_t)half * 2 * sizeof(float));
-    for (int t = 0; t < n; t++)
-        for (int i = 0; i < half; i++) {
-            double theta = (double)pos[t] * pow((double)p->base, -2.0 * i / p->rope_dim);
-            cs[((size_t)t * half + i) * 2] = (float)cos(theta);
-            cs[((size_t)t * half + i) * 2 + 1] = (float)sin(theta);
-        }
+    for (int t = 0; t < n; t++) rope_cos_sin(pos[t], p->rope_dim, p->base, cs + (size_t)t * half * 2);
     bool ok = vk_upload(v, cs, (size_t)n * (size_t)half * 2 * sizeof(float), out);
     free(cs);
     if (!ok) return false;

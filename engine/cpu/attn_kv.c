@@ -16,8 +16,6 @@
 
 #include <string.h>
 
-static int is_q(const kv_cache *kv) { return kv->format == KV_Q8 || kv->format == KV_Q4; }
-static int code_bits(const kv_cache *kv) { return kv->format == KV_Q4 ? 4 : 8; }
 
 // The slot-major cos/sin table from slot s on (NULL without RoPE).
 static const float *rope_at(const kv_cache *kv, int s) { return kv->rope_t ? kv->rope_t + s : NULL; }
@@ -42,7 +40,7 @@ void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
     // the quantized store, one key group at a time (dequantized and rotated in one pass): channel
     // ch of group g has its (scale, min) at kp + (g*D + ch)*2 and its KV_GROUP codes from code
     // number (g*D + ch)*KV_GROUP on
-    const int bits = code_bits(kv), nq = kv->nq[l], s1 = s0 + ns;
+    const int bits = kv_format_code_bits(kv->format), nq = kv->nq[l], s1 = s0 + ns;
     const size_t cstride = (size_t)KV_GROUP * (size_t)bits / 8;
     int s = s0;
     while (s < s1 && s < nq) {
@@ -66,7 +64,7 @@ int attn_kv_values_tile(const cpu_kernels *k, const kv_cache *kv, int l, int kvh
         kv_cache_read(kv, l, 1, s0, s0 + ns, (int)c0, hd, vtile, hd, NULL);
         return ns;
     }
-    if (!is_q(kv) || !many) return 0;
+    if (!kv_format_quantized(kv->format) || !many) return 0;
     int nquant = kv->nqv[l] - s0 < 0 ? 0 : kv->nqv[l] - s0 > ns ? ns : kv->nqv[l] - s0;
     // each quantized row "summed" once with weight 1 into zeros
     const float one = 1.0f;
@@ -102,7 +100,7 @@ void attn_kv_values_q(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, 
                       const float *p, int64_t ldp, int G, float *o, int64_t ldo) {
     // slot s: codes at vq + s*rb (rb bytes per row), group g's (scale, min) at vp + (s*ng + g)*2;
     // a head's channels may straddle value groups, so they go in runs within one group
-    const int bits = code_bits(kv), gv = kv->gv, ng = kv->kv_dim / gv;
+    const int bits = kv_format_code_bits(kv->format), gv = kv->gv, ng = kv->kv_dim / gv;
     const size_t rb = (size_t)kv->kv_dim * (size_t)bits / 8;
     const uint8_t *codes = kv->vq[l] + (size_t)s0 * rb;
     for (int c = 0; c < hd;) {

@@ -3,6 +3,7 @@
 // channels go to the scalar reference (kernels_scalar.c). Compiled with AVX2/FMA/F16C: nothing
 // here may run before cpu_kernels_avx2() has said yes.
 #include "engine/cpu/kernels.h"
+#include "engine/rope.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -36,7 +37,7 @@ void kq_tile_avx2(const uint8_t *codes, size_t cstride, int bits, int i0, const 
     const int n8 = (bits == 4 && (i0 & 1)) ? 0 : ns - ns % 8;
     for (int i = 0; i < n8; i += 8) {
         for (int f = 0; f < half; f++) {
-            const int c0 = neox ? f : 2 * f, c1 = neox ? f + half : 2 * f + 1;
+            const int c0 = ROPE_PAIR_FIRST(f, half, neox), c1 = ROPE_PAIR_SECOND(f, half, neox);
             const __m256 a = deq8(codes, cstride, bits, i0 + i, sm, c0), b = deq8(codes, cstride, bits, i0 + i, sm, c1);
             const __m256 co = _mm256_loadu_ps(cst + 2 * f * ldc + i), si = _mm256_loadu_ps(cst + (2 * f + 1) * ldc + i);
             _mm256_storeu_ps(kt + c0 * ldt + i, _mm256_fmsub_ps(a, co, _mm256_mul_ps(b, si)));
@@ -52,7 +53,7 @@ void kq_tile_avx2(const uint8_t *codes, size_t cstride, int bits, int i0, const 
 void rope_t_avx2(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt) {
     const int n8 = ns - ns % 8;
     for (int f = 0; f < half; f++) {
-        float *x0 = kt + (neox ? f : 2 * f) * ldt, *x1 = kt + (neox ? f + half : 2 * f + 1) * ldt;
+        float *x0 = kt + ROPE_PAIR_FIRST(f, half, neox) * ldt, *x1 = kt + ROPE_PAIR_SECOND(f, half, neox) * ldt;
         const float *co = cst + 2 * f * ldc, *si = co + ldc;
         for (int i = 0; i < n8; i += 8) {
             const __m256 a = _mm256_loadu_ps(x0 + i), b = _mm256_loadu_ps(x1 + i);

@@ -8,6 +8,7 @@
 // transposed into that order 16x16 at a time. Quantized values are dequantized as they are
 // summed: o += sum_i (p_i*scale_i) * code_i + sum_i p_i*min_i.
 #include "engine/cpu/kernels.h"
+#include "engine/rope.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -77,7 +78,7 @@ void kq_tile_avx512(const uint8_t *codes, size_t cstride, int bits, int i0, cons
     for (int i = 0; i < ns; i += 64) {
         const int n = ns - i < 64 ? ns - i : 64;
         for (int f = 0; f < half; f++) {
-            const int c0 = neox ? f : 2 * f, c1 = neox ? f + half : 2 * f + 1;
+            const int c0 = ROPE_PAIR_FIRST(f, half, neox), c1 = ROPE_PAIR_SECOND(f, half, neox);
             __m512 a[4], b[4];
             kq_channel(codes, cstride, bits, i0 + i, n, sm, c0, a);
             kq_channel(codes, cstride, bits, i0 + i, n, sm, c1, b);
@@ -171,7 +172,7 @@ void f16_rows_t_avx512(const uint16_t *rows, int64_t ldr, int ns, int hd, const 
 
 void rope_t_avx512(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt) {
     for (int f = 0; f < half; f++) {
-        float *x0 = kt + (neox ? f : 2 * f) * ldt, *x1 = kt + (neox ? f + half : 2 * f + 1) * ldt;
+        float *x0 = kt + ROPE_PAIR_FIRST(f, half, neox) * ldt, *x1 = kt + ROPE_PAIR_SECOND(f, half, neox) * ldt;
         const float *co = cst + 2 * f * ldc, *si = co + ldc;
         for (int i = 0; i < ns; i += 16) {
             const __mmask16 m = lanes(ns - i);

@@ -3,6 +3,7 @@
 #include "engine/backend.h"
 #include "engine/cpu/attn_kv.h"
 #include "engine/cpu/kernels.h"
+#include "engine/rope.h"
 #include "engine/cpu/threadpool.h"
 #include "engine/wtype.h"
 
@@ -170,24 +171,12 @@ static void cpu_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
 static void cpu_rope(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p) {
     double t0 = prof_begin(CPU(b));
     int half = p->rope_dim / 2;
-    float cs[512], sn[512];   // rope_dim <= 1024 (checked at load)
+    float cs[1024];   // (half, 2) cos, sin; rope_dim <= 1024 (checked at load)
     for (int t = 0; t < n; t++) {
-        for (int i = 0; i < half; i++) {
-            double theta = (double)positions[t] * pow((double)p->base, -2.0 * i / p->rope_dim);
-            cs[i] = (float)cos(theta);
-            sn[i] = (float)sin(theta);
-        }
+        rope_cos_sin(positions[t], p->rope_dim, p->base, cs);
         float *row = x->data + (int64_t)t * x->cols;
-        for (int h = 0; h < p->n_heads; h++) {
-            float *v = row + (int64_t)h * p->head_dim;
-            for (int i = 0; i < half; i++) {
-                int i0 = p->neox ? i : 2 * i;
-                int i1 = p->neox ? i + half : 2 * i + 1;
-                float a = v[i0], bb = v[i1];
-                v[i0] = a * cs[i] - bb * sn[i];
-                v[i1] = a * sn[i] + bb * cs[i];
-            }
-        }
+        for (int h = 0; h < p->n_heads; h++)   // every head of a token: the same angles
+            rope_rows_ref(cs, half, p->neox, 1, row + (int64_t)h * p->head_dim, p->head_dim);
     }
     prof_end(CPU(b), OP_ROPE, t0);
 }

@@ -12,6 +12,7 @@
 // rows. Decode (one token) streams weights four to six rows at a time; prefill uses the widest
 // tiles that fit the 32 vector registers.
 #include "engine/cpu/kernels.h"
+#include "engine/rope.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -606,7 +607,7 @@ static void rope_rows(const float *cs, int half, int neox, int n, float *rows, i
             }
         }
         for (; i < half; i++) {   // the pairs left over (rope dims not a multiple of 16 or 32)
-            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            int i0 = ROPE_PAIR_FIRST(i, half, neox), i1 = ROPE_PAIR_SECOND(i, half, neox);
             float a = x[i0], b = x[i1], co = c[2 * i], si = c[2 * i + 1];
             x[i0] = a * co - b * si;
             x[i1] = a * si + b * co;

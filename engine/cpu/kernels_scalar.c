@@ -5,6 +5,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/half.h"
 #include "base/base.h"
+#include "engine/rope.h"
 
 #include <math.h>
 
@@ -108,7 +109,7 @@ void rope_rows_ref(const float *cs, int half, int neox, int n, float *rows, int6
         const float *c = cs + (size_t)r * half * 2;
         float *x = rows + (size_t)r * ld;
         for (int i = 0; i < half; i++) {
-            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            int i0 = ROPE_PAIR_FIRST(i, half, neox), i1 = ROPE_PAIR_SECOND(i, half, neox);
             float a = x[i0], b = x[i1], co = c[2 * i], si = c[2 * i + 1];
             x[i0] = a * co - b * si;
             x[i1] = a * si + b * co;
@@ -146,7 +147,7 @@ void f16_rows_t_ref(const uint16_t *rows, int64_t ldr, int ns, int hd, const flo
 
 void rope_t_ref(const float *cst, int64_t ldc, int half, int neox, int ns, float *kt, int64_t ldt) {
     for (int f = 0; f < half; f++) {
-        float *x0 = kt + (neox ? f : 2 * f) * ldt, *x1 = kt + (neox ? f + half : 2 * f + 1) * ldt;
+        float *x0 = kt + ROPE_PAIR_FIRST(f, half, neox) * ldt, *x1 = kt + ROPE_PAIR_SECOND(f, half, neox) * ldt;
         const float *co = cst + 2 * f * ldc, *si = co + ldc;
         for (int i = 0; i < ns; i++) {
             float a = x0[i], b = x1[i];

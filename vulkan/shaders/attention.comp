@@ -21,6 +21,7 @@
 // it). head_dim <= 256 (checked by the backend).
 #include "common.glsl"
 #include "kvq.glsl"
+#include "../../engine/rope.h"   // the rotated pairs
 
 layout(local_size_x = 64) in;
 
@@ -95,7 +96,7 @@ float score_at(uint s, uint kvo) {
     if (pc.rope != 0u) {
         rd = 2u * pc.half_;
         for (uint i = 0u; i < pc.half_; i++) {
-            uint i0 = pc.neox != 0u ? i : 2u * i, i1 = pc.neox != 0u ? i + pc.half_ : 2u * i + 1u;
+            uint i0 = ROPE_PAIR_FIRST(i, pc.half_, pc.neox != 0u), i1 = ROPE_PAIR_SECOND(i, pc.half_, pc.neox != 0u);
             float a = key_at(s, kvo + i0), b = key_at(s, kvo + i1);
             float c = RT[(s * pc.half_ + i) * 2u], sn = RT[(s * pc.half_ + i) * 2u + 1u];
             dot_ += q_s[i0] * (a * c - b * sn) + q_s[i1] * (a * sn + b * c);

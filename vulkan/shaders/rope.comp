@@ -1,8 +1,10 @@
 #version 450
-// Rotates pairs of each head of x[t] by the angles of position t: cs[t][i] = (cos, sin) of
-// pos[t] * base^(-2i/rope_dim), computed on the host in double precision as the CPU does.
-// Normal style rotates (2i, 2i+1); NeoX style (i, i + rope_dim/2). Grid: (ceil(n_heads*half/64), n).
+// Rotates pairs of each head of x[t] by the angles of position t: cs[t][i] = (cos, sin) of pair
+// i, made on the host by engine/rope.h's rope_cos_sin as the CPU makes them. The pairs are
+// engine/rope.h's: normal style (2i, 2i+1), NeoX style (i, i + rope_dim/2).
+// Grid: (ceil(n_heads*half/64), n).
 #include "common.glsl"
+#include "../../engine/rope.h"
 
 layout(local_size_x = 64) in;
 
@@ -18,8 +20,8 @@ void main() {
     if (g >= pc.n_heads * pc.half_dim) return;
     uint h = g / pc.half_dim, i = g % pc.half_dim;
     uint base = t * pc.stride + h * pc.head_dim;
-    uint i0 = pc.neox != 0u ? i : 2u * i;
-    uint i1 = pc.neox != 0u ? i + pc.half_dim : 2u * i + 1u;
+    uint i0 = ROPE_PAIR_FIRST(i, pc.half_dim, pc.neox != 0u);
+    uint i1 = ROPE_PAIR_SECOND(i, pc.half_dim, pc.neox != 0u);
     vec2 cs = CS[t * pc.half_dim + i];
     float a = X[base + i0], b = X[base + i1];
     X[base + i0] = a * cs.x - b * cs.y;
