@@ -71,10 +71,16 @@ struct backend {
     void (*weight_release)(backend *b, tensor *w);
     // True if the backend can multiply by weights of this type.
     bool (*supports_type)(backend *b, uint32_t wtype);
+    // Weight types (bit t: wtype t) whose matmul first rounds each activation row to Q8_0 blocks
+    // (32 values sharing one fp16 scale) and multiplies in integers; 0: activations stay float.
+    // The product then differs from the float one by up to half a step per block (tests bound it so).
+    uint64_t act_q8_types;
 
     bk_act *(*act_new)(backend *b, int64_t rows, int64_t cols);
     void (*act_free)(backend *b, bk_act *a);
+    // Rows [row0, row0+n_rows) of a to or from host floats (n_rows * cols), outside a batch.
     void (*act_read)(backend *b, const bk_act *a, int64_t row0, int64_t n_rows, float *dst);
+    void (*act_write)(backend *b, bk_act *a, int64_t row0, int64_t n_rows, const float *src);
 
     int (*kv_prepare)(backend *b, kv_cache *kv, errbuf *err);  // after kv_cache_init
     void (*kv_release)(backend *b, kv_cache *kv);

@@ -249,6 +249,35 @@ static void vkb_act_read(backend *b, const bk_act *a, int64_t row0, int64_t n_ro
     vk_buf_destroy(&v->d, &stage);
 }
 
+static void record_write(VkCommandBuffer cb, void *ud) {
+    read_job *j = ud;   // src: the host staging buffer, dst: the activation at offset off
+    VkBufferCopy c = { 0, j->off, j->bytes };
+    vkCmdCopyBuffer(cb, j->src, j->dst, 1, &c);
+    VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT };
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+}
+
+// Outside a batch, as act_read: in place where the buffer is host-visible, else through staging.
+static void vkb_act_write(backend *b, bk_act *a, int64_t row0, int64_t n_rows, const float *src) {
+    vk_backend *v = VKB(b);
+    if (row0 < 0 || n_rows <= 0 || row0 + n_rows > a->rows) {
+        vk_fail(v, "vulkan: act_write: rows [%lld, +%lld) do not fit the activation (%lld rows)", (long long)row0,
+                (long long)n_rows, (long long)a->rows);
+        return;
+    }
+    size_t off = (size_t)(row0 * a->cols) * 4, bytes = (size_t)(n_rows * a->cols) * 4;
+    if (a->buf.map) { memcpy((uint8_t *)a->buf.map + off, src, bytes); return; }
+    vk_buf stage;
+    errbuf e;
+    if (vk_buf_create(&v->d, &stage, bytes, VKM_HOST, &e)) { vk_fail(v, "vulkan: act_write: %s", e.msg); return; }
+    memcpy(stage.map, src, bytes);
+    read_job j = { stage.buf, a->buf.buf, off, bytes };
+    if (vk_run_once(&v->d, record_write, &j, &e)) vk_fail(v, "vulkan: act_write: %s", e.msg);
+    vk_buf_destroy(&v->d, &stage);
+}
+
 // ---- recording ----
 
 static bool in_set(const VkBuffer *set, int n, VkBuffer b) {
@@ -593,6 +622,7 @@ backend *backend_vulkan_new(int device_index, errbuf *err) {
     b->act_new = vkb_act_new;
     b->act_free = vkb_act_free;
     b->act_read = vkb_act_read;
+    b->act_write = vkb_act_write;
     b->kv_prepare = vk_kv_prepare;
     b->kv_release = vk_kv_release;
     b->begin_batch = vkb_begin_batch;

@@ -71,6 +71,11 @@ static void cpu_act_read(backend *b, const bk_act *a, int64_t row0, int64_t n_ro
     memcpy(dst, a->data + row0 * a->cols, (size_t)(n_rows * a->cols) * sizeof(float));
 }
 
+static void cpu_act_write(backend *b, bk_act *a, int64_t row0, int64_t n_rows, const float *src) {
+    (void)b;
+    memcpy(a->data + row0 * a->cols, src, (size_t)(n_rows * a->cols) * sizeof(float));
+}
+
 static int cpu_kv_prepare(backend *b, kv_cache *kv, errbuf *err) { (void)b; (void)kv; (void)err; return 0; }
 static void cpu_kv_release(backend *b, kv_cache *kv) { (void)b; (void)kv; }
 static void cpu_begin_batch(backend *b) { (void)b; }
@@ -403,9 +408,12 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->weight_prepare = cpu_weight_prepare;
     b->weight_release = cpu_weight_release;
     b->supports_type = cpu_supports_type;
+    for (int t = 0; t < WT_COUNT; t++)
+        if (k->matmul[t] && k->act_format[t] == ACT_Q8_0) b->act_q8_types |= 1ull << t;
     b->act_new = cpu_act_new;
     b->act_free = cpu_act_free;
     b->act_read = cpu_act_read;
+    b->act_write = cpu_act_write;
     b->kv_prepare = cpu_kv_prepare;
     b->kv_release = cpu_kv_release;
     b->begin_batch = cpu_begin_batch;
