@@ -3,6 +3,7 @@
 // the embedded model's vocabulary and random weights, so every token is a random choice among
 // what the grammar allows.
 #include "test.h"
+#include "tests/rng.h"
 #include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "engine/modelgen.h"
@@ -219,9 +220,7 @@ static void random_model_replies(void) {
     CHECK(fd >= 0, "mkstemp");
     if (fd < 0) return;
     close(fd);
-    const char *env = getenv("CABIN_TEST_SEED");
-    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    printf("seed %llu (rerun with CABIN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    uint64_t seed = test_seed();
     modelgen_opts mo = modelgen_defaults();
     mo.dim = 64; mo.n_layer = 1; mo.n_head = 2; mo.n_kv_head = 1; mo.ffn_dim = 128; mo.n_ctx = 1024;
     mo.vocab_from = vocab;

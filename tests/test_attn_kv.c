@@ -137,10 +137,7 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
 }
 
 int main(void) {
-    const char *env = getenv("CABIN_TEST_SEED");
-    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    printf("seed %llu (rerun with CABIN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
-    rng_state = seed;
+    test_seed();
     errbuf err = {{0}};
     backend *ref = backend_cpu_new(1, "scalar", &err), *fasts[2];
     if (!ref) { CHECK(0, "cpu backend: %s", err.msg); return test_finish(); }

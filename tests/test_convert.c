@@ -1,6 +1,7 @@
 // Fast weight conversion is bit-identical to the reference functions: F16 -> F32, and F32 ->
 // Q4_0 / Q8_0 (including ties at .5, equal magnitudes of both signs, zeros and tiny values).
 #include "test.h"
+#include "tests/rng.h"
 #include "engine/half.h"
 #include "engine/convert.h"
 #include "engine/wtype.h"
@@ -31,9 +32,7 @@ static void fill(float *x, int64_t n, int pattern) {
 }
 
 int main(void) {
-    rng = (uint64_t)time(NULL) | 1;
-    if (getenv("CABIN_TEST_SEED")) rng = strtoull(getenv("CABIN_TEST_SEED"), NULL, 10) | 1;
-    printf("note: seed %llu\n", (unsigned long long)rng);
+    rng = test_seed() | 1;
     if (!convert_avx512_usable()) {
         SKIP("AVX-512 is not usable here; the fast converters are not used either");
         return test_finish();

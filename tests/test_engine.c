@@ -2,6 +2,7 @@
 // weight type and both architectures on odd shapes; batch vs incremental; threads; sampling;
 // chat templates; the session API.
 #include "test.h"
+#include "tests/rng.h"
 #include "model_util.h"
 #include "engine/chat_template.h"
 #include "engine/modelgen.h"
@@ -289,10 +290,7 @@ static void test_session(void) {
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cabin-test-engine-XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
-    uint64_t seed = (uint64_t)time(NULL);
-    const char *env = getenv("CABIN_TEST_SEED");
-    if (env) seed = strtoull(env, NULL, 10);
-    printf("note: seed %llu (set CABIN_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    uint64_t seed = test_seed();
     uint32_t types[] = { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 };
     for (size_t i = 0; i < 5; i++) {
         fast_vs_scalar("llama", types[i], seed + i);

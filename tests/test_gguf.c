@@ -4,6 +4,7 @@
 #include "base/base.h"
 #include "engine/wtype.h"
 #include "tests/test.h"
+#include "tests/rng.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,13 +17,6 @@
 
 // ---- small helpers ----
 
-static uint64_t rng_state;
-static uint64_t rng_next(void) { // splitmix64
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 // A growable byte buffer for building files by hand.
 typedef struct bytes {
@@ -123,7 +117,7 @@ static void make_tensor_data(void) {
         uint64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         t->n_bytes = wtype_row_bytes(t->type, t->ne[0]) * (n / t->ne[0]);
         t->data = xmalloc(t->n_bytes);
-        for (uint64_t k = 0; k < t->n_bytes; k++) t->data[k] = (uint8_t)rng_next();
+        for (uint64_t k = 0; k < t->n_bytes; k++) t->data[k] = (uint8_t)rng_u64();
     }
 }
 
@@ -847,22 +841,22 @@ static void fuzz_file(const uint8_t *base, uint64_t n, int iters, const char *wh
     errbuf err;
     for (int it = 0; it < iters; it++) {
         uint64_t len = n;
-        if (rng_next() % 16 == 0) len = rng_next() % (n + 1);
-        if (rng_next() % 32 == 0) len = n + rng_next() % 64; // trailing junk
+        if (rng_u64() % 16 == 0) len = rng_u64() % (n + 1);
+        if (rng_u64() % 32 == 0) len = n + rng_u64() % 64; // trailing junk
         uint8_t *p = malloc(len ? len : 1);
-        for (uint64_t k = 0; k < len; k++) p[k] = k < n ? base[k] : (uint8_t)rng_next();
-        int n_mut = 1 + (int)(rng_next() % 4);
+        for (uint64_t k = 0; k < len; k++) p[k] = k < n ? base[k] : (uint8_t)rng_u64();
+        int n_mut = 1 + (int)(rng_u64() % 4);
         for (int m = 0; m < n_mut && len > 0; m++) {
-            uint64_t at = rng_next() % len;
-            switch (rng_next() % 5) {
-            case 0: p[at] ^= (uint8_t)(1u << (rng_next() % 8)); break;
-            case 1: p[at] = (uint8_t)rng_next(); break;
+            uint64_t at = rng_u64() % len;
+            switch (rng_u64() % 5) {
+            case 0: p[at] ^= (uint8_t)(1u << (rng_u64() % 8)); break;
+            case 1: p[at] = (uint8_t)rng_u64(); break;
             case 2: case 3: { // an 8-byte field gets an extreme value
                 static const uint64_t ext[] = { 0, 1, 2, 31, 32, 33, 64, 1ull << 31, 1ull << 32,
                                                 (1ull << 32) - 1, 1ull << 62, 1ull << 63,
                                                 (1ull << 63) - 1, UINT64_MAX, UINT64_MAX - 31 };
-                uint64_t v = ext[rng_next() % (sizeof ext / sizeof ext[0])];
-                uint64_t r = rng_next() % 4;
+                uint64_t v = ext[rng_u64() % (sizeof ext / sizeof ext[0])];
+                uint64_t r = rng_u64() % 4;
                 if (r == 0) v = len - 1;
                 if (r == 1) v = len;
                 if (at + 8 > len) at = len >= 8 ? len - 8 : 0;
@@ -871,7 +865,7 @@ static void fuzz_file(const uint8_t *base, uint64_t n, int iters, const char *wh
             }
             case 4: { // a 4-byte field (type, n_dims) gets a small or extreme value
                 static const uint32_t ext[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 30, 99, 0xffffffffu };
-                uint32_t v = ext[rng_next() % (sizeof ext / sizeof ext[0])];
+                uint32_t v = ext[rng_u64() % (sizeof ext / sizeof ext[0])];
                 if (at + 4 > len) at = len >= 4 ? len - 4 : 0;
                 memcpy(p + at, &v, len - at < 4 ? len - at : 4);
                 break;
@@ -899,14 +893,11 @@ static void fuzz_file(const uint8_t *base, uint64_t n, int iters, const char *wh
 }
 
 static void test_fuzz(void) {
-    uint64_t seed = 0x5eed0f6a11ull ^ (uint64_t)time(NULL);
-    const char *env = getenv("CABIN_TEST_SEED");
-    if (env && *env) seed = strtoull(env, NULL, 0);
+    test_seed();
     int iters = 20000;
-    env = getenv("CABIN_FUZZ_ITERS");
+    const char *env = getenv("CABIN_FUZZ_ITERS");
     if (env && *env) iters = atoi(env);
-    printf("fuzz seed %" PRIu64 " (set CABIN_TEST_SEED to repeat, CABIN_FUZZ_ITERS for more)\n", seed);
-    rng_state = seed;
+    printf("fuzz: %d iterations (CABIN_FUZZ_ITERS for more)\n", iters);
     uint8_t *small, *full;
     uint64_t n_small, n_full;
     make_small_valid(&small, &n_small);

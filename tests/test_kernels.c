@@ -1,6 +1,6 @@
 // CPU kernel tables: every fast table (AVX2, AVX-512) against the scalar reference on fresh
 // random inputs, for every weight type and for odd shapes, sub-ranges of rows and padded
-// strides. The seed is printed; CABIN_TEST_SEED=N reruns a failure exactly.
+// strides. The seed is printed (tests/rng.h: fixed by default, CABIN_TEST_SEED=N or =random).
 #include "engine/cpu/kernels.h"
 #include "engine/half.h"
 #include "base/base.h"
@@ -631,11 +631,7 @@ static void test_selection(void) {
 }
 
 int main(void) {
-    const char *env = getenv("CABIN_TEST_SEED");
-    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    printf("seed %llu (rerun with CABIN_TEST_SEED=%llu)\n", (unsigned long long)seed,
-           (unsigned long long)seed);
-    rng_state = seed;
+    test_seed();
 
     test_selection();
     const struct {

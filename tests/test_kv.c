@@ -9,17 +9,12 @@
 #include "engine/session.h"
 #include "tests/model_util.h"
 #include "tests/test.h"
+#include "tests/rng.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) {   // uniform [-1, 1)
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
 
 // Quantize -> dequantize: a quantized element is off by at most half a step of its group,
 // step = (max - min) / qmax (plus f16 rounding of scale and min: a factor 1 + 2^-9 and 2^-10 of
@@ -32,8 +27,8 @@ static void test_roundtrip(enum kv_format f) {
     float *K = malloc((size_t)N * D * sizeof(float)), *V = malloc((size_t)N * D * sizeof(float));
     for (int s = 0; s < N; s++)
         for (int c = 0; c < D; c++) {
-            K[s * D + c] = frand() * (1.0f + (float)(c % 7)) + (c % 5 == 0 ? 3.0f : 0.0f);   // channel outliers
-            V[s * D + c] = frand() * 0.5f;
+            K[s * D + c] = rng_uniform() * (1.0f + (float)(c % 7)) + (c % 5 == 0 ? 3.0f : 0.0f);   // channel outliers
+            V[s * D + c] = rng_uniform() * 0.5f;
         }
     for (int s = 0; s < N; s++) kv_cache_put(&kv, 0, s, K + s * D, V + s * D);
     kv.n_used = N;
@@ -119,8 +114,8 @@ static void test_attention_formats(backend *cpu, backend *vk) {
     const int n_head = 4, n_kv = 2, hd = 32, n_past = 150, n = 3, total = n_past + n, kv_dim = n_kv * hd;
     float *K = malloc((size_t)total * kv_dim * sizeof(float)), *V = malloc((size_t)total * kv_dim * sizeof(float));
     float *Q = malloc((size_t)n * n_head * hd * sizeof(float));
-    for (int i = 0; i < total * kv_dim; i++) { K[i] = frand(); V[i] = frand(); }
-    for (int i = 0; i < n * n_head * hd; i++) Q[i] = frand() * 2.0f;
+    for (int i = 0; i < total * kv_dim; i++) { K[i] = rng_uniform(); V[i] = rng_uniform(); }
+    for (int i = 0; i < n * n_head * hd; i++) Q[i] = rng_uniform() * 2.0f;
     int no = n * n_head * hd;
     float *ref = calloc((size_t)no, sizeof(float)), *got = calloc((size_t)no, sizeof(float));
     attention_run(cpu, KV_F32, n_head, n_kv, hd, n_past, n, K, V, Q, ref);
@@ -567,6 +562,7 @@ static void test_bytes(void) {
 }
 
 int main(void) {
+    test_seed();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cabin-test-kv-%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir);

@@ -6,6 +6,7 @@
 #include "base/base.h"
 #include "engine/wtype.h"
 #include "tests/test.h"
+#include "tests/rng.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -14,16 +15,9 @@
 static float f_of(uint32_t u) { union { uint32_t u; float f; } v = { .u = u }; return v.f; }
 static uint32_t u_of(float f) { union { float f; uint32_t u; } v = { .f = f }; return v.u; }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng_next(void) { // splitmix64
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_uniform(void) { return (float)(rng_next() >> 40) / (float)(1 << 24); } // [0,1)
+static float rng_unit(void) { return (float)(rng_u64() >> 40) / (float)(1 << 24); } // [0,1)
 static float rng_normal(void) {
-    float u1 = rng_uniform(), u2 = rng_uniform();
+    float u1 = rng_unit(), u2 = rng_unit();
     if (u1 < 1e-7f) u1 = 1e-7f;
     return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
 }
@@ -104,7 +98,7 @@ static void test_fp16(void) {
     // Random floats: the result is the nearest half (checked by neighbours), ties to even.
     bad = 0;
     for (int i = 0; i < 200000; i++) {
-        float x = f_of((uint32_t)rng_next());
+        float x = f_of((uint32_t)rng_u64());
         if (isnan(x) || fabsf(x) > 65504.0f) continue;
         uint16_t h = f32_to_fp16(x);
         double r = fp16_to_f32(h), err = fabs(r - (double)x);
@@ -407,6 +401,7 @@ static void test_ref_identity(void) {
 }
 
 int main(void) {
+    test_seed();
     test_fp16();
     test_bf16();
     test_quant_bounds();

@@ -579,7 +579,7 @@ static void test_hostile(void) {
     CHECK(ok_w, "write: %s", err.msg);
     if (!ok_w) return;
     uint32_t rng = 12345;
-    int loaded_n = 0;
+    int loaded_n = 0, bad_ids = 0, bad_msg = 0;
     for (int it = 0; it < 400; it++) {
         int which = it & 1;
         uint8_t *m = xmalloc(size[which]);
@@ -591,24 +591,30 @@ static void test_hostile(void) {
             m[pos] = (uint8_t)(rng >> 24);
         }
         gguf_file g;
-        if (gguf_open_memory(&g, m, size[which], "fuzz.gguf", &err) == 0) {
-            tokenizer *t = tokenizer_load(&g, &err);
-            if (t) {
-                loaded_n++;
-                int32_t n;
-                const char *txt = "hello <|end|> w\xC3\xA9rld <|im_end|>\xFF 12345";
-                int32_t *ids = encode(t, txt, strlen(txt), true, true, &n);
-                char *s = tokenizer_decode(t, ids, n, true, true);
-                free(s);
-                free(ids);
-                tokenizer_free(t);
-            }
-            gguf_close(&g);
+        err.msg[0] = 0;
+        tokenizer *t = NULL;
+        bool opened = gguf_open_memory(&g, m, size[which], "fuzz.gguf", &err) == 0;
+        if (opened) t = tokenizer_load(&g, &err);
+        if (t) {
+            loaded_n++;
+            int32_t n;
+            const char *txt = "hello <|end|> w\xC3\xA9rld <|im_end|>\xFF 12345";
+            int32_t *ids = encode(t, txt, strlen(txt), true, true, &n);
+            for (int32_t i = 0; i < n; i++) bad_ids += ids[i] < 0 || ids[i] >= tokenizer_n_vocab(t);
+            char *s = tokenizer_decode(t, ids, n, true, true);
+            bad_ids += s == NULL;
+            free(s);
+            free(ids);
+            tokenizer_free(t);
+        } else {
+            bad_msg += !err.msg[0] || strchr(err.msg, '\n') != NULL;   // rejected: one line saying why
         }
+        if (opened) gguf_close(&g);
         free(m);
     }
     printf("fuzz: %d of 400 corrupted files still loaded; none crashed\n", loaded_n);
-    CHECK(true, "fuzz");
+    CHECK(bad_ids == 0, "fuzz: %d ids outside the vocabulary (or failed decodes) from loaded corrupted files", bad_ids);
+    CHECK(bad_msg == 0, "fuzz: %d rejected corrupted files without a one-line message", bad_msg);
     free(good[0]);
     free(good[1]);
 }
