@@ -1,8 +1,8 @@
 // CPU attention over every KV cache format (engine/cpu/attn_kv.c, backend_cpu.c's attn_worker):
 // the fast kernels against the scalar reference backend, and the scalar backend against a plain
 // double-precision attention computed from kv_cache_read and kv_cache_rope_rows (the cache's own
-// definition of what is stored). Fresh random inputs each run (the seed is printed;
-// CABIN_TEST_SEED=N repeats one): odd lengths, depths on and across key-group (128-slot) and
+// definition of what is stored). Random inputs from the printed seed (tests/rng.h: fixed by
+// default, CABIN_TEST_SEED=N or =random): odd lengths, depths on and across key-group (128-slot) and
 // tile (64-slot) boundaries, recent windows of several sizes, prefill blocks longer than the
 // 16-query block, grouped-query heads 1..7, head dims off the vector width, heads straddling
 // value groups, RoPE interleaved / NeoX / partial / none, entropy-style masks and tracking.
