@@ -2,9 +2,9 @@
 # Packages the tiny-model pipeline (tools/corpus, tools/train) needs on Debian 12: PyTorch and
 # NumPy for the system interpreter /usr/bin/python3, and the threaded OpenBLAS (without it torch
 # falls back to the slow reference BLAS), and WordNet (wordnet-base: gen_corpus.py --synonyms).
-# Installs only what is missing.
+# Installs only what is missing. The list is tools/debian-packages.txt's model group.
 set -e
-PKGS="python3-torch python3-numpy libopenblas0-pthread wordnet-base"
+PKGS=$(sh "$(dirname "$0")/../install-deps.sh" --list model)
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
