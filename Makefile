@@ -1,7 +1,19 @@
 # cabin — build, run, test, bench.
-# Sources are found by wildcard: a new .c file in engine/, engine/cpu/ or app/ needs no edit here.
+# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/ or tui/ needs no edit here.
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
+#
+# Layers, each a library with its own link list (docs/ARCHITECTURE.md has the picture):
+#   base    base/                      libcabin_base.a    -lpthread
+#   engine  engine/ engine/cpu/        libcabin_engine.a  -lm -lpthread -lcjson
+#   vulkan  vulkan/ + embedded SPIR-V  objects            -lvulkan            (VULKAN=1)
+#   audio   audio/                     libcabin_audio.a   PortAudio, ALSA, pocketsphinx, espeak-ng
+#                                                         (AUDIO=1; AUDIO=0: wav, vad, clause and
+#                                                         audio/audio_off.c, no library)
+#   app     app/ (main.c aside)        libcabin_app.a     -lreadline -lcjson
+#   tui     tui/                       libcabin_tui.a     -lncursesw -lreadline
+# `make VULKAN=0 AUDIO=0` builds a text-only cabin that needs neither's packages. Both default to
+# 1 when pkg-config finds their packages (or when there is no pkg-config to ask).
 
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -12,17 +24,53 @@ OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $(OPT) -pthread -I. -MMD -MP
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_BASE) $(SAN) $(CFLAGS)
-LDLIBS  = -lm -lpthread -lreadline -lcjson -lvulkan -lncursesw -lpocketsphinx -lsphinxbase -lportaudio -lasound -lespeak-ng
-# audio/*.c: PortAudio, pocketsphinx, espeak-ng headers (system headers: their warnings are not ours)
-AUDIO_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pocketsphinx sphinxbase portaudio-2.0 espeak-ng 2>/dev/null))
 AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 
+# $(call have_pkgs,PKG...): 1 when pkg-config knows every PKG (or pkg-config is missing), else 0
+have_pkgs = $(if $(shell command -v pkg-config >/dev/null 2>&1 || echo none),1,$(if $(shell pkg-config --exists $(1) && echo y),1,0))
+VULKAN_ASKED := $(VULKAN)
+AUDIO_ASKED  := $(AUDIO)
+VULKAN  ?= $(call have_pkgs,vulkan)
+AUDIO   ?= $(call have_pkgs,portaudio-2.0 alsa pocketsphinx sphinxbase espeak-ng)
+override VULKAN := $(strip $(VULKAN))
+override AUDIO  := $(strip $(AUDIO))
+ifeq ($(filter $(VULKAN),0 1),)
+$(error VULKAN=$(VULKAN): 0 or 1)
+endif
+ifeq ($(filter $(AUDIO),0 1),)
+$(error AUDIO=$(AUDIO): 0 or 1)
+endif
+# $(BUILD)/features names the choice; it changes only when the choice does, and the libraries,
+# the binary and the tests depend on it, so switching in the same BUILD relinks what differs.
+FEATURES := VULKAN=$(VULKAN) AUDIO=$(AUDIO)
+$(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/features 2>/dev/null)" = "$(FEATURES)" ] || echo "$(FEATURES)" >$(BUILD)/features)
+FEATURES_FILE := $(BUILD)/features
+
+BASE_LIBS   := -lpthread
+ENGINE_LIBS := -lm -lpthread -lcjson
+APP_LIBS    := -lreadline -lcjson
+TUI_LIBS    := -lncursesw -lreadline
+ifeq ($(VULKAN),1)
+VK_LIBS     := -lvulkan
+else
+VK_LIBS     :=
+endif
+# audio/*.c: PortAudio, pocketsphinx, espeak-ng headers (system headers: their warnings are not ours)
+ifeq ($(AUDIO),1)
+AUDIO_LIBS   := -lportaudio -lasound -lpocketsphinx -lsphinxbase -lespeak-ng
+AUDIO_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pocketsphinx sphinxbase portaudio-2.0 espeak-ng 2>/dev/null))
+else
+AUDIO_LIBS   :=
+AUDIO_CFLAGS :=
+endif
+
 # ---- Vulkan: shaders (vulkan/shaders/*.comp) compiled to SPIR-V by glslc and embedded ----
-# (VK_EXTRA_OBJ: objects generated from the shaders, added to the library)
+# (VK_EXTRA_OBJ: the object generated from the shaders, linked with the backend's objects)
 # Each variant is one glslc run with its defines: $(BUILD)/shaders/NAME.spv; tools/embed_spv.py
 # turns them all into $(BUILD)/gen/vk_spv_data.c. Without glslc the table is empty and the
-# Vulkan backend says so when asked for.
+# Vulkan backend says so when asked for. VULKAN=0 leaves all of it out.
+ifeq ($(VULKAN),1)
 GLSLC      ?= $(shell command -v glslc 2>/dev/null)
 VK_SRC_DIR := vulkan/shaders
 VK_SPV_DIR := $(BUILD)/shaders
@@ -49,22 +97,93 @@ $(foreach k,$(VK_KV),$(foreach s,full:0 split:1,$(foreach r,$(VK_RED),$(eval $(c
 $(foreach k,$(VK_KV),$(eval $(call vk_variant,kv_store_$(call vk_1,$(k)),kv_store,-DKV_F16=$(call vk_2,$(k)))))
 $(foreach s,attn_combine rope swiglu add bias,$(eval $(call vk_variant,$(s),$(s),)))
 endif
-$(BUILD)/gen/vk_spv_data.c: $(VK_SPV) tools/embed_spv.py
+# $(BUILD)/gen/vk_spv.list: the variants' names, rewritten only when the list changes, so that a
+# variant taken out of the lines above leaves the embedded table too.
+$(shell mkdir -p $(BUILD)/gen && [ "$$(cat $(BUILD)/gen/vk_spv.list 2>/dev/null)" = "$(notdir $(VK_SPV))" ] || echo "$(notdir $(VK_SPV))" >$(BUILD)/gen/vk_spv.list)
+$(BUILD)/gen/vk_spv_data.c: $(VK_SPV) $(BUILD)/gen/vk_spv.list tools/embed_spv.py
 	@mkdir -p $(dir $@)
 	/usr/bin/python3 tools/embed_spv.py -o $@ $(VK_SPV)
 $(BUILD)/gen/vk_spv_data.o: $(BUILD)/gen/vk_spv_data.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 VK_EXTRA_OBJ := $(BUILD)/gen/vk_spv_data.o
-# ---- end Vulkan ----
-
-LIB_SRC  := $(wildcard base/*.c engine/*.c engine/cpu/*.c audio/*.c tui/*.c) $(filter-out app/main.c,$(wildcard app/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The Vulkan backend is linked as objects, not from an archive: nothing names it but its weak
 # registry row (engine/backend.c), which would not pull it out of an archive.
 VK_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vulkan/*.c)) $(VK_EXTRA_OBJ)
-MAIN_OBJ := $(BUILD)/app/main.o
+else
+VK_OBJ   :=
+endif
+# ---- end Vulkan ----
+
+# ---- the layers' libraries ----
+lib_objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
+BASE_OBJ   := $(call lib_objs,$(wildcard base/*.c))
+ENGINE_OBJ := $(call lib_objs,$(wildcard engine/*.c engine/cpu/*.c))
+# audio/: wav, vad and clause need no library; the devices, recogniser, synthesiser and the
+# pipeline on them are built with AUDIO=1, audio/audio_off.c stands in for them with AUDIO=0.
+AUDIO_DEV_SRC := audio/device.c audio/asr.c audio/tts.c audio/voice.c
+ifeq ($(AUDIO),1)
+AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c,$(wildcard audio/*.c)))
+else
+AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c $(AUDIO_DEV_SRC),$(wildcard audio/*.c)) audio/audio_off.c)
+endif
+APP_OBJ    := $(call lib_objs,$(filter-out app/main.c,$(wildcard app/*.c)))
+TUI_OBJ    := $(call lib_objs,$(wildcard tui/*.c))
+MAIN_OBJ   := $(BUILD)/app/main.o
+LIB_base   := $(BUILD)/libcabin_base.a
+LIB_engine := $(BUILD)/libcabin_engine.a
+LIB_audio  := $(BUILD)/libcabin_audio.a
+LIB_app    := $(BUILD)/libcabin_app.a
+LIB_tui    := $(BUILD)/libcabin_tui.a
+$(LIB_base): $(BASE_OBJ)
+$(LIB_engine): $(ENGINE_OBJ)
+$(LIB_audio): $(AUDIO_OBJ)
+$(LIB_app): $(APP_OBJ)
+$(LIB_tui): $(TUI_OBJ)
+$(BUILD)/libcabin_%.a: $(FEATURES_FILE)
+	@rm -f $@
+	ar rcs $@ $(filter %.o,$^)
+
+GROUP_START := -Wl,--start-group
+GROUP_END   := -Wl,--end-group
+# cabin: app and tui call each other (app/cmd_workbench.c opens the workbench, tui/ runs the
+# command language), so they are one link group.
+CABIN_LINK := $(MAIN_OBJ) $(VK_OBJ) $(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
+              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS) $(VK_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
+
+# ---- tests ----
+# A test links base and engine, plus each layer whose headers it includes (app/, tui/, audio/,
+# vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link the
+# Vulkan objects whenever VULKAN=1 (the registry's Vulkan row is there only then). A test that
+# includes vulkan/ headers with VULKAN=0, or the audio devices with AUDIO=0, is built from
+# tests/skipped.c instead: it prints why it is skipped in the line tests/run.sh reads.
+ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+test_includes = $(if $(shell grep -l '^\#include "$(2)/' tests/$(1).c 2>/dev/null),$(2))
+test_layers = $(foreach l,app tui audio vulkan,$(call test_includes,$(1),$(l))) \
+              $(if $(filter $(1),$(ALL_BACKEND_TESTS)),vulkan)
+# $(call test_skip,NAME): why NAME cannot be built here, or empty
+test_skip = $(if $(and $(filter 0,$(VULKAN)),$(call test_includes,$(1),vulkan)),built without Vulkan (make VULKAN=1),$(if \
+            $(and $(filter 0,$(AUDIO)),$(filter audio,$(call test_layers,$(1)))),built without audio (make AUDIO=1)))
+# the link line of test NAME: its libraries, in dependency order, then their link lists
+test_link = $(if $(filter vulkan,$(2)),$(VK_OBJ)) $(if $(filter app tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
+            $(if $(filter audio,$(2)),$(LIB_audio)) $(LIB_engine) $(LIB_base) \
+            $(if $(filter app tui,$(2)),$(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS)) $(if $(filter audio,$(2)),$(AUDIO_LIBS)) \
+            $(if $(filter vulkan,$(2)),$(VK_LIBS)) $(ENGINE_LIBS) $(BASE_LIBS)
+define test_rule
+ifeq ($(call test_skip,$(1)),)
+$(BUILD)/tests/$(1): tests/$(1).c tests/test.h $(FEATURES_FILE) $(if $(filter vulkan,$(call test_layers,$(1))),$(VK_OBJ)) \
+                     $(LIB_engine) $(LIB_base) $(if $(filter app tui audio,$(call test_layers,$(1))),$(LIB_app) $(LIB_tui) $(LIB_audio))
+	@mkdir -p $$(dir $$@)
+	$(CC) $(ALL_CFLAGS) -o $$@ $$< $(call test_link,$(1),$(call test_layers,$(1)))
+else
+$(BUILD)/tests/$(1): tests/skipped.c $(FEATURES_FILE)
+	@mkdir -p $$(dir $$@)
+	$(CC) $(ALL_CFLAGS) '-DSKIP_REASON="$(1): $(call test_skip,$(1))"' -o $$@ $$<
+endif
+endef
+$(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
+
 MODEL    ?= assets/models/cabin-tiny.gguf
 
 .PHONY: all run test test-asan bench install clean deps model
@@ -83,21 +202,18 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libcabin.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE)
+	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(BUILD)/libcabin.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
-
-$(BUILD)/tests/%: tests/%.c $(VK_OBJ) $(BUILD)/libcabin.a tests/test.h
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(VK_OBJ) $(BUILD)/libcabin.a $(LDLIBS)
-
+# deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on
+# the command line (VULKAN=0, AUDIO=0) needs none of its own. run builds after deps, in a make
+# of its own, so that packages deps has just installed turn their layers on.
+DEPS_GROUPS := build tests $(if $(filter 0,$(VULKAN_ASKED)),,vulkan) $(if $(filter 0,$(AUDIO_ASKED)),,audio)
 deps:
-	@sh tools/install-deps.sh
+	@sh tools/install-deps.sh $(DEPS_GROUPS)
 
-run: deps $(BUILD)/cabin
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/cabin
 	@if [ -f "$(MODEL)" ]; then ./$(BUILD)/cabin -m "$(MODEL)"; \
 	else echo "cabin: the embedded default model $(MODEL) is not built yet (see issue: embedded model);"; \
 	     echo "       run a GGUF of your own with: ./$(BUILD)/cabin chat -m MODEL.gguf"; fi
@@ -116,7 +232,7 @@ install: $(BUILD)/cabin
 	install -m 755 $(BUILD)/cabin $(DESTDIR)$(PREFIX)/bin/cabin
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-text
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -131,7 +247,7 @@ CORPUS_ARGS ?= --train 100000 --frames 0.5 --spoken-house 0.3 --decontaminate 1 
 	--extra-frames-file tools/corpus/extra_frames_batch3.json --extra-frames-file tools/corpus/extra_frames_batch4.json
 TRAIN_ARGS ?= --steps 5000 --long-steps 350 --bf16 1 --dropout 0.1 --seed 4321
 model:
-	@dpkg -s python3-torch python3-numpy libopenblas0-pthread wordnet-base >/dev/null 2>&1 || sh tools/train/setup.sh
+	@sh tools/train/setup.sh
 	/usr/bin/python3 tools/corpus/gen_corpus.py $(CORPUS_ARGS) --train-out $(BUILD)/corpus/train.jsonl --heldout-out assets/eval/heldout.jsonl
 	/usr/bin/python3 tools/corpus/reply_words.py $(BUILD)/corpus/train.jsonl > app/reply_words.c
 	/usr/bin/python3 tools/train/spm_tokenizer.py --corpus $(BUILD)/corpus/train.jsonl --out $(BUILD)/tokenizer/vocab.json

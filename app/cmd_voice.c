@@ -2,6 +2,7 @@
 // Also the scene command `voice FILE.wav` (app_voice_file).
 #include "app/cmdlang.h"
 #include "app/commands.h"
+#include "audio/audio.h"
 #include "audio/device.h"
 #include "audio/voice.h"
 
@@ -195,6 +196,7 @@ int cmd_voice(int argc, char **argv) {
     opt_table own = OPT_TABLE(VOICE_OPTS, &o);
     int prc = run_opts_parse_with(&VOICE_SPEC, &own, &r, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
+    if (!audio_built_in()) { fprintf(stderr, "cabin voice: %s\n", AUDIO_OFF_MSG); return 1; }
     static voice_app app;
     memset(&app, 0, sizeof app);
     app.fresh = o.fresh;

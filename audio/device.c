@@ -1,4 +1,5 @@
 // PortAudio and WAV-file audio devices (see device.h).
+#include "audio/audio.h"
 #include "audio/device.h"
 #include "audio/ring.h"
 #include "audio/wav.h"
@@ -368,3 +369,6 @@ void audio_out_close(audio_out *o) {
     ring_free(&o->ring);
     free(o);
 }
+
+// The full build has audio (audio/audio.h; make AUDIO=0 builds audio_off.c instead).
+bool audio_built_in(void) { return true; }

@@ -8,6 +8,9 @@
 #   test_finish                   the summary line run.sh reads; last line of a test: its status
 #   skip_without_system_python    exits with a skip line unless /usr/bin/python3 exists (the tools'
 #                                 interpreter; Debian's Python packages are seen only by it)
+#   cabin_has_audio               true when $CABIN was built with audio (not make AUDIO=0):
+#                                 `cabin devices` says so on its "audio:" line
+#   skip_without_audio            exits with a skip line when it was not
 BUILD=${1:-build}
 CABIN="$BUILD/cabin"
 T=$(mktemp -d "/tmp/cabin-${TAG:-test}-XXXXXX")
@@ -36,5 +39,15 @@ test_finish() {
 skip_without_system_python() {
     if ! [ -x /usr/bin/python3 ]; then
         echo "skipped: /usr/bin/python3 is not installed"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+    fi
+}
+
+cabin_has_audio() {
+    "$CABIN" devices 2>/dev/null | grep -q '^audio: built in'
+}
+
+skip_without_audio() {
+    if ! cabin_has_audio; then
+        echo "skipped: $CABIN was built without audio (make AUDIO=1)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
     fi
 }

@@ -6,6 +6,7 @@
 # before the last token), barge-in (a WAV that talks over the reply), malformed WAVs refused
 # with one line. Latency is a benchmark, not asserted here: tools/voice/bench_latency.sh.
 TAG=voice; . "$(dirname "$0")/lib.sh"
+skip_without_audio
 for tool in espeak-ng sox; do
     if ! command -v $tool >/dev/null; then
         echo "skipped: $tool is not installed (tools/install-deps.sh)"; echo "0 passed, 0 failed, 1 skipped"; exit 0

@@ -1,0 +1,55 @@
+#!/bin/sh
+# The build matches the layers it was asked for ($BUILD/features, written by the Makefile):
+# with VULKAN=0 no binary links libvulkan, no object was compiled against the Vulkan headers,
+# `cabin devices` has no vulkan row and --backend vulkan is an unknown backend; with AUDIO=0 the
+# same for PortAudio, ALSA, pocketsphinx and espeak-ng, and the commands that need audio answer
+# with one line. With VULKAN=1 / AUDIO=1 the opposite: the library is linked and the feature shows.
+# .ci/run builds `make BUILD=build-text VULKAN=0 AUDIO=0 test`, which runs this on it.
+TAG=text; . "$(dirname "$0")/lib.sh"
+if ! [ -f "$BUILD/features" ]; then
+    echo "skipped: $BUILD/features is missing (the Makefile writes it on every build)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
+features=$(cat "$BUILD/features")
+echo "note: $BUILD: $features"
+vulkan=$(echo "$features" | sed -n 's/.*VULKAN=\([01]\).*/\1/p')
+audio=$(echo "$features" | sed -n 's/.*AUDIO=\([01]\).*/\1/p')
+[ -n "$vulkan" ] && [ -n "$audio" ] && ok || bad "$BUILD/features: '$features' does not say VULKAN=0|1 AUDIO=0|1"
+
+VK_LIBS='libvulkan'
+AUDIO_LIBS='libportaudio|libasound|libpocketsphinx|libsphinxbase|libespeak-ng'
+VK_HEADERS='vulkan/vulkan\.h'
+AUDIO_HEADERS='portaudio\.h|pocketsphinx\.h|sphinxbase/|espeak-ng/|alsa/asoundlib\.h'
+bins="$CABIN $(ls "$BUILD"/tests/test_* 2>/dev/null)"
+# links WHAT PATTERN: does any binary link a library matching PATTERN?
+linked() { for b in $bins; do ldd "$b" 2>/dev/null | grep -Eq "$1" && echo "$b"; done; }
+compiled() { find "$BUILD" -name '*.d' -exec grep -El "$1" {} + 2>/dev/null; }
+
+ldd "$CABIN" >"$T/ldd" 2>&1 && ok || bad "ldd $CABIN failed"
+sed 's/ (0x[0-9a-f]*)//' "$T/ldd" | sed 's/^/note: ldd cabin: /'
+"$CABIN" devices >"$T/devices" 2>/dev/null
+
+if [ "$vulkan" = 0 ]; then
+    l=$(linked "$VK_LIBS"); [ -z "$l" ] && ok || bad "VULKAN=0, yet these link libvulkan: $l"
+    c=$(compiled "$VK_HEADERS"); [ -z "$c" ] && ok || bad "VULKAN=0, yet compiled against the Vulkan headers: $c"
+    grep -q '^  vulkan ' "$T/devices" && bad "VULKAN=0, yet cabin devices lists a vulkan backend" || ok
+    "$CABIN" make-model -o "$T/m.gguf" --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
+    expect_rc 1 "chat --backend vulkan" -- "$CABIN" chat -m "$T/m.gguf" --backend vulkan </dev/null
+    one_line_error "unknown backend 'vulkan' (available: auto, cpu" "--backend vulkan without Vulkan"
+else
+    l=$(linked "$VK_LIBS"); echo "$l" | grep -q "$CABIN" && ok || bad "VULKAN=1, yet cabin does not link libvulkan"
+    grep -q '^  vulkan ' "$T/devices" && ok || bad "VULKAN=1, yet cabin devices has no vulkan row"
+fi
+
+if [ "$audio" = 0 ]; then
+    l=$(linked "$AUDIO_LIBS"); [ -z "$l" ] && ok || bad "AUDIO=0, yet these link an audio library: $l"
+    c=$(compiled "$AUDIO_HEADERS"); [ -z "$c" ] && ok || bad "AUDIO=0, yet compiled against audio headers: $c"
+    grep -qx 'audio: built without audio (make AUDIO=1)' "$T/devices" && ok || bad "cabin devices: no 'audio: built without' line"
+    expect_rc 1 "cabin voice" -- "$CABIN" voice --audio-in assets/audio/set-temperature-22.wav
+    one_line_error "cabin voice: built without audio (make AUDIO=1)" "cabin voice without audio"
+    expect_rc 1 "cabin audio devices" -- "$CABIN" audio devices
+    one_line_error "cabin audio: built without audio (make AUDIO=1)" "cabin audio devices without audio"
+else
+    l=$(linked "$AUDIO_LIBS"); echo "$l" | grep -q "$CABIN" && ok || bad "AUDIO=1, yet cabin links no audio library"
+    grep -q '^audio: built in' "$T/devices" && ok || bad "AUDIO=1, yet cabin devices does not say 'audio: built in'"
+fi
+test_finish
