@@ -108,9 +108,21 @@ $(BUILD)/gen/vk_spv_data.o: $(BUILD)/gen/vk_spv_data.c
 VK_EXTRA_OBJ := $(BUILD)/gen/vk_spv_data.o
 # The Vulkan backend is linked as objects, not from an archive: nothing names it but its weak
 # registry row (engine/backend.c), which would not pull it out of an archive.
-VK_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vulkan/*.c)) $(VK_EXTRA_OBJ)
+VK_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(filter-out vulkan/vk_variants.c,$(wildcard vulkan/*.c))) $(VK_EXTRA_OBJ)
+# Every shader variant the backend asks for (vulkan/vk_variants.c walks the names of all its
+# pipelines, with and without subgroup reductions) must be among those built above: checked on
+# each build, before cabin links; a missing one stops the build with the variant's name.
+VK_CHECK := $(BUILD)/gen/vk_variants.ok
+$(BUILD)/tools/vk_variants_check: tools/vk_variants_check.c $(BUILD)/vulkan/vk_variants.o $(VK_OBJ) $(BUILD)/libcabin_engine.a $(BUILD)/libcabin_base.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/vulkan/vk_variants.o $(VK_OBJ) $(BUILD)/libcabin_engine.a $(BUILD)/libcabin_base.a \
+	      $(VK_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
+$(VK_CHECK): $(BUILD)/tools/vk_variants_check
+	$(BUILD)/tools/vk_variants_check
+	@touch $@
 else
 VK_OBJ   :=
+VK_CHECK :=
 endif
 # ---- end Vulkan ----
 
@@ -187,7 +199,7 @@ $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 MODEL    ?= assets/models/cabin-tiny.gguf
 
 .PHONY: all run test test-asan bench install clean deps model
-all: $(BUILD)/cabin $(TEST_BIN)
+all: $(BUILD)/cabin $(TEST_BIN) $(VK_CHECK)
 
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -202,7 +214,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE)
+$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
 	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
 # deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on

@@ -649,3 +649,17 @@ int backend_vulkan_heap_bytes(const backend *b, uint64_t *used, int max) {
     for (int i = 0; i < n && i < max; i++) used[i] = v->d.heap_used[i];
     return n;
 }
+
+// A backend with no device whose pipelines are named as on a device with (or without) subgroup
+// arithmetic: the build's shader-variant check (vulkan/vk_variants.c) reads the names.
+// b->destroy frees it.
+backend *vk_backend_names_only(bool subgroup_arith) {
+    vk_backend *v = xcalloc(1, sizeof *v);
+    backend *b = xcalloc(1, sizeof *b);
+    b->impl = v;
+    b->name = backend_vulkan_info.name;
+    b->destroy = vkb_destroy;
+    v->d.subgroup_arith = subgroup_arith;
+    name_pipes(v);
+    return b;
+}

@@ -262,4 +262,12 @@ void vk_op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const 
 void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
                      const attn_params *p, bk_act *out);
 
+// ---- the build's shader-variant check (vk_variants.c) ----
+
+// A backend with no device, its pipelines named as a device with(out) subgroup arithmetic
+// would name them (backend_vulkan.c); b->destroy frees it.
+backend *vk_backend_names_only(bool subgroup_arith);
+// How many variants the backend asks for are not embedded; each is printed to out.
+int vk_variants_missing(FILE *out);
+
 #endif
