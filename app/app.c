@@ -20,7 +20,12 @@ int app_open(app_ctx *c, const session_opts *o, bool free_actions, errbuf *err) 
     c->opts = *o;
     c->model_path = xstrdup(o->model_path);
     c->opts.model_path = c->model_path;
-    if (assistant_open(&c->as, &c->opts, free_actions, err)) return -1;
+    if (assistant_open(&c->as, &c->opts, free_actions, err)) {
+        free(c->model_path);   // the caller does not app_close a context that did not open
+        c->model_path = NULL;
+        c->opts.model_path = NULL;
+        return -1;
+    }
     if (c->t0 == 0) c->t0 = now_sec();
     return 0;
 }
