@@ -19,10 +19,32 @@ VK_LIBS='libvulkan'
 AUDIO_LIBS='libportaudio|libasound|libpocketsphinx|libsphinxbase|libespeak-ng'
 VK_HEADERS='vulkan/vulkan\.h'
 AUDIO_HEADERS='portaudio\.h|pocketsphinx\.h|sphinxbase/|espeak-ng/|alsa/asoundlib\.h'
-bins="$CABIN $(ls "$BUILD"/tests/test_* 2>/dev/null)"
-# links WHAT PATTERN: does any binary link a library matching PATTERN?
+bins="$CABIN $(ls "$BUILD"/tests/test_* 2>/dev/null | grep -v '\.d$')"
+# linked PATTERN: the binaries that link a library matching PATTERN
 linked() { for b in $bins; do ldd "$b" 2>/dev/null | grep -Eq "$1" && echo "$b"; done; }
-compiled() { find "$BUILD" -name '*.d' -exec grep -El "$1" {} + 2>/dev/null; }
+# The sources this build compiled: each layer library's members (by the layer's folders), main.c
+# and the tests not stood in for by tests/skipped.c (their .d names their source first).
+sources() {
+    for lib in base:base engine:"engine engine/cpu" audio:audio app:app tui:tui; do
+        name=${lib%%:*}; dirs=${lib#*:}
+        for o in $(ar t "$BUILD/libcabin_$name.a" 2>/dev/null); do
+            for d in $dirs; do [ -f "$d/${o%.o}.c" ] && { echo "$d/${o%.o}.c"; break; }; done
+        done
+    done
+    echo app/main.c
+    for d in "$BUILD"/tests/test_*.d; do
+        src=$(head -n 1 "$d" | awk '{print $2}')
+        [ "$src" != tests/skipped.c ] && echo "$src"
+    done
+}
+sources >"$T/sources"
+[ "$(wc -l <"$T/sources")" -gt 50 ] && ok || bad "found only $(wc -l <"$T/sources") compiled sources in $BUILD"
+# compiled PATTERN: the sources whose includes, system headers too (cc -M), match PATTERN
+compiled() {
+    while read -r src; do
+        ${CC:-cc} -M -std=c11 -D_GNU_SOURCE -I. "$src" 2>/dev/null | grep -Eq "$1" && echo "$src"
+    done <"$T/sources"
+}
 
 ldd "$CABIN" >"$T/ldd" 2>&1 && ok || bad "ldd $CABIN failed"
 sed 's/ (0x[0-9a-f]*)//' "$T/ldd" | sed 's/^/note: ldd cabin: /'
