@@ -84,6 +84,25 @@ grep -q '^| tg4 ' "$T/out" && /usr/bin/python3 -c "import json,sys; json.load(op
 expect_rc 0 "sweep --backend" -- "$CABIN" sweep -m "$T/m.gguf" --weights f32 --backend cpu-scalar -n 2 --tokens 64 --kl-ctx 32 -t 1 --json
 /usr/bin/python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points']; assert [x['backend'] for x in p] == ['cpu-scalar']" "$T/out" 2>/dev/null &&
     ok || { bad "sweep --backend cpu-scalar sweeps that backend"; cat "$T/out"; }
+# The backend registry: `cabin devices` lists its rows; --backend takes every listed name (the
+# run goes through, or fails at its device in one line, never as an unknown backend); an unlisted
+# name is refused with the same list; the vulkan row is there exactly when the build has Vulkan.
+"$CABIN" devices >"$T/dev" 2>/dev/null
+rows=$(sed -n '/^backends /,/^[^ ]/p' "$T/dev" | awk '/^  /{print $1}')
+listed="auto$(printf ', %s' $rows)"
+echo " $(echo $rows) " | grep -q " cpu " && echo " $(echo $rows) " | grep -q " cpu-scalar " && ok ||
+    bad "cabin devices lists cpu and cpu-scalar: $(echo $rows)"
+want_vk=no; grep -q 'VULKAN=1' "$BUILD/features" 2>/dev/null && want_vk=yes
+have_vk=no; case " $(echo $rows) " in *" vulkan "*) have_vk=yes ;; esac
+[ "$want_vk" = "$have_vk" ] && ok || bad "vulkan row: built $want_vk, listed $have_vk"
+for b in $rows; do
+    "$CABIN" logits -m "$T/m.gguf" -p hi --top 1 --backend "$b" >"$T/out" 2>"$T/err"; rc=$?
+    { [ $rc = 0 ] || { [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ]; }; } && ! grep -q "unknown backend" "$T/err" &&
+        ok || { bad "--backend $b (listed by cabin devices) rc $rc"; cat "$T/err"; }
+done
+expect_rc 1 "unlisted backend" -- "$CABIN" logits -m "$T/m.gguf" -p hi --backend warp
+grep -q "unknown backend 'warp' (available: $listed)" "$T/err" && ok ||
+    { bad "the unknown-backend error lists what cabin devices lists ($listed)"; cat "$T/err"; }
 printf 'hello\n/stats\n/reset\nagain\n' | "$CABIN" chat -m "$T/m.gguf" -n 8 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 0 ] && grep -q "conversation cleared" "$T/out" && grep -q "tok/s" "$T/out" && ok || { bad "piped chat"; cat "$T/out" "$T/err"; }
 # chat's / commands are rows of the one command table: /help lists what chat offers, no more
