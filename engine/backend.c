@@ -10,8 +10,11 @@ static const char *const op_names[OP_COUNT] = {
 const char *op_kind_name(enum op_kind k) { return k < OP_COUNT ? op_names[k] : "?"; }
 
 // The registry: one row per backend, in order of preference ("auto" takes the first). A
-// backend's row is its `backend_info`, defined in its own folder; a weak row (a backend whose
-// library this program was linked without) is left out.
+// backend's row is its `backend_info`, defined in its own folder. A backend outside engine/ is
+// declared weak here, so a program linked without it (VULKAN=0, or a test that needs no
+// device) has a NULL row, which is left out.
+extern const backend_info backend_vulkan_info __attribute__((weak));   // vulkan/backend_vulkan.c
+
 static const backend_info *const registry_rows[] = {
     &backend_cpu_info,
     &backend_cpu_scalar_info,

@@ -145,7 +145,5 @@ static inline bool backend_has(const backend *b, unsigned cap) { return (b->caps
 // CPU backend (engine/cpu/): kernels "auto", "scalar", "avx2", "avx512".
 backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err);
 extern const backend_info backend_cpu_info, backend_cpu_scalar_info;
-// Vulkan backend (vulkan/): its row, when vulkan/ is linked in (weak: NULL otherwise).
-extern const backend_info backend_vulkan_info __attribute__((weak));
 
 #endif

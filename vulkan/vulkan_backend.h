@@ -1,5 +1,5 @@
 // What the rest of cabin may ask the Vulkan backend beyond its registry row
-// (backend_vulkan_info, engine/backend.h): memory use per heap and the count of validation
+// (backend_vulkan_info, listed in engine/backend.c): memory use per heap and the count of validation
 // errors (CABIN_VK_VALIDATE=1).
 #ifndef CABIN_VULKAN_BACKEND_H
 #define CABIN_VULKAN_BACKEND_H
