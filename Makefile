@@ -126,6 +126,12 @@ VK_CHECK :=
 endif
 # ---- end Vulkan ----
 
+# The backends outside engine/ (engine/cpu/ is part of the engine): their objects and link
+# lists. Each is linked as objects, not from an archive, because nothing names it but its weak
+# row in the registry (engine/backend.c). A new backend adds its objects and libraries here.
+BACKEND_OBJ  := $(VK_OBJ)
+BACKEND_LIBS := $(VK_LIBS)
+
 # ---- the layers' libraries ----
 lib_objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
 BASE_OBJ   := $(call lib_objs,$(wildcard base/*.c))
@@ -159,13 +165,13 @@ GROUP_START := -Wl,--start-group
 GROUP_END   := -Wl,--end-group
 # cabin: app and tui call each other (app/cmd_workbench.c opens the workbench, tui/ runs the
 # command language), so they are one link group.
-CABIN_LINK := $(MAIN_OBJ) $(VK_OBJ) $(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
-              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS) $(VK_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
+CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
+              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS) $(BACKEND_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
 
 # ---- tests ----
 # A test links base and engine, plus each layer whose headers it includes (app/, tui/, audio/,
-# vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link the
-# Vulkan objects whenever VULKAN=1 (the registry's Vulkan row is there only then). A test that
+# vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link every
+# backend's objects (BACKEND_OBJ: the registry has a backend's row only when they are linked). A test that
 # includes vulkan/ headers with VULKAN=0, or the audio devices with AUDIO=0, is built from
 # tests/skipped.c instead: it prints why it is skipped in the line tests/run.sh reads.
 ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
@@ -178,13 +184,13 @@ test_layers = $(foreach l,app tui audio vulkan,$(call test_includes,$(1),$(l))) 
 test_skip = $(if $(and $(filter 0,$(VULKAN)),$(call test_includes,$(1),vulkan)),built without Vulkan (make VULKAN=1),$(if \
             $(and $(filter 0,$(AUDIO)),$(filter audio,$(call test_layers,$(1)))),built without audio (make AUDIO=1)))
 # the link line of test NAME: its libraries, in dependency order, then their link lists
-test_link = $(if $(filter vulkan,$(2)),$(VK_OBJ)) $(if $(filter app tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
+test_link = $(if $(filter vulkan,$(2)),$(BACKEND_OBJ)) $(if $(filter app tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
             $(if $(filter audio,$(2)),$(LIB_audio)) $(LIB_engine) $(LIB_base) \
             $(if $(filter app tui,$(2)),$(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS)) $(if $(filter audio,$(2)),$(AUDIO_LIBS)) \
-            $(if $(filter vulkan,$(2)),$(VK_LIBS)) $(ENGINE_LIBS) $(BASE_LIBS)
+            $(if $(filter vulkan,$(2)),$(BACKEND_LIBS)) $(ENGINE_LIBS) $(BASE_LIBS)
 define test_rule
 ifeq ($(call test_skip,$(1)),)
-$(BUILD)/tests/$(1): tests/$(1).c tests/test.h $(FEATURES_FILE) $(if $(filter vulkan,$(call test_layers,$(1))),$(VK_OBJ)) \
+$(BUILD)/tests/$(1): tests/$(1).c tests/test.h $(FEATURES_FILE) $(if $(filter vulkan,$(call test_layers,$(1))),$(BACKEND_OBJ)) \
                      $(LIB_engine) $(LIB_base) $(if $(filter app tui audio,$(call test_layers,$(1))),$(LIB_app) $(LIB_tui) $(LIB_audio))
 	@mkdir -p $$(dir $$@)
 	$(CC) $(ALL_CFLAGS) -o $$@ $$< $(call test_link,$(1),$(call test_layers,$(1)))
@@ -214,7 +220,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(VK_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
+$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
 	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
 # deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on
