@@ -90,8 +90,6 @@ typedef struct tui_panel {
 
 // The table (tui/panels.c); a new panel adds one line there and its own file.
 const tui_panel *const *tui_panels(int *n);
-extern const tui_panel tui_panel_precision, tui_panel_heatmap, tui_panel_latency,
-    tui_panel_power, tui_panel_vehicle, tui_panel_voice;
 
 // ---- drawing helpers (tui/draw.c) ----
 enum tui_color {
