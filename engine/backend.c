@@ -1,5 +1,6 @@
 #include "backend.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,17 +23,24 @@ static const backend_info *const registry_rows[] = {
 };
 #define N_REGISTRY_ROWS (sizeof registry_rows / sizeof registry_rows[0])
 
+// The rows this program has, and their names for messages: made once, by the first caller.
+static const backend_info *present[N_REGISTRY_ROWS];
+static int n_present;
+static char names[256];
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+
+static void registry_make(void) {
+    for (size_t i = 0; i < N_REGISTRY_ROWS; i++)
+        if (registry_rows[i]) present[n_present++] = registry_rows[i];
+    size_t k = (size_t)snprintf(names, sizeof names, "auto");
+    for (int i = 0; i < n_present && k < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, ", %s", present[i]->name);
+}
+
 int backend_registry(const backend_info *const **rows) {
-    static const backend_info *present[N_REGISTRY_ROWS];
-    static int n = -1;
-    if (n < 0) {   // the rows are constant, so racing first callers write the same values
-        int k = 0;
-        for (size_t i = 0; i < N_REGISTRY_ROWS; i++)
-            if (registry_rows[i]) present[k++] = registry_rows[i];
-        n = k;
-    }
+    pthread_once(&registry_once, registry_make);
     *rows = present;
-    return n;
+    return n_present;
 }
 
 const backend_info *backend_find(const char *name) {
@@ -44,14 +52,7 @@ const backend_info *backend_find(const char *name) {
 }
 
 const char *backend_names(void) {
-    static char names[256];
-    if (!names[0]) {
-        const backend_info *const *rows;
-        int n = backend_registry(&rows);
-        size_t k = (size_t)snprintf(names, sizeof names, "auto");
-        for (int i = 0; i < n && k < sizeof names; i++)
-            k += (size_t)snprintf(names + k, sizeof names - k, ", %s", rows[i]->name);
-    }
+    pthread_once(&registry_once, registry_make);
     return names;
 }
 
@@ -70,16 +71,12 @@ backend *backend_create(const backend_opts *o, errbuf *err) {
         row = backend_find(name);
     }
     if (!row) {
-        backend_check_name(name, err);
+        if (backend_check_name(name, err) == 0) err_set(err, "no backend is built in");
         return NULL;
     }
+    // create names the backend and sets its caps (the cpu row's kernels=scalar is "cpu-scalar")
     backend_opts defaults = {0};
-    backend *b = row->create(o ? o : &defaults, err);
-    if (b) {
-        b->name = row->name;
-        b->caps = row->caps;
-    }
-    return b;
+    return row->create(o ? o : &defaults, err);
 }
 
 void backend_destroy(backend *b) {

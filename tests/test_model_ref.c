@@ -11,6 +11,19 @@
 
 static double type_tolerance(const model *m) { return ref_tolerance(m->layers[0].wq.type); }
 
+// What cabin does not load yet, as the loader names it. A reference file refused for one of
+// these is skipped with the loader's line; refused for anything else, it is a failure.
+static const char *const not_loadable_yet[] = {
+    "type Q4_1,", "type Q5_0,", "type Q5_1,", "type Q2_K,", "type Q3_K,", "type Q4_K,", "type Q5_K,",
+    "type Q6_K,", "type IQ4_NL,", "type IQ4_XS,", "architecture 'phi3'", "architecture 'qwen3'",
+};
+
+static bool refused_as_not_yet(const char *msg) {
+    for (size_t i = 0; i < sizeof not_loadable_yet / sizeof not_loadable_yet[0]; i++)
+        if (strstr(msg, not_loadable_yet[i])) return true;
+    return false;
+}
+
 static void check_model(const char *dir, const char *json_name) {
     char path[1024];
     errbuf err = {{0}};
@@ -19,10 +32,10 @@ static void check_model(const char *dir, const char *json_name) {
     model *m = NULL;
     if (model_load(&m, path, &err)) {
         // Files in types or architectures cabin does not load yet: the loader must say so in one
-        // line that names the file; anything else is a failure.
-        bool unsupported = strstr(err.msg, "not support") || strstr(err.msg, "unsupported");
-        CHECK(unsupported && strstr(err.msg, path) && !strchr(err.msg, '\n'), "%s", err.msg);
-        if (unsupported) SKIP("%s: not loadable yet (%s)", json_name, err.msg);
+        // line that names the file and what it lacks; anything else is a failure.
+        bool not_yet = (strstr(err.msg, "not support") || strstr(err.msg, "unsupported")) && refused_as_not_yet(err.msg);
+        CHECK(not_yet && strstr(err.msg, path) && !strchr(err.msg, '\n'), "%s", err.msg);
+        if (not_yet) SKIP("%s: not loadable yet (%s)", json_name, err.msg);
         cJSON_Delete(root);
         return;
     }

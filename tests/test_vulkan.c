@@ -253,6 +253,13 @@ int main(void) {
         CHECK(backend_vulkan_validation_errors(um) == 0, "validation errors: %d", backend_vulkan_validation_errors(um));
         backend_destroy(um);
     }
+    // The default device's ops are checked in test_ops; under the validation layers
+    // (CABIN_VK_VALIDATE=1) they run here too, so every op's recording is validated.
+    if (getenv("CABIN_VK_VALIDATE") && atoi(getenv("CABIN_VK_VALIDATE")) > 0) {
+        backend *b5[2] = { cpu, vk };
+        op_check_all(b5, "default device, validated");
+        CHECK(backend_vulkan_validation_errors(vk) == 0, "validation errors: %d", backend_vulkan_validation_errors(vk));
+    }
     printf("note: variants checked in %.1f s\n", now_sec() - t0);
 
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cabin-test-vulkan-%d", (int)getpid());

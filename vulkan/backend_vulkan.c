@@ -262,7 +262,8 @@ static void record_write(VkCommandBuffer cb, void *ud) {
 // Outside a batch, as act_read: in place where the buffer is host-visible, else through staging.
 static void vkb_act_write(backend *b, bk_act *a, int64_t row0, int64_t n_rows, const float *src) {
     vk_backend *v = VKB(b);
-    if (row0 < 0 || n_rows <= 0 || row0 + n_rows > a->rows) {
+    if (n_rows == 0) return;   // as act_read: nothing to copy
+    if (row0 < 0 || n_rows < 0 || row0 + n_rows > a->rows) {
         vk_fail(v, "vulkan: act_write: rows [%lld, +%lld) do not fit the activation (%lld rows)", (long long)row0,
                 (long long)n_rows, (long long)a->rows);
         return;
@@ -474,6 +475,21 @@ static void vkb_profile_reset(backend *b) {
 
 // ---- life cycle ----
 
+int vk_backend_pipes(vk_backend *v, vk_pipe **all) {
+    int n = 0;
+    all[n++] = &v->rmsnorm; all[n++] = &v->attn_combine; all[n++] = &v->rope;
+    all[n++] = &v->swiglu; all[n++] = &v->add; all[n++] = &v->bias;
+    for (int t = 0; t < VT_COUNT; t++) {
+        all[n++] = &v->embed[t];
+        for (int k = 0; k < 2; k++) { all[n++] = &v->matmul[t][k]; all[n++] = &v->matmul_rows[t][k]; }
+    }
+    for (int f = 0; f < KV_FORMAT_COUNT; f++) {
+        all[n++] = &v->attention[f][0]; all[n++] = &v->attention[f][1]; all[n++] = &v->attn_stats[f];
+        for (int m = 0; m < 4; m++) all[n++] = &v->kv_store[f][m];
+    }
+    return n;
+}
+
 static void vkb_destroy(backend *b) {
     vk_backend *v = VKB(b);
     if (v->d.dev) {
@@ -486,22 +502,10 @@ static void vkb_destroy(backend *b) {
         vk_buf_destroy(&v->d, &v->attn_scratch);
         vk_buf_destroy(&v->d, &v->attn_ml);
         vk_buf_destroy(&v->d, &v->kv_scratch);
-        vk_pipe *all[] = { &v->rmsnorm, &v->attn_combine, &v->rope, &v->swiglu, &v->add, &v->bias };
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        vk_pipe *all[VK_MAX_PIPES];
+        int n = vk_backend_pipes(v, all);
+        for (int i = 0; i < n; i++)
             if (all[i]->pipe) vkDestroyPipeline(v->d.dev, all[i]->pipe, NULL);
-        for (int f = 0; f < KV_FORMAT_COUNT; f++) {
-            vk_pipe *kvp[] = { &v->attention[f][0], &v->attention[f][1], &v->attn_stats[f], &v->kv_store[f][0],
-                               &v->kv_store[f][1], &v->kv_store[f][2], &v->kv_store[f][3] };
-            for (size_t i = 0; i < sizeof kvp / sizeof kvp[0]; i++)
-                if (kvp[i]->pipe) vkDestroyPipeline(v->d.dev, kvp[i]->pipe, NULL);
-        }
-        for (int t = 0; t < VT_COUNT; t++) {
-            if (v->embed[t].pipe) vkDestroyPipeline(v->d.dev, v->embed[t].pipe, NULL);
-            for (int k = 0; k < 2; k++) {
-                if (v->matmul[t][k].pipe) vkDestroyPipeline(v->d.dev, v->matmul[t][k].pipe, NULL);
-                if (v->matmul_rows[t][k].pipe) vkDestroyPipeline(v->d.dev, v->matmul_rows[t][k].pipe, NULL);
-            }
-        }
         if (v->qpool) vkDestroyQueryPool(v->d.dev, v->qpool, NULL);
         if (v->fence) vkDestroyFence(v->d.dev, v->fence, NULL);
         vk_pipes_free(&v->p);

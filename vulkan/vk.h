@@ -267,6 +267,10 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
 // A backend with no device, its pipelines named as a device with(out) subgroup arithmetic
 // would name them (backend_vulkan.c); b->destroy frees it.
 backend *vk_backend_names_only(bool subgroup_arith);
+// Every pipeline of v, by field (the one list: vkb_destroy frees them, the check reads their
+// names): fills all[] (VK_MAX_PIPES at most) and returns how many.
+#define VK_MAX_PIPES (8 + 5 * VT_COUNT + 7 * KV_FORMAT_COUNT)
+int vk_backend_pipes(vk_backend *v, vk_pipe **all);
 // How many variants the backend asks for are not embedded; each is printed to out.
 int vk_variants_missing(FILE *out);
 

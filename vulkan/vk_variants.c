@@ -13,28 +13,11 @@ static bool embedded(const char *name) {
     return false;
 }
 
-// Every pipeline of vk_backend (vulkan/vk.h), by field: fills all[] and returns how many.
-enum { MAX_PIPES = 8 + 5 * VT_COUNT + 7 * KV_FORMAT_COUNT };
-static int all_pipes(const vk_backend *v, const vk_pipe **all) {
-    int n = 0;
-    all[n++] = &v->rmsnorm; all[n++] = &v->attn_combine; all[n++] = &v->rope;
-    all[n++] = &v->swiglu; all[n++] = &v->add; all[n++] = &v->bias;
-    for (int t = 0; t < VT_COUNT; t++) {
-        all[n++] = &v->embed[t];
-        for (int k = 0; k < 2; k++) { all[n++] = &v->matmul[t][k]; all[n++] = &v->matmul_rows[t][k]; }
-    }
-    for (int f = 0; f < KV_FORMAT_COUNT; f++) {
-        all[n++] = &v->attention[f][0]; all[n++] = &v->attention[f][1]; all[n++] = &v->attn_stats[f];
-        for (int m = 0; m < 4; m++) all[n++] = &v->kv_store[f][m];
-    }
-    return n;
-}
-
 // Missing names among one backend's pipelines, each printed once (several pipelines share a
 // variant and differ in specialization constants).
-static int check_backend(const vk_backend *v, bool subgroup_arith, FILE *out) {
-    const vk_pipe *all[MAX_PIPES];
-    int n = all_pipes(v, all), missing = 0;
+static int check_backend(vk_backend *v, bool subgroup_arith, FILE *out) {
+    vk_pipe *all[VK_MAX_PIPES];
+    int n = vk_backend_pipes(v, all), missing = 0;
     for (int i = 0; i < n; i++) {
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) seen = strcmp(all[j]->name, all[i]->name) == 0;

@@ -41,7 +41,7 @@ void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
     // ch of group g has its (scale, min) at kp + (g*D + ch)*2 and its KV_GROUP codes from code
     // number (g*D + ch)*KV_GROUP on
     const int bits = kv_format_code_bits(kv->format), nq = kv->nq[l], s1 = s0 + ns;
-    const size_t cstride = (size_t)KV_GROUP * (size_t)bits / 8;
+    const size_t cstride = kv_format_code_bytes(kv->format, KV_GROUP);
     int s = s0;
     while (s < s1 && s < nq) {
         int g = s / KV_GROUP, i0 = s - g * KV_GROUP, e = (g + 1) * KV_GROUP;
@@ -101,7 +101,7 @@ void attn_kv_values_q(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, 
     // slot s: codes at vq + s*rb (rb bytes per row), group g's (scale, min) at vp + (s*ng + g)*2;
     // a head's channels may straddle value groups, so they go in runs within one group
     const int bits = kv_format_code_bits(kv->format), gv = kv->gv, ng = kv->kv_dim / gv;
-    const size_t rb = (size_t)kv->kv_dim * (size_t)bits / 8;
+    const size_t rb = kv_format_code_bytes(kv->format, (size_t)kv->kv_dim);
     const uint8_t *codes = kv->vq[l] + (size_t)s0 * rb;
     for (int c = 0; c < hd;) {
         int ch = kvh * hd + c, g = ch / gv, e = (g + 1) * gv - kvh * hd;

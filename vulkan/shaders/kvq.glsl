@@ -11,7 +11,7 @@
 //           off_vq value codes (slot, kv_dim): row s from byte s*kv_dim (q8) or s*kv_dim/2 (q4)
 //           off_vp value (scale, min) words, one per (slot, value group of gv channels)
 // Quantization mirrors engine/kv_cache.c exactly: f16 conversions in integer arithmetic (round to
-// nearest even, as util.c's f32_to_fp16), min rounded down and scale rounded up to the next f16
+// nearest even, as engine/half.c's f32_to_fp16), min rounded down and scale rounded up to the next f16
 // until min + qmax*scale covers the group's max, codes round((x - min) / scale) half away from
 // zero, clamped to [0, qmax]. `precise` keeps the compiler from fusing a multiply and an add that
 // the C code rounds separately. Only the division may differ from the CPU on a device whose
@@ -30,7 +30,7 @@
 
 #define KV_GROUP 128u
 
-// ---- f16 <-> f32, exactly as engine/util.c ----
+// ---- f16 <-> f32, exactly as engine/half.c ----
 
 uint f2h(float f) {
     uint x = floatBitsToUint(f);
