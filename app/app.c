@@ -3,6 +3,7 @@
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
 #include "engine/precision.h"
+#include "app/govern.h"
 #include "app/heatmap.h"
 #include "engine/sensitivity.h"
 #include "engine/wtype.h"
@@ -131,15 +132,24 @@ static const char *joined(const char *const *list, char *buf, size_t n) {
 }
 
 const char *app_metric_names(void) {
-    static char buf[256];
-    return joined(metric_names, buf, sizeof buf);
+    static char buf[256], gov[160], both[420];
+    if (!both[0]) snprintf(both, sizeof both, "%s, %s", joined(metric_names, buf, sizeof buf),
+                           joined(gov_run_metric_names, gov, sizeof gov));
+    return both;
 }
 
 int app_metric(app_ctx *c, const char *name, double *out) {
     int idx = -1;
     for (int i = 0; metric_names[i]; i++)
         if (strcmp(metric_names[i], name) == 0) idx = i;
-    if (idx < 0) return -1;
+    if (idx < 0) {   // the governor's: 0 while it is off (nothing changed, nothing measured)
+        for (int i = 0; gov_run_metric_names[i]; i++)
+            if (strcmp(gov_run_metric_names[i], name) == 0) {
+                if (c) *out = 0;
+                return c && c->as.gov ? gov_run_metric(c->as.gov, name, out) : 0;
+            }
+        return -1;
+    }
     if (!c) return 0;   // name check only
     session_stats st;
     session_get_stats(c->as.s, &st);
@@ -182,7 +192,12 @@ const char *app_setting_names(void) {
 
 // ---- the commands ----
 
-static int reopen(app_ctx *c, errbuf *err) { return assistant_reopen(&c->as, &c->opts, err); }
+static int reopen(app_ctx *c, errbuf *err) {
+    bool governed = c->as.gov != NULL;
+    if (assistant_reopen(&c->as, &c->opts, err)) return -1;
+    if (governed) app_print(c, "governor: off (a new session; start it again for this one)");
+    return 0;
+}
 
 int run_model(app_ctx *c, cmd_line *l, errbuf *err) {
     char *old = c->model_path;
@@ -215,6 +230,7 @@ int run_precision(app_ctx *c, cmd_line *l, errbuf *err) {
     precision_plan p;
     if (plan_parse_any(&p, l->rest, session_model(c->as.s)->hp.n_layer, err)) return -1;
     if (session_set_plan(c->as.s, &p, err)) return -1;
+    app_governor_stop(c, "the plan was set by hand");
     session_stats st;
     session_get_stats(c->as.s, &st);
     app_print(c, "precision: %s (%d tensors converted, weights %.2f MiB)%s", l->rest, st.last_switch_tensors,
@@ -231,6 +247,7 @@ int run_plan(app_ctx *c, cmd_line *l, errbuf *err) {
         return 0;
     }
     if (plan_load(&p, l->argv[1], session_model(c->as.s)->hp.n_layer, err) || session_set_plan(c->as.s, &p, err)) return -1;
+    app_governor_stop(c, "the plan was set by hand");
     app_print(c, "plan %s loaded", l->argv[1]);
     return 0;
 }

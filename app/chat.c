@@ -3,6 +3,7 @@
 // through the one assistant turn (app/turn.h).
 #include "app/chat.h"
 #include "app/cmdlang.h"
+#include "app/cmdlang_run.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -213,7 +214,7 @@ static char *chat_read(bool tty) {
     return line;
 }
 
-int chat_run(const session_opts *o, bool free_actions) {
+int chat_run(const session_opts *o, bool free_actions, const char *governor) {
     chat_front ch;
     memset(&ch, 0, sizeof ch);
     errbuf err = {{0}};
@@ -221,6 +222,11 @@ int chat_run(const session_opts *o, bool free_actions) {
     ch.c.front = CMD_IN_CHAT;
     ch.c.out = stdout;
     if (app_open(&ch.c, o, free_actions, &err)) { fprintf(stderr, "cabin chat: %s\n", err.msg); return 1; }
+    if (governor && app_governor_start(&ch.c, governor, &err)) {
+        fprintf(stderr, "cabin chat: --governor: %s\n", err.msg);
+        app_close(&ch.c);
+        return 2;
+    }
     session *s = ch.c.as.s;
     bool tty = isatty(STDIN_FILENO);
     char *hist = NULL;

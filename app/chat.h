@@ -8,6 +8,6 @@
 
 // Chats on a session opened with o until the input ends or /quit. The exit status: 0, or 1
 // when the session does not open (or, reading a pipe, a turn failed).
-int chat_run(const session_opts *o, bool free_actions);
+int chat_run(const session_opts *o, bool free_actions, const char *governor);   // governor: --governor SPEC or NULL
 
 #endif

@@ -279,5 +279,5 @@ int cmd_chat(int argc, char **argv) {
         return 1;
     }
     r.s.model_path = path;
-    return chat_run(&r.s, r.free_actions);
+    return chat_run(&r.s, r.free_actions, r.governor);
 }

@@ -1,4 +1,5 @@
 // cabin scene: play a scene file headless (tests, demos in a plain terminal).
+#include "app/cmdlang_run.h"
 #include "app/commands.h"
 #include "app/scene.h"
 #include "tui/tui.h"
@@ -37,8 +38,8 @@ int cmd_scene(int argc, char **argv) {
     scene_opts o = { .speed = 1.0f };
     run_opts r;
     run_opts_init(&r);
-    opt_table tables[3] = { OPT_TABLE(SCENE_OPTS, &o), run_opts_reply_table(&r), run_opts_table(&r) };
-    int prc = opts_parse(&SCENE_SPEC, tables, 3, argc, argv);
+    opt_table tables[4] = { OPT_TABLE(SCENE_OPTS, &o), run_opts_reply_table(&r), run_opts_governor_table(&r), run_opts_table(&r) };
+    int prc = opts_parse(&SCENE_SPEC, tables, 4, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
     if (o.commands) {
         int n;
@@ -54,7 +55,7 @@ int cmd_scene(int argc, char **argv) {
     if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
     if (tui) {   // the scene plays in the workbench, which leaves when it is done
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }
-        tui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true };
+        tui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true, .governor = r.governor };
         t.s.model_path = run_opts_model(&r);
         return tui_workbench_run(&t);
     }
@@ -78,6 +79,12 @@ int cmd_scene(int argc, char **argv) {
         return 1;
     }
     app_print(&c, "scene %s: %d commands, model %s", file, sc.n, session_model(c.as.s)->name);
+    if (r.governor && app_governor_start(&c, r.governor, &err)) {
+        fprintf(stderr, "cabin scene: --governor: %s\n", err.msg);
+        app_close(&c);
+        scene_free(&sc);
+        return 2;
+    }
     scene rest = sc;
     rest.lines += first;
     rest.n -= first;

@@ -59,5 +59,6 @@ int cmd_workbench(int argc, char **argv) {
     }
     t.s = r.s;
     t.free_actions = r.free_actions;
+    t.governor = r.governor;
     return tui_workbench_run(&t);
 }

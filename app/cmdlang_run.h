@@ -26,6 +26,12 @@ int run_car(app_ctx *c, cmd_line *l, errbuf *err);
 int run_quit(app_ctx *c, cmd_line *l, errbuf *err);
 int run_help(app_ctx *c, cmd_line *l, errbuf *err);
 int run_voice(app_ctx *c, cmd_line *l, errbuf *err);
+int run_governor(app_ctx *c, cmd_line *l, errbuf *err);
+int v_governor(cmd_line *l, errbuf *err);
+// The precision governor on the app's assistant (app/run_governor.c): start (or replace) with a
+// target spec; stop, saying why ("the plan was set by hand").
+int app_governor_start(app_ctx *c, const char *spec, errbuf *err);
+void app_governor_stop(app_ctx *c, const char *why);
 // `set KEY VALUE`: whether KEY is a setting, and the keys ("temp, top_k, ...").
 bool app_setting_known(const char *name);
 const char *app_setting_names(void);

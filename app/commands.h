@@ -32,6 +32,7 @@ typedef struct run_opts {
     session_opts s;
     const char *model;
     bool free_actions;   // --free-actions: no grammar on the assistant's action lines
+    const char *governor;   // --governor SPEC (chat, voice, scene, workbench): NULL off
 } run_opts;
 
 void run_opts_init(run_opts *r);
@@ -42,7 +43,9 @@ opt_table run_opts_table(run_opts *r);
 int run_opts_parse_with(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv);
 // -n, --n-predict N (most tokens per reply), for the commands that chat.
 opt_table run_opts_reply_table(run_opts *r);
-// As run_opts_parse_with, with -n between the command's table and the shared one.
+// --governor SPEC, for the commands that hold a conversation.
+opt_table run_opts_governor_table(run_opts *r);
+// As run_opts_parse_with, with -n and --governor between the command's table and the shared one.
 int run_opts_parse_chat(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv);
 // The model path to use: -m, else $CABIN_MODEL, else the embedded default.
 const char *run_opts_model(const run_opts *r);

@@ -50,14 +50,22 @@ static const opt_def REPLY_OPT_DEFS[] = {
     { "--n-predict", "-n", OPT_INT, RO(s.max_reply_tokens), "N", "most tokens per reply", NULL, NULL, NULL },
 };
 
+// --governor for the commands that hold a conversation (chat, voice, scene, workbench).
+static const opt_def GOVERNOR_OPT_DEFS[] = {
+    { "--governor", NULL, OPT_STR, RO(governor), "SPEC", "precision governor: tps>=N | watts<=W | j_per_token<=J\n"
+      "[kl<=K] [knob=V ...] (docs/PRECISION.md)", "off", NULL, NULL },
+};
+
 void run_opts_init(run_opts *r) {
     r->s = session_opts_default();
     r->model = NULL;
     r->free_actions = false;
+    r->governor = NULL;
 }
 
 opt_table run_opts_table(run_opts *r) { return OPT_TABLE(RUN_OPT_DEFS, r); }
 opt_table run_opts_reply_table(run_opts *r) { return OPT_TABLE(REPLY_OPT_DEFS, r); }
+opt_table run_opts_governor_table(run_opts *r) { return OPT_TABLE(GOVERNOR_OPT_DEFS, r); }
 
 int run_opts_parse_with(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv) {
     opt_table tables[2] = { *own, run_opts_table(r) };
@@ -65,8 +73,8 @@ int run_opts_parse_with(const cmd_spec *c, const opt_table *own, run_opts *r, in
 }
 
 int run_opts_parse_chat(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv) {
-    opt_table tables[3] = { *own, run_opts_reply_table(r), run_opts_table(r) };
-    return opts_parse(c, tables, 3, argc, argv);
+    opt_table tables[4] = { *own, run_opts_reply_table(r), run_opts_governor_table(r), run_opts_table(r) };
+    return opts_parse(c, tables, 4, argc, argv);
 }
 
 const char *run_opts_model(const run_opts *r) {

@@ -1,5 +1,6 @@
 // One assistant turn (see turn.h).
 #include "app/turn.h"
+#include "app/govern.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
     if (!s) return -1;   // the running session is kept
     session_close(a->s);
     a->s = s;
+    gov_run_free(a->gov);   // its ladder and shadow belong to the model that was
+    a->gov = NULL;
     action_grammar_free(a->grammar);
     a->grammar = a->free_actions ? NULL : action_grammar_new(s);
     action_grammar_set_car(a->grammar, a->car);
@@ -28,6 +31,8 @@ int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
 }
 
 void assistant_close(assistant *a) {
+    gov_run_free(a->gov);
+    a->gov = NULL;
     action_grammar_free(a->grammar);
     session_close(a->s);
     vehicle_free(a->car);
@@ -45,8 +50,24 @@ bool action_is_query(const action *a) {
     return strcmp(a->intent, "status.query") == 0 || strcmp(a->intent, "nav.eta") == 0;
 }
 
+// The front end's callback, then the governor's hook (it may switch the plan or run a drift
+// check before the next token).
+typedef struct governed { assistant *a; token_cb cb; void *ud; } governed;
+
+static bool governed_token(void *ud, int32_t tok, const char *piece, int len) {
+    governed *g = ud;
+    bool go_on = g->cb ? g->cb(g->ud, tok, piece, len) : true;
+    if (g->a->gov) gov_run_token(g->a->gov, g->a->s, tok);   // a plan set by hand may stop it mid-reply
+    return go_on;
+}
+
 int assistant_generate(assistant *a, const char *text, token_cb cb, void *ud, errbuf *err) {
-    return action_grammar_chat(a->grammar, a->s, text, cb, ud, err);
+    if (!a->gov) return action_grammar_chat(a->grammar, a->s, text, cb, ud, err);
+    governed g = { a, cb, ud };
+    gov_run_turn_begin(a->gov);
+    int rc = action_grammar_chat(a->grammar, a->s, text, governed_token, &g, err);
+    if (a->gov) gov_run_turn_end(a->gov, a->s);
+    return rc;
 }
 
 typedef struct turn_text { strbuf reply; const turn_hooks *h; } turn_text;

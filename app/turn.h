@@ -17,6 +17,8 @@ typedef struct assistant {
     action_grammar *grammar;  // constrains the action lines; NULL: none (free_actions, or a
                               // model not trained on the reply grammar)
     bool free_actions;        // --free-actions: open without a grammar
+    struct gov_run *gov;      // the precision governor (app/govern.h) on s; NULL: off. Owned:
+                              // reopening (another model) or closing stops it
 } assistant;
 
 // How a turn is reported. Every hook may be NULL (nothing said); ud is passed to each.
@@ -52,6 +54,7 @@ bool action_is_query(const action *a);
 // on (assistant_act). *reply gets the reply text (malloc'd, what came even when generation
 // failed part way). 0, or -1 with err.
 int assistant_turn(assistant *a, const char *text, const turn_hooks *h, char **reply, errbuf *err);
+// Every reply below runs the governor's hooks between its tokens when one is on.
 // The reply generated only (no action taken): what a front end that acts as the reply streams
 // uses (the voice pipeline finds the action line itself and calls assistant_act_line).
 int assistant_generate(assistant *a, const char *text, token_cb cb, void *ud, errbuf *err);

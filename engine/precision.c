@@ -237,6 +237,49 @@ uint32_t plan_type_for(const precision_plan *p, int layer, int kind) {
     return p->default_type;
 }
 
+int plan_add_layer_masks(precision_plan *p, const uint32_t *mask, int n_layer, uint32_t type, errbuf *err) {
+    for (int l = 0; l < n_layer; ) {
+        int e = l;
+        while (e + 1 < n_layer && mask[e + 1] == mask[l]) e++;
+        if (mask[l]) {
+            if (p->n_rules == PLAN_MAX_RULES)
+                return err_set(err, "plan: more than %d rules needed", PLAN_MAX_RULES);
+            p->rules[p->n_rules++] = (plan_rule){ .layer_lo = l, .layer_hi = e, .kinds = mask[l], .type = type };
+        }
+        l = e + 1;
+    }
+    return 0;
+}
+
+int plan_from_cell_types(precision_plan *out, const precision_plan *base, const uint32_t *want,
+                         int n_layer, errbuf *err) {
+    plan_init(out);
+    out->default_type = base->default_type;
+    out->token_embd_type = base->token_embd_type;
+    out->output_type = base->output_type;
+    out->named = base->named;
+    size_t nc = (size_t)n_layer * TK_LAYER_KINDS;
+    uint32_t *mask = xcalloc((size_t)n_layer, sizeof *mask);
+    bool *done = xcalloc(nc, sizeof *done);
+    int rc = 0;
+    // one pass per distinct type that differs from the default, in order of first appearance
+    for (size_t i = 0; i < nc && !rc; i++) {
+        uint32_t t = want[i];
+        if (done[i] || t == out->default_type) continue;
+        if (t == PLAN_KEEP) { rc = err_set(err, "plan: 'keep' for one tensor needs a default of 'keep'"); break; }
+        memset(mask, 0, (size_t)n_layer * sizeof *mask);
+        for (size_t j = i; j < nc; j++)
+            if (!done[j] && want[j] == t) {
+                mask[j / TK_LAYER_KINDS] |= 1u << (j % TK_LAYER_KINDS);
+                done[j] = true;
+            }
+        rc = plan_add_layer_masks(out, mask, n_layer, t, err);
+    }
+    free(done);
+    free(mask);
+    return rc;
+}
+
 static const char *type_str(uint32_t t) { return t == PLAN_KEEP ? "keep" : wtype_name(t); }
 
 char *plan_to_json(const precision_plan *p) {

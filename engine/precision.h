@@ -58,6 +58,13 @@ int plan_parse_shorthand(precision_plan *p, const char *spec, int n_layer, errbu
 int plan_parse_any(precision_plan *p, const char *spec, int n_layer, errbuf *err);
 // The type for a tensor (PLAN_KEEP = as in the file).
 uint32_t plan_type_for(const precision_plan *p, int layer, int kind);
+// Appends one rule per run of consecutive layers with the same non-zero kind mask:
+// mask[0..n_layer) (bits of tensor_kind) at `type`. Fails (one line) past PLAN_MAX_RULES.
+int plan_add_layer_masks(precision_plan *p, const uint32_t *mask, int n_layer, uint32_t type, errbuf *err);
+// The plan that runs each layer matrix at want[layer * TK_LAYER_KINDS + kind] (a wtype, or
+// PLAN_KEEP where base's default is PLAN_KEEP), with base's default, token_embd and output.
+int plan_from_cell_types(precision_plan *out, const precision_plan *base, const uint32_t *want,
+                         int n_layer, errbuf *err);
 // JSON text (malloc'd) that plan_parse_json reads back to the same plan.
 char *plan_to_json(const precision_plan *p);
 int plan_save(const precision_plan *p, const char *path, errbuf *err);

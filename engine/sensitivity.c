@@ -120,19 +120,7 @@ int sensitivity_plan(const sensitivity_map *m, uint32_t high_type, double budget
     free(c);
     plan_init(out);
     out->default_type = m->type;
-    // one rule per run of consecutive layers with the same upgraded kinds
-    int rc = 0;
-    for (int l = 0; l < m->n_layer && !rc; ) {
-        int e = l;
-        while (e + 1 < m->n_layer && mask[e + 1] == mask[l]) e++;
-        if (mask[l]) {
-            if (out->n_rules == PLAN_MAX_RULES)
-                rc = err_set(err, "plan: more than %d rules needed (use a coarser budget)", PLAN_MAX_RULES);
-            else
-                out->rules[out->n_rules++] = (plan_rule){ .layer_lo = l, .layer_hi = e, .kinds = mask[l], .type = high_type };
-        }
-        l = e + 1;
-    }
+    int rc = plan_add_layer_masks(out, mask, m->n_layer, high_type, err);
     free(mask);
     if (rc) return rc;
     if (bpw) *bpw = bits / n_all;

@@ -21,6 +21,8 @@ struct session {
     const chat_template *tmpl;
     char *system_prompt;
     float *logits;           // n_vocab: last position's logits
+    int32_t *hist;           // every token fed since the last reset, in order (n_hist)
+    int n_hist, cap_hist;
     bool have_logits;
     bool reply_open;         // last reply ended without its closing token in the cache
     atomic_bool cancel;
@@ -117,6 +119,7 @@ void session_close(session *s) {
     model_free(s->m);
     sampler_free(s->smp);
     free(s->logits);
+    free(s->hist);
     free(s->system_prompt);
     free(s);
 }
@@ -199,6 +202,22 @@ static int batch_of(const session *s) {
     return mb < s->opts.n_batch ? mb : s->opts.n_batch;
 }
 
+static void history_append(session *s, const int32_t *tokens, int n) {
+    if (s->n_hist + n > s->cap_hist) {
+        s->cap_hist = (s->n_hist + n) * 2 + 64;
+        s->hist = xrealloc(s->hist, (size_t)s->cap_hist * sizeof *s->hist);
+    }
+    memcpy(s->hist + s->n_hist, tokens, (size_t)n * sizeof *tokens);
+    s->n_hist += n;
+}
+
+int session_history(const session *s, const int32_t **ids) {
+    *ids = s->hist;
+    return s->n_hist;
+}
+
+const float *session_last_logits(const session *s) { return s->have_logits ? s->logits : NULL; }
+
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
@@ -207,6 +226,7 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
         if (model_forward(&s->fc, &s->kv, tokens + i, chunk, false, last ? s->logits : NULL, err))
             return -1;
         for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
+        history_append(s, tokens + i, chunk);
     }
     if (n > 0) s->have_logits = true;
     if (logits && n > 0) memcpy(logits, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
@@ -222,6 +242,7 @@ int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbu
         int chunk = n - i < nb ? n - i : nb;
         if (model_forward(&s->fc_all, &s->kv, tokens + i, chunk, true, out + (size_t)i * nv, err)) return -1;
         for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
+        history_append(s, tokens + i, chunk);
     }
     if (n > 0) {
         memcpy(s->logits, out + (size_t)(n - 1) * nv, nv * sizeof(float));
@@ -399,6 +420,7 @@ void session_reset(session *s) {
     kv_cache_clear(&s->kv);
     sampler_reset(s->smp, s->opts.sampling.seed);
     s->have_logits = false;
+    s->n_hist = 0;
     s->reply_open = false;
     s->st.turns = 0;
 }

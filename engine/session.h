@@ -112,6 +112,12 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
 int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err);
 // Tokenizes text with the model's tokenizer (special tokens parsed); malloc'd ids in *out.
 int session_tokenize(session *s, const char *text, bool add_bos, int32_t **out, errbuf *err);
+// Every token fed since the last reset, in order (prompts, replies, evaluated text): *ids is
+// valid until the next eval or reset. A cache that evicts (--kv-policy) holds fewer.
+int session_history(const session *s, const int32_t **ids);
+// The last eval's logits (n_vocab; the distribution the next token is sampled from, before any
+// filter), or NULL before the first eval. Valid until the next eval.
+const float *session_last_logits(const session *s);
 // Samples the next token from the logits of the last eval.
 int32_t session_sample(session *s);
 

@@ -15,6 +15,8 @@ BUILD=${1:-build}
 CABIN="$BUILD/cabin"
 T=$(mktemp -d "/tmp/cabin-${TAG:-test}-XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# caches and state (the governor's sensitivity order, histories) stay out of the user's home
+export XDG_CACHE_HOME="$T/cache" XDG_STATE_HOME="$T/state"
 pass=0; fail=0; skip=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }

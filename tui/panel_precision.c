@@ -1,6 +1,7 @@
 // Precision panel: the plan in force as a (layer × tensor kind) grid coloured by weight type,
 // the weight bytes by type, the KV cache format, a live switch's progress, and the plan's KL /
-// top-1 agreement against the file (measured aside after a switch, tui/measure.c).
+// top-1 agreement against the file (measured aside after a switch, tui/measure.c), and the
+// governor's state and last change when it is on.
 #include "tui/tui.h"
 #include "engine/wtype.h"
 
@@ -26,7 +27,8 @@ static int grid_rows(const tui_snapshot *s) { return s->n_layer < 12 ? s->n_laye
 
 static int precision_height(const tui_snapshot *s, int w) {
     (void)w;
-    return 2 + 3 + 1 + grid_rows(s) + 1;   // frame, plan/bytes/kv lines, grid header, grid, legend
+    // frame, plan/bytes/kv lines, the governor's two, grid header, grid, legend
+    return 2 + 3 + (s->governor[0] ? 2 : 0) + 1 + grid_rows(s) + 1;
 }
 
 static void precision_update(const tui_snapshot *s) { (void)s; }
@@ -75,6 +77,12 @@ static void precision_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool fo
     default: tui_puts(w, y, in.x + o3, "KL vs file: not measured", in.w - o3, tui_attr(TC_DIM)); break;
     }
     if (++y >= end) return;
+    if (s->governor[0]) {   // the governor's state and its last change (app/govern.h)
+        tui_puts(w, y, in.x, s->governor, in.w, tui_attr(TC_INFO));
+        if (++y >= end) return;
+        tui_puts(w, y, in.x, s->governor_last[0] ? s->governor_last : "no change yet", in.w, tui_attr(TC_DIM));
+        if (++y >= end) return;
+    }
     // grid header
     tui_puts(w, y, in.x, "layer", 5, tui_attr(TC_DIM));
     for (int k = 0; k < TK_LAYER_KINDS; k++) tui_puts(w, y, in.x + 5 + 3 * k, kind_short[k], 3, tui_attr(TC_DIM));

@@ -64,6 +64,8 @@ typedef struct tui_snapshot {
     char switch_target[32];      // the plan being prepared ("" = none)
     double kl, agree;            // KL / top-1 agreement of the current plan vs the file; <0 unknown
     int kl_state;                // enum tui_kl_state
+    char governor[200];          // the governor's state line ("" when it is off) ...
+    char governor_last[200];     // ... and its last change ("" none yet)
     // from the UI thread
     power_reading pw[TEL_MAX_SOURCES];
     int n_pw;
@@ -218,6 +220,7 @@ typedef struct tui_opts {
                                  // when audio_in is a file)
     bool no_voice;               // open no audio device (F5 off; `:voice FILE` still works)
     bool free_actions;           // no grammar on the model's action lines (--free-actions)
+    const char *governor;        // --governor SPEC: started once the session is open (NULL: off)
 } tui_opts;
 int tui_workbench_run(const tui_opts *o);
 

@@ -371,6 +371,11 @@ int tui_workbench_run(const tui_opts *o) {
     b->w = worker_start(&b->c, &err);
     if (!b->w) { fprintf(stderr, "cabin workbench: %s\n", err.msg); app_close(&b->c); free(b); return 1; }
     b->tv = tvoice_start(b->w, o->audio_in, o->audio_out, o->no_voice);
+    if (o->governor) {   // --governor: the loop starts on the worker, as `:governor SPEC` would
+        char line[600];
+        snprintf(line, sizeof line, "governor %s", o->governor);
+        worker_exec(b->w, line);
+    }
 
     initscr();
     raw();

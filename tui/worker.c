@@ -4,6 +4,7 @@
 // The worker never waits for the UI: posting is a short append under a mutex, and the snapshot
 // is refreshed at most every SNAP_EVERY_S during a reply.
 #include "tui/tui.h"
+#include "app/govern.h"
 #include "app/heatmap.h"
 #include "engine/wtype.h"
 
@@ -128,6 +129,11 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     precision_plan p;
     session_get_plan(c->as.s, &p);
     plan_label(&p, t.plan_name, sizeof t.plan_name);
+    t.governor[0] = t.governor_last[0] = 0;
+    if (c->as.gov) {
+        gov_run_status(c->as.gov, t.governor, sizeof t.governor);
+        gov_run_last_change(c->as.gov, t.governor_last, sizeof t.governor_last);
+    }
     measure_note(w->meas, &c->opts, &p);   // cheap when the plan is unchanged
     snprintf(t.kv_format, sizeof t.kv_format, "%s", t.st.kv_format[0] ? t.st.kv_format : "f16");
     snprintf(t.kv_policy, sizeof t.kv_policy, "%s", t.st.kv_policy);
@@ -188,6 +194,11 @@ static void take_plan_request(worker *w) {
     snprintf(name, sizeof name, "%s", w->plan_name);
     atomic_store(&w->plan_pending, false);
     pthread_mutex_unlock(&w->mu);
+    if (w->c->as.gov) {   // a plan set by hand ends the governor's loop
+        gov_run_free(w->c->as.gov);
+        w->c->as.gov = NULL;
+        post_line(w, MSG_INFO, "governor: off (the plan was set by hand)");
+    }
     errbuf err = {{0}};
     if (session_request_plan(w->c->as.s, &p, &err)) {
         char msg[600];

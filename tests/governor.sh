@@ -1,0 +1,65 @@
+#!/bin/sh
+# The precision governor end to end on the embedded model (its decisions on a simulated machine
+# are tests/test_governor.c): --governor on scene and chat, the command's forms and errors, the
+# trace as JSON, the sensitivity order measured once and then read from the cache.
+TAG=governor; . "$(dirname "$0")/lib.sh"
+TINY=assets/models/cabin-tiny.gguf
+if [ ! -f "$TINY" ]; then
+    echo "skipped: $TINY is missing (make model)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
+cat >"$T/kl.scene" <<SCENE
+seed 1
+set temp 0
+say it's cold in here
+say take me home
+say play some music
+expect metric gov_rollbacks > 0
+governor log $T/trace.json
+precision q8_0
+say open the sunroof
+expect state sunroof=100
+SCENE
+expect_rc 0 "scene --governor with an impossible kl bound" -- "$CABIN" scene "$T/kl.scene" --speed 0 --check -t 1 \
+    --governor "kl<=0 every=4 window=2"
+if grep -q 'governor: measuring the sensitivity order once' "$T/out" && grep -q 'sensitivity order cached in' "$T/out" \
+    && grep -q 'governor: kl<=0 over 28 tensors' "$T/out"; then ok; else bad "the first run measures and caches the order"; cat "$T/out"; fi
+if grep -q 'governor: rollback [0-9]* -> 0 of 28 tensors.*KL .* > 0' "$T/out"; then ok; else bad "the rollback is said"; cat "$T/out"; fi
+if grep -q 'governor: off (the plan was set by hand' "$T/out"; then ok; else bad "a plan set by hand stops the governor"; fi
+if grep -q 'vehicle: sunroof 0 -> 100' "$T/out"; then ok; else bad "the conversation goes on after the rollback"; fi
+skip_without_system_python
+/usr/bin/python3 - "$T/trace.json" >"$T/py" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["target"] == "kl<=0" and d["metric"] == "kl" and d["tensors"] == 28, d["target"]
+assert d["bytes_source"] > d["bytes_bottom"] > 0
+acts = [x["action"] for x in d["decisions"]]
+assert acts[0] == "lower" and "rollback" in acts, acts
+lower = d["decisions"][0]
+assert len(lower["tensors"]) == lower["to"] - lower["from"] and lower["tensors"][0].startswith("blk."), lower
+assert lower["bytes_to"] < lower["bytes_from"]
+assert any(c["kl"] > 0 for c in d["drift_checks"]), d["drift_checks"]
+assert len(d["readings"]) > 10 and all(len(r) == 8 for r in d["readings"])
+print("ok")
+PY
+if grep -qx ok "$T/py"; then ok; else bad "the trace JSON"; cat "$T/py"; fi
+# the second run reads the order from the cache
+expect_rc 0 "the cached order" -- "$CABIN" scene "$T/kl.scene" --speed 0 --check -t 1 --governor "kl<=0 every=4 window=2"
+if grep -q 'governor: sensitivity order from .*cabin-tiny.gguf-.*-Q4_0.json' "$T/out" && ! grep -q measuring "$T/out"; then ok
+else bad "the second run should read the cached order"; grep governor "$T/out" | head -3; fi
+# chat: --governor and /governor
+printf 'hello\n/governor\n/governor log\n/governor off\n/governor\n' >"$T/in"
+expect_rc 0 "chat --governor" -- sh -c "'$CABIN' chat -t 1 -n 12 --temp 0 --governor 'tps>=1000000 every=4 window=2 drift=off' <'$T/in'"
+if grep -q 'governor tps>=1000000: 28/28 at Q4_0' "$T/out" && grep -q 'token [0-9]*: lower 0 -> 28' "$T/out" \
+    && grep -q 'governor: off (asked' "$T/out" && grep -qx 'governor: off' "$T/out"; then ok
+else bad "chat's /governor forms"; cat "$T/out"; fi
+# errors: one line, naming what is wrong
+printf 'say hi\n' >"$T/hi.scene"
+expect_rc 2 "a bad --governor" -- "$CABIN" scene "$T/hi.scene" --speed 0 -t 1 --governor "speed>=3"
+one_line_error "'speed>=3' is not a target" "--governor speed>=3"
+printf 'seed 1\ngovernor tps<=3\n' >"$T/bad.scene"
+expect_rc 2 "a bad governor line" -- "$CABIN" scene "$T/bad.scene" --speed 0 -t 1
+one_line_error "bad.scene:2: governor: 'tps<=3': tps takes >=" "governor tps<=3 in a scene"
+printf 'governor log\n' >"$T/off.scene"
+expect_rc 1 "governor log while off" -- "$CABIN" scene "$T/off.scene" --speed 0 -t 1
+if grep -q 'off.scene:1: governor log: the governor is off' "$T/err"; then ok; else bad "governor log while off"; cat "$T/err"; fi
+test_finish
