@@ -2,6 +2,7 @@
 // Also the scene command `voice FILE.wav` (app_voice_file).
 #include "app/cmdlang.h"
 #include "app/commands.h"
+#include "app/govern.h"
 #include "audio/audio.h"
 #include "audio/device.h"
 #include "audio/voice.h"
@@ -189,12 +190,15 @@ static const cmd_spec VOICE_SPEC = {
     "turns the VAD finds in the file are answered one after another, then it exits.\n",
 };
 
+static void say_governor(void *ud, const char *line) { (void)ud; printf("%s\n", line); fflush(stdout); }
+
 int cmd_voice(int argc, char **argv) {
     run_opts r;
     run_opts_init(&r);
     voice_cli_opts o = { .vo = voice_opts_default(), .asr_kind = "domain", .hang = -1, .margin = -1 };
     opt_table own = OPT_TABLE(VOICE_OPTS, &o);
-    int prc = run_opts_parse_with(&VOICE_SPEC, &own, &r, argc, argv);
+    opt_table tables[3] = { own, run_opts_governor_table(&r), run_opts_table(&r) };
+    int prc = opts_parse(&VOICE_SPEC, tables, 3, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
     if (!audio_built_in()) { fprintf(stderr, "cabin voice: %s\n", AUDIO_OFF_MSG); return 1; }
     static voice_app app;
@@ -220,6 +224,11 @@ int cmd_voice(int argc, char **argv) {
     errbuf err = {{0}};
     r.s.model_path = run_opts_model(&r);
     if (assistant_open(&app.as, &r.s, r.free_actions, &err)) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
+    if (r.governor && gov_run_start(app.as.s, &r.s, r.governor, NULL, say_governor, NULL, &app.as.gov, &err)) {
+        fprintf(stderr, "cabin voice: --governor: %s\n", err.msg);
+        assistant_close(&app.as);
+        return 2;
+    }
     voice_hooks h = { .ud = &app, .reply = app_reply, .cancel = app_cancel, .on_action = app_action,
                       .on_transcript = app_transcript, .on_turn = app_turn, .on_state = NULL };
     voice *v = voice_open(&vo, &h, &err);

@@ -57,6 +57,10 @@ typedef struct app_ctx {
     // front-end hooks: a turn's events as they happen, besides the transcript lines (ud: the
     // front end's; NULL: the transcript only)
     const turn_hooks *turn;
+    // what a loop running beside the commands says (the governor's decisions, app/govern.h):
+    // the front end shows it its own way; NULL: app_print (the transcript)
+    void (*notice)(void *ud, const char *line);
+    void *notice_ud;
     int (*snapshot)(struct app_ctx *c, const char *path, errbuf *err); // screen as text
 } app_ctx;
 

@@ -229,16 +229,16 @@ static int standing(const governor *g, const gov_reading *r, double *ratio, char
     case GOV_TPS:
         if (!(r->tps > 0)) { snprintf(what, n, "no tok/s reading"); return 0; }
         *ratio = r->tps / (t->value * (1 + band / 2));
-        snprintf(what, n, "%.2f tok/s %s %g", r->tps, r->tps < t->value ? "<" : ">=", t->value);
+        snprintf(what, n, "%.2f tok/s %s %.10g", r->tps, r->tps < t->value ? "<" : ">=", t->value);
         return r->tps < t->value ? -1 : r->tps > t->value * (1 + band) ? 1 : 0;
     case GOV_JPT:
         if (!(r->j_per_token > 0)) { snprintf(what, n, "no J/token reading"); return 0; }
         *ratio = t->value * (1 - band / 2) / r->j_per_token;
-        snprintf(what, n, "%.4f J/token %s %g", r->j_per_token, r->j_per_token > t->value ? ">" : "<=", t->value);
+        snprintf(what, n, "%.4f J/token %s %.10g", r->j_per_token, r->j_per_token > t->value ? ">" : "<=", t->value);
         return r->j_per_token > t->value ? -1 : r->j_per_token < t->value * (1 - band) ? 1 : 0;
     case GOV_WATTS:
         if (!(r->watts >= 0)) { snprintf(what, n, "no power reading"); return 0; }
-        snprintf(what, n, "%.2f W %s %g", r->watts, r->watts > t->value ? ">" : "<=", t->value);
+        snprintf(what, n, "%.2f W %s %.10g", r->watts, r->watts > t->value ? ">" : "<=", t->value);
         return r->watts > t->value ? -1 : r->watts < t->value * (1 - band) ? 1 : 0;
     default:
         if (g->kl >= 0) snprintf(what, n, "KL %.3g <= %g", g->kl, t->kl_max);

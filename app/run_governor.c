@@ -7,7 +7,11 @@
 
 #include <string.h>
 
-static void say_line(void *ud, const char *line) { app_print(ud, "%s", line); }
+static void say_line(void *ud, const char *line) {
+    app_ctx *c = ud;
+    if (c->notice) c->notice(c->notice_ud, line);
+    else app_print(c, "%s", line);
+}
 
 int app_governor_start(app_ctx *c, const char *spec, errbuf *err) {
     gov_run *g = NULL;

@@ -52,6 +52,15 @@ expect_rc 0 "chat --governor" -- sh -c "'$CABIN' chat -t 1 -n 12 --temp 0 --gove
 if grep -q 'governor tps>=1000000: 28/28 at Q4_0' "$T/out" && grep -q 'token [0-9]*: lower 0 -> 28' "$T/out" \
     && grep -q 'governor: off (asked' "$T/out" && grep -qx 'governor: off' "$T/out"; then ok
 else bad "chat's /governor forms"; cat "$T/out"; fi
+# voice: --governor on spoken turns (a WAV file through the pipeline)
+if cabin_has_audio; then
+    expect_rc 0 "voice --governor" -- "$CABIN" voice -t 1 --temp 0 -n 48 --audio-in assets/audio/set-temperature-22.wav \
+        --no-audio-out --governor 'tps>=1000000 every=4 window=2 drift=off'
+    if grep -q 'governor: lower 0 -> 28 of 28' "$T/out" && grep -q 'vehicle: climate.driver_temp 21 -> 22' "$T/out"; then ok
+    else bad "voice --governor"; cat "$T/out"; fi
+else
+    skip=$((skip + 1)); echo "skipped: voice --governor: $CABIN was built without audio (make AUDIO=1)"
+fi
 # errors: one line, naming what is wrong
 printf 'say hi\n' >"$T/hi.scene"
 expect_rc 2 "a bad --governor" -- "$CABIN" scene "$T/hi.scene" --speed 0 -t 1 --governor "speed>=3"

@@ -97,6 +97,8 @@ static void post(worker *w, int kind, int msg_kind, const char *text, size_t len
 }
 
 static void post_line(worker *w, int msg_kind, const char *text) { post(w, EV_LINE, msg_kind, text, strlen(text), NULL); }
+// What a loop on the worker says (the governor's decisions) goes to the conversation pane.
+static void worker_notice(void *ud, const char *line) { post_line(ud, MSG_INFO, line); }
 
 static const char *plan_label(const precision_plan *p, char *buf, size_t n) {
     if (p->n_rules == 0 && p->default_type == PLAN_KEEP) snprintf(buf, n, "as in file");
@@ -440,6 +442,8 @@ worker *worker_start(app_ctx *c, errbuf *err) {
     w->hooks = (turn_hooks){ .ud = w, .on_token = on_token, .on_action = on_action, .on_vehicle_change = on_vehicle_change,
                              .on_refused = on_refused, .on_reply_text = on_reply_text };
     c->turn = &w->hooks;
+    c->notice = worker_notice;
+    c->notice_ud = w;
     w->meas = measure_start(worker_busy_ud, w);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
         measure_stop(w->meas);
@@ -478,6 +482,7 @@ void worker_free(worker *w) {
     free(w->jobs);
     free(w->ev);
     w->c->turn = NULL;
+    w->c->notice = NULL;
     free(w->turn_reply);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
@@ -608,6 +613,8 @@ bool worker_snapshot(worker *w, tui_snapshot *s) {
         s->att_bins = t->att_bins;
         s->att_slots = t->att_slots;
         s->turn = t->turn;
+        memcpy(s->governor, t->governor, sizeof s->governor);
+        memcpy(s->governor_last, t->governor_last, sizeof s->governor_last);
         if (t->n_vfields) {
             memcpy(s->vfield, t->vfield, sizeof s->vfield);
             memcpy(s->vvalue, t->vvalue, sizeof s->vvalue);
