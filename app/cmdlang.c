@@ -243,7 +243,8 @@ const char *cmdlang_complete(const char *prefix, unsigned where, int i) {
     return NULL;
 }
 
-// Splits text into words; quotes group. Returns word count or -1 (unterminated quote).
+// Splits text into words; quotes group. Returns the word count (words past max are counted, not
+// stored) or -1 (unterminated quote).
 static int split_words(char *buf, char **words, int max, char **name_end) {
     int n = 0;
     char *p = buf, *w = buf;
@@ -251,7 +252,6 @@ static int split_words(char *buf, char **words, int max, char **name_end) {
     while (*p) {
         while (*p == ' ' || *p == '\t') p++;
         if (!*p || *p == '#') break;
-        if (n == max) return -2;
         char *start = w;
         bool quoted = false;
         while (*p && (quoted || (*p != ' ' && *p != '\t'))) {
@@ -261,7 +261,8 @@ static int split_words(char *buf, char **words, int max, char **name_end) {
             *w++ = *p++;
         }
         if (quoted) return -1;
-        words[n++] = start;
+        if (n < max) words[n] = start;
+        n++;
         if (n == 1) *name_end = p;
         if (*p) p++;
         *w++ = 0;
@@ -286,7 +287,6 @@ int cmdlang_parse(const char *text, const char *file, int line, unsigned where, 
     char *words[CMD_MAX_ARGS + 1], *ne;
     int n = split_words(buf, words, CMD_MAX_ARGS + 1, &ne);
     if (n == -1) { free(buf); return err_set(err, "%s:%d: unterminated quote", file, line); }
-    if (n == -2) { free(buf); return err_set(err, "%s:%d: too many arguments (at most %d)", file, line, CMD_MAX_ARGS); }
     if (n == 0) { free(buf); return 0; }
     const cmd_def *def = find_any(words[0]);
     if (!def) {
@@ -299,6 +299,13 @@ int cmdlang_parse(const char *text, const char *file, int line, unsigned where, 
         free(buf);
         return r;
     }
+    // a command that reads its text whole (say, note) takes any number of words; its first
+    // CMD_MAX_ARGS are its argv
+    if (n > CMD_MAX_ARGS + 1 && def->max_args >= 0) {
+        free(buf);
+        return err_set(err, "%s:%d: %s: too many arguments (usage: %s)", file, line, def->name, def->usage);
+    }
+    if (n > CMD_MAX_ARGS + 1) n = CMD_MAX_ARGS + 1;
     out->def = def;
     out->argc = n - 1;
     for (int i = 1; i < n; i++) out->argv[i - 1] = xstrdup(words[i]);

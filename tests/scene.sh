@@ -67,5 +67,13 @@ printf 'say eta\nexpect metric gen_tokens < 0\nnote after the failure\n' >"$T/fa
 [ $rc = 1 ] && grep -q "after the failure" "$T/out" && tail -1 "$T/out" | grep -q "0 passed, 1 failed" && ok || { bad "failed expect counted"; cat "$T/out" "$T/err"; }
 "$CABIN" scene "$T/fails.scene" -m "$T/m.gguf" --speed 0 -n 4 --check >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && ! grep -q "after the failure" "$T/out" && grep -q "fails.scene:2: expected metric gen_tokens < 0, got gen_tokens = " "$T/err" && ok || { bad "--check stops at the first failure"; cat "$T/out" "$T/err"; }
+# a line of text longer than the argument limit: say and note read their text whole; a command
+# with a fixed count still says it has too many
+printf 'note one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen\nsay please tell me a long story about a car that drives across the whole country at night town after town\n' >"$T/long.scene"
+"$CABIN" scene "$T/long.scene" -m "$T/m.gguf" --speed 0 -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "note: one two .* seventeen eighteen$" "$T/out" && grep -q "you: please tell me .* town after town$" "$T/out" && ok || { bad "long say/note lines"; cat "$T/out" "$T/err"; }
+printf 'seed 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n' >"$T/many.scene"
+"$CABIN" scene "$T/many.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "many.scene:1: seed: too many arguments (usage: seed N)" "$T/err" && ok || { bad "too many arguments"; cat "$T/err"; }
 
 test_finish
