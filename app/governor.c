@@ -189,6 +189,7 @@ void gov_init(governor *g, const gov_target *t, const gov_knobs *k, gov_ladder *
     g->block_pos = INT_MAX;
     g->kl = -1;
     g->top1 = -1;
+    g->alpha = 1.0;
 }
 
 void gov_free(governor *g) {
@@ -205,7 +206,16 @@ static void log_decision(governor *g, const gov_decision *d) {
     g->log[g->n_log++] = *d;
 }
 
+// The metric a change can scale (tok/s or J/token), or 0.
+static double scaled_metric(const governor *g, const gov_reading *r) {
+    if (g->target.metric == GOV_TPS) return r->tps > 0 ? r->tps : 0;
+    if (g->target.metric == GOV_JPT) return r->j_per_token > 0 ? r->j_per_token : 0;
+    return 0;
+}
+
 static void decide(governor *g, gov_decision *d, int action, int to) {
+    g->metric_before = scaled_metric(g, &d->r);
+    g->bytes_before = d->bytes_from;
     d->action = action;
     d->to = to;
     d->bytes_to = gov_ladder_bytes(&g->ladder, to);
@@ -218,6 +228,24 @@ static void decide(governor *g, gov_decision *d, int action, int to) {
     log_decision(g, d);
 }
 
+// The first reading after a change lands: how far the metric moved for the bytes it moved
+// gives the exponent. Small steps say little against the noise; the estimate is halved with
+// the old one and kept within [0.2, 1.5].
+static void learn(governor *g, const gov_reading *r) {
+    double now = scaled_metric(g, r);
+    uint64_t bytes = gov_ladder_bytes(&g->ladder, g->pos);
+    if (g->metric_before > 0 && now > 0 && g->bytes_before && bytes != g->bytes_before) {
+        double lb = log((double)g->bytes_before / (double)bytes);
+        double lm = log(now / g->metric_before) * (g->target.metric == GOV_JPT ? -1 : 1);
+        if (fabs(lb) > 0.05) {
+            double a = lm / lb;
+            a = a < 0.2 ? 0.2 : a > 1.5 ? 1.5 : a;
+            g->alpha = 0.5 * (g->alpha + a);
+        }
+    }
+    g->metric_before = 0;
+}
+
 // Where the metric stands: -1 the target is missed, +1 it is beaten by more than the band,
 // 0 in between (or unknown). *ratio: how far bytes per token may change (new/now) to land in
 // the middle of the band; 0 when the metric does not scale with bytes (watts, kl).
@@ -228,12 +256,12 @@ static int standing(const governor *g, const gov_reading *r, double *ratio, char
     switch (t->metric) {
     case GOV_TPS:
         if (!(r->tps > 0)) { snprintf(what, n, "no tok/s reading"); return 0; }
-        *ratio = r->tps / (t->value * (1 + band / 2));
+        *ratio = pow(r->tps / (t->value * (1 + band / 2)), 1.0 / g->alpha);
         snprintf(what, n, "%.2f tok/s %s %.10g", r->tps, r->tps < t->value ? "<" : ">=", t->value);
         return r->tps < t->value ? -1 : r->tps > t->value * (1 + band) ? 1 : 0;
     case GOV_JPT:
         if (!(r->j_per_token > 0)) { snprintf(what, n, "no J/token reading"); return 0; }
-        *ratio = t->value * (1 - band / 2) / r->j_per_token;
+        *ratio = pow(t->value * (1 - band / 2) / r->j_per_token, 1.0 / g->alpha);
         snprintf(what, n, "%.4f J/token %s %.10g", r->j_per_token, r->j_per_token > t->value ? ">" : "<=", t->value);
         return r->j_per_token > t->value ? -1 : r->j_per_token < t->value * (1 - band) ? 1 : 0;
     case GOV_WATTS:
@@ -260,6 +288,7 @@ int gov_step(governor *g, const gov_reading *r, gov_decision *d) {
     if (g->pending) { snprintf(d->reason, sizeof d->reason, "a switch is in progress"); return GOV_HOLD; }
     if (r->token - g->settled_at < k->window) { snprintf(d->reason, sizeof d->reason, "settling"); return GOV_HOLD; }
     if (r->token - g->last_change < k->every) { snprintf(d->reason, sizeof d->reason, "waiting"); return GOV_HOLD; }
+    learn(g, r);
     char what[96];
     double ratio;
     int st = standing(g, r, &ratio, what, sizeof what);

@@ -15,7 +15,8 @@
 // since the last change; then, if the reading misses the target, go down the ladder as far as
 // the bandwidth model says is needed (tok/s ∝ 1/bytes, J/token ∝ bytes; watts: a fixed step);
 // if it beats the target by more than `band`, come up as far as the model says still holds
-// the target with half the band to spare. A raise that had to be undone freezes raising for
+// the target with half the band to spare. The model's exponent is learnt from each change (a
+// machine where part of a token's time does not depend on bytes gains less than bandwidth says). A raise that had to be undone freezes raising for
 // `freeze` tokens, doubled each time it happens again: no oscillation. A drift check above the
 // KL bound rolls the last lowering back and blocks that part of the ladder for `retry_after`
 // tokens.
@@ -115,6 +116,11 @@ typedef struct governor {
     int block_pos;               // positions >= block_pos are not entered ...
     long block_until;            // ... before this token (a rollback)
     double kl, top1;             // the last drift check
+    double alpha;                // how the metric scales with bytes: tok/s ∝ bytes^-alpha,
+                                 // J/token ∝ bytes^alpha; starts at 1 (bandwidth-bound), learnt
+                                 // from each change's effect
+    double metric_before;        // the reading a change was decided on (0: nothing to learn)
+    uint64_t bytes_before;
     bool checked;                // a drift check ran on the plan in force (a kl bound waits
                                  // for one before it goes further down)
     int changes, rollbacks, drift_checks;
