@@ -389,6 +389,14 @@ static int drift_score(gov_run *r, session *s, double *kl, double *top1, int *n_
     if (need > st.n_ctx) return err_set(err, "the conversation (%d tokens) is longer than the shadow's context (%d)", need, st.n_ctx);
     double sum_kl = 0, agree = 0;
     int scored = 0, nv = r->n_vocab;
+    // tokens before the first scored row only extend the shadow's context: no rows of logits
+    int first_row = need;
+    for (int i = 0; i < r->n_caps; i++)
+        if (r->caps[i].hist_len - 1 < first_row) first_row = r->caps[i].hist_len - 1;
+    if (first_row > ns) {
+        if (session_eval(r->shadow, h + ns, first_row - ns, NULL, err)) { session_reset(r->shadow); return -1; }
+        ns = first_row;
+    }
     while (ns < need) {
         int c = need - ns < FEED_CHUNK ? need - ns : FEED_CHUNK;
         if (session_eval_all(r->shadow, h + ns, c, r->rows, err)) { session_reset(r->shadow); return -1; }

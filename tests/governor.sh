@@ -38,6 +38,9 @@ lower = d["decisions"][0]
 assert len(lower["tensors"]) == lower["to"] - lower["from"] and lower["tensors"][0].startswith("blk."), lower
 assert lower["bytes_to"] < lower["bytes_from"]
 assert any(c["kl"] > 0 for c in d["drift_checks"]), d["drift_checks"]
+# the shadow's rows line up with the captured ones: three of the least sensitive tensors at
+# Q4_0 barely move the distribution (a row off by one position would disagree on most tokens)
+assert all(c["kl"] < 1e-3 and c["top1"] >= 0.9 for c in d["drift_checks"]), d["drift_checks"]
 assert len(d["readings"]) > 10 and all(len(r) == 8 for r in d["readings"])
 print("ok")
 PY

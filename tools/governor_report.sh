@@ -34,7 +34,8 @@ governor log $OUT/trace.json
 plan save $OUT/final-plan.json
 EOF
 echo "\$ $CABIN scene $OUT/governor-1b.scene -m $M -t 2 -n 320 --speed 0"
-"$CABIN" scene "$OUT/governor-1b.scene" -m "$M" -t 2 -n 320 --speed 0 | grep -v '^\[.*\] cabin:' | tee "$OUT/scene.out"
+"$CABIN" scene "$OUT/governor-1b.scene" -m "$M" -t 2 -n 320 --speed 0 >"$OUT/scene.out"
+grep -a 'governor' "$OUT/scene.out"
 PPL="-m $M -t 2 -f README.md --window 128 --chunks 4"
 echo "\$ $CABIN ppl $PPL --save-base $OUT/base.bin   (then --precision P --kl-base $OUT/base.bin)"
 "$CABIN" ppl $PPL --save-base "$OUT/base.bin" >"$OUT/ppl-f16.out" 2>&1
@@ -47,15 +48,16 @@ import json, sys
 d = json.load(open(sys.argv[1])); target = float(sys.argv[2]); every = int(sys.argv[3])
 rows = d["readings"]           # [token, tok_ms, tps, watts, jpt, kl, pos, bytes]
 first = next(r[0] for r in rows if r[2] is not None)
-# reached: the first token from which every later reading is at or above the target
-reached = None
-for i, r in enumerate(rows):
-    if all(x[2] is None or x[2] >= target for x in rows[i:] if x[0] >= r[0]) and r[2] is not None:
-        reached = r[0]; break
+# reached: the first reading at or above the target; held: the share of readings at or above
+# it from 4·M tokens after the first reading on
+reached = next((r[0] for r in rows if r[2] is not None and r[2] >= target), None)
+later = [r[2] for r in rows if r[2] is not None and r[0] >= first + 4 * every]
+held = sum(x >= target for x in later) / len(later) if later else 0
 changes = [(x["token"], x["action"], x["from"], x["to"]) for x in d["decisions"]]
 checks = d["drift_checks"]
-print(f"first reading at token {first}; target held from token {reached} "
-      f"({'within' if reached is not None and reached - first <= 4 * every else 'NOT within'} 4*M = {4 * every} tokens of it)")
+print(f"first reading at token {first}; target reached at token {reached} "
+      f"({'within' if reached is not None and reached - first <= 4 * every else 'NOT within'} 4*M = {4 * every} tokens of it); "
+      f"{100 * held:.0f}% of the {len(later)} readings from token {first + 4 * every} on at or above it")
 print(f"changes {changes}")
 if checks:
     print(f"drift checks: {len(checks)}, KL {min(c['kl'] for c in checks):.3g}..{max(c['kl'] for c in checks):.3g}, "
