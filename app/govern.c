@@ -93,23 +93,18 @@ static double mib(uint64_t b) { return (double)b / (1 << 20); }
 
 // ---- the ladder and its order ----
 
-// $XDG_CACHE_HOME/cabin/heatmaps (or ~/.cache/...), made if missing; "" when there is no home.
+// $XDG_CACHE_HOME/cabin/heatmaps/MODEL-SIZE-MTIME-TYPE.json (or ~/.cache/...); "" when there
+// is no home or no such model file.
 static void heat_cache_path(const char *model_path, uint32_t type, char *out, size_t n) {
-    const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[768];
     struct stat st;
     out[0] = 0;
     if (!model_path || stat(model_path, &st) != 0) return;
-    if (cache && *cache) snprintf(dir, sizeof dir, "%s/cabin/heatmaps", cache);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/cabin/heatmaps", home);
-    else return;
-    for (char *p = dir + 1; *p; p++)   // mkdir -p
-        if (*p == '/') { *p = 0; mkdir(dir, 0700); *p = '/'; }
-    mkdir(dir, 0700);
     const char *base = strrchr(model_path, '/');
     base = base ? base + 1 : model_path;
-    snprintf(out, n, "%s/%.200s-%lld-%lld-%s.json", dir, base, (long long)st.st_size, (long long)st.st_mtime,
+    char name[400];
+    snprintf(name, sizeof name, "heatmaps/%.200s-%lld-%lld-%s.json", base, (long long)st.st_size, (long long)st.st_mtime,
              wtype_name(type));
+    user_file_path("XDG_CACHE_HOME", ".cache", name, out, n);
 }
 
 static bool heat_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *c) {

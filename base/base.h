@@ -1,9 +1,10 @@
-// The basics every layer may use: errors, allocation, clocks, threads, strings. Depends on
+// The basics every layer may use: errors, allocation, clocks, threads, strings, user folders. Depends on
 // nothing of cabin's.
 #ifndef CABIN_BASE_H
 #define CABIN_BASE_H
 
 #include "base/clock.h"
+#include "base/dirs.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "base/str.h"

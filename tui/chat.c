@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 void chat_init(chat_log *c) { memset(c, 0, sizeof *c); c->streaming = -1; }
@@ -170,18 +169,7 @@ void chat_draw(WINDOW *w, tui_rect r, chat_log *c) {
     free(tmp);
 }
 
-void tui_state_path(const char *name, char *out, size_t n) {
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    char dir[900];
-    out[0] = 0;
-    if (state && *state) snprintf(dir, sizeof dir, "%s/cabin", state);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/cabin", home);
-    else return;
-    for (char *p = dir + 1; *p; p++)   // mkdir -p
-        if (*p == '/') { *p = 0; mkdir(dir, 0700); *p = '/'; }
-    mkdir(dir, 0700);
-    snprintf(out, n, "%s/%s", dir, name);
-}
+void tui_state_path(const char *name, char *out, size_t n) { user_file_path("XDG_STATE_HOME", ".local/state", name, out, n); }
 
 // A copy of s that is valid UTF-8 (JSON needs it; model text can hold broken byte pieces):
 // each byte that does not start a well-formed sequence becomes U+FFFD.
