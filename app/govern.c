@@ -22,6 +22,7 @@
 
 // A generated token's distribution under the plan in force, kept for the next drift check.
 typedef struct capture {
+    unsigned conversation;        // session_resets when it was sampled
     int hist_len;                 // tokens in the conversation when it was sampled
     int32_t token;                // the token sampled from it
     float *logits;                // n_vocab
@@ -376,6 +377,16 @@ static int drift_score(gov_run *r, session *s, double *kl, double *top1, int *n_
     int nh = session_history(s, &h);
     int ns = session_history(r->shadow, &sh);
     if (ns > nh || memcmp(sh, h, (size_t)ns * sizeof *h) != 0) { session_reset(r->shadow); ns = 0; }
+    // captures of a conversation since reset (or longer than it now is) cannot be scored
+    unsigned conv = session_resets(s);
+    int kept = 0;
+    for (int i = 0; i < r->n_caps; i++)
+        if (r->caps[i].conversation == conv && r->caps[i].hist_len <= nh) {
+            capture t = r->caps[kept];
+            r->caps[kept++] = r->caps[i];
+            r->caps[i] = t;
+        }
+    r->n_caps = kept;
     int need = 0;
     for (int i = 0; i < r->n_caps; i++)
         if (r->caps[i].hist_len > need) need = r->caps[i].hist_len;
@@ -443,6 +454,7 @@ static void capture_token(gov_run *r, session *s, int32_t token) {
     const int32_t *h;
     if (!lg) return;
     capture *c = &r->caps[r->cap_at];
+    c->conversation = session_resets(s);
     c->hist_len = session_history(s, &h);
     c->token = token;
     memcpy(c->logits, lg, (size_t)r->n_vocab * sizeof(float));

@@ -23,6 +23,7 @@ struct session {
     float *logits;           // n_vocab: last position's logits
     int32_t *hist;           // every token fed since the last reset, in order (n_hist)
     int n_hist, cap_hist;
+    unsigned resets;         // session_reset calls (which conversation hist is of)
     bool have_logits;
     bool reply_open;         // last reply ended without its closing token in the cache
     atomic_bool cancel;
@@ -215,6 +216,8 @@ int session_history(const session *s, const int32_t **ids) {
     *ids = s->hist;
     return s->n_hist;
 }
+
+unsigned session_resets(const session *s) { return s->resets; }
 
 const float *session_last_logits(const session *s) { return s->have_logits ? s->logits : NULL; }
 
@@ -421,6 +424,7 @@ void session_reset(session *s) {
     sampler_reset(s->smp, s->opts.sampling.seed);
     s->have_logits = false;
     s->n_hist = 0;
+    s->resets++;
     s->reply_open = false;
     s->st.turns = 0;
 }

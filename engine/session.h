@@ -115,6 +115,9 @@ int session_tokenize(session *s, const char *text, bool add_bos, int32_t **out, 
 // Every token fed since the last reset, in order (prompts, replies, evaluated text): *ids is
 // valid until the next eval or reset. A cache that evicts (--kv-policy) holds fewer.
 int session_history(const session *s, const int32_t **ids);
+// How many times the conversation was reset (session_reset, also by quality_eval): positions in
+// the history are comparable only within one count.
+unsigned session_resets(const session *s);
 // The last eval's logits (n_vocab; the distribution the next token is sampled from, before any
 // filter), or NULL before the first eval. Valid until the next eval.
 const float *session_last_logits(const session *s);

@@ -49,6 +49,11 @@ if grep -qx ok "$T/py"; then ok; else bad "the trace JSON"; cat "$T/py"; fi
 expect_rc 0 "the cached order" -- "$CABIN" scene "$T/kl.scene" --speed 0 --check -t 1 --governor "kl<=0 every=4 window=2"
 if grep -q 'governor: sensitivity order from .*cabin-tiny.gguf-.*-Q4_0.json' "$T/out" && ! grep -q measuring "$T/out"; then ok
 else bad "the second run should read the cached order"; grep governor "$T/out" | head -3; fi
+# a conversation reset mid-loop: the drift guard drops what it captured of the old one
+printf 'seed 1\nset temp 0\ngovernor kl<=0.01 every=4 window=2 drift_every=4\nsay it is cold in here\nsay take me home\nreset\nsay play some music\nsay open the sunroof\nexpect state sunroof=100\ngovernor log %s\n' "$T/reset.json" >"$T/reset.scene"
+expect_rc 0 "a reset while the governor runs" -- "$CABIN" scene "$T/reset.scene" --speed 0 --check -t 1
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=[c["token"] for c in d["drift_checks"]]; assert len(t) >= 2 and all(c["top1"] >= 0.9 for c in d["drift_checks"]), d["drift_checks"]' "$T/reset.json" \
+    && ok || bad "drift checks go on after a reset"
 # chat: --governor and /governor
 printf 'hello\n/governor\n/governor log\n/governor off\n/governor\n' >"$T/in"
 expect_rc 0 "chat --governor" -- sh -c "'$CABIN' chat -t 1 -n 12 --temp 0 --governor 'tps>=1000000 every=4 window=2 drift=off' <'$T/in'"
