@@ -117,18 +117,7 @@ static bool heat_progress(void *ud, int done, int total, int layer, int kind, co
 }
 
 static int write_text_file(const char *path, const char *text, errbuf *err) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return err_set(err, "%s: %s", tmp, strerror(errno));
-    bool ok = fputs(text, f) >= 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return err_set(err, "%s: %s", path, strerror(e));
-    }
-    return 0;
+    return afile_write_all(path, text, strlen(text), err);
 }
 
 // The heat map at the low type: the app's, the cached one, or measured now on the shadow.

@@ -770,29 +770,14 @@ int gguf_write_memory(gguf_writer *w, uint8_t **out, uint64_t *out_size, errbuf 
 
 int gguf_write_file(gguf_writer *w, const char *path, errbuf *err) {
     if (writer_check(w, path, err)) return -1;
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 32);
-    snprintf(tmp, plen + 32, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { err_set(err, "%s: %s", tmp, strerror(errno)); free(tmp); return -1; }
-    sink s = { .f = f };
+    afile a;
+    if (afile_open(&a, path, err)) return -1;
+    sink s = { .f = a.f };
     write_all(w, &s);
-    bool bad = s.failed || fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
-    if (fclose(f) != 0) bad = true;
-    if (bad) {
-        unlink(tmp);
-        err_set(err, "%s: write failed: %s", path, strerror(e));
-        free(tmp);
-        return -1;
+    if (s.failed) {
+        afile_close(&a, true, err);
+        return err_set(err, "%s: write failed: %s", path, strerror(e));
     }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        err_set(err, "%s: rename failed: %s", path, strerror(e));
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return afile_close(&a, false, err);
 }

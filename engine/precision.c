@@ -318,19 +318,10 @@ char *plan_to_json(const precision_plan *p) {
 
 int plan_save(const precision_plan *p, const char *path, errbuf *err) {
     char *json = plan_to_json(p);
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 16);
-    snprintf(tmp, plen + 16, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = 0;
-    if (!f || fputs(json, f) < 0 || fputc('\n', f) < 0 || fclose(f) != 0) {
-        rc = err_set(err, "%s: %s", path, strerror(errno));
-        if (f) unlink(tmp);
-    } else if (rename(tmp, path) != 0) {
-        rc = err_set(err, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
+    size_t n = strlen(json);
+    json = xrealloc(json, n + 2);
+    memcpy(json + n, "\n", 2);
+    int rc = afile_write_all(path, json, n + 1, err);
     free(json);
     return rc;
 }

@@ -250,19 +250,9 @@ int chat_save_json(const chat_log *c, const tui_snapshot *s, const char *path, e
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    int rc = 0;
-    if (!f) rc = err_set(err, "%s: %s", tmp, strerror(errno));
-    else {
-        bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-        ok = (fflush(f) == 0) && ok;
-        ok = (fsync(fileno(f)) == 0) && ok;
-        if (fclose(f) != 0) ok = false;
-        if (!ok) { rc = err_set(err, "%s: write failed", tmp); unlink(tmp); }
-        else if (rename(tmp, path) != 0) { rc = err_set(err, "%s: %s", path, strerror(errno)); unlink(tmp); }
-    }
+    size_t n = strlen(text);
+    text[n] = '\n';   // cJSON_Print's text, its terminator replaced by a newline
+    int rc = afile_write_all(path, text, n + 1, err);
     free(text);
     return rc;
 }
