@@ -304,14 +304,13 @@ static int eval_dialogues(eval_run *e, char *text) {
         line_no++;
         if (!*line) continue;
         if (e->o->limit > 0 && e->dialogues >= e->o->limit) break;
-        cJSON *d = cJSON_Parse(line);
-        cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
-        if (!cJSON_IsArray(turns)) {
+        cJSON *d = heldout_dialogue(line, file, line_no, &err);
+        if (!d) {
             end_progress(&e->progress_shown);
-            fprintf(stderr, "cabin eval-assistant: %s:%d: not a dialogue ({\"turns\": [...]})\n", file, line_no);
-            cJSON_Delete(d);
+            fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
             return 1;
         }
+        cJSON *turns = cJSON_GetObjectItem(d, "turns");
         e->dialogues++;
         session_reset(e->s);
         cJSON *t;

@@ -36,6 +36,25 @@ static int append_dialogue(strbuf *b, const chat_template *t, const cJSON *turns
     return 0;
 }
 
+cJSON *heldout_dialogue(const char *line, const char *path, int line_no, errbuf *err) {
+    const char *end = NULL;
+    cJSON *d = cJSON_ParseWithOpts(line, &end, false);
+    if (!d) {
+        err_set(err, "%s:%d: not JSON (at column %ld)", path, line_no, end ? (long)(end - line) + 1 : 1L);
+        return NULL;
+    }
+    while (end && (*end == ' ' || *end == '\t' || *end == '\r')) end++;
+    if (end && *end) {
+        err_set(err, "%s:%d: text after the JSON object (at column %ld)", path, line_no, (long)(end - line) + 1);
+    } else if (!cJSON_IsArray(cJSON_GetObjectItem(d, "turns"))) {
+        err_set(err, "%s:%d: not a dialogue ({\"turns\": [...]})", path, line_no);
+    } else {
+        return d;
+    }
+    cJSON_Delete(d);
+    return NULL;
+}
+
 char *heldout_chat_text(const char *path, const chat_template *t, int limit, errbuf *err) {
     char *file = read_file_all(path, NULL, err);
     if (!file) return NULL;
@@ -46,10 +65,9 @@ char *heldout_chat_text(const char *path, const chat_template *t, int limit, err
         line_no++;
         if (!*line) continue;
         if (limit > 0 && dialogues >= limit) break;
-        cJSON *d = cJSON_Parse(line);
-        const cJSON *turns = d ? cJSON_GetObjectItem(d, "turns") : NULL;
-        if (!cJSON_IsArray(turns)) rc = err_set(err, "%s:%d: not a dialogue ({\"turns\": [...]})", path, line_no);
-        else if (append_dialogue(&b, t, turns)) rc = err_set(err, "%s:%d: a turn lacks \"user\" or \"reply\"", path, line_no);
+        cJSON *d = heldout_dialogue(line, path, line_no, err);
+        if (!d) rc = -1;
+        else if (append_dialogue(&b, t, cJSON_GetObjectItem(d, "turns"))) rc = err_set(err, "%s:%d: a turn lacks \"user\" or \"reply\"", path, line_no);
         dialogues++;
         cJSON_Delete(d);
     }

@@ -17,6 +17,11 @@ const chat_template *eval_template(const session *s, const char *template_name);
 // limit > 0: only the first limit dialogues. NULL with "FILE:LINE: ..." in err on a bad line.
 char *heldout_chat_text(const char *path, const chat_template *t, int limit, errbuf *err);
 
+// One line of a held-out file: its dialogue object (cJSON_Delete it); NULL with "FILE:LINE: ..."
+// in err when the line is not JSON, has text after the object, or is not {"turns": [...]}.
+struct cJSON;
+struct cJSON *heldout_dialogue(const char *line, const char *path, int line_no, errbuf *err);
+
 // Whether the session runs the embedded model (held-out dialogues are its domain).
 bool eval_is_embedded_model(const session *s);
 

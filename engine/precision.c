@@ -87,11 +87,9 @@ static int kind_bit(const char *name, const char *where, uint32_t *mask, errbuf 
 int plan_parse_json(precision_plan *out, const char *json, const char *where, int n_layer, errbuf *err) {
     precision_plan p;
     plan_init(&p);
-    cJSON *root = cJSON_Parse(json);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        return err_set(err, "%s: not valid JSON (near offset %ld)", where, at ? (long)(at - json) : -1L);
-    }
+    const char *at = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &at, true);   // text after the object is an error too
+    if (!root) return err_set(err, "%s: not valid JSON (near offset %ld)", where, at ? (long)(at - json) : -1L);
     int rc = 0;
     char path[256];
     if (!cJSON_IsObject(root)) { rc = err_set(err, "%s: the plan must be a JSON object", where); goto done; }

@@ -165,8 +165,9 @@ static double num(const cJSON *o, const char *key, double dflt) {
 }
 
 int sensitivity_from_json(sensitivity_map *m, const char *json, errbuf *err) {
-    cJSON *root = cJSON_Parse(json);
-    if (!root) return err_set(err, "sensitivity map: not JSON");
+    const char *at = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &at, true);   // text after the object is an error too
+    if (!root) return err_set(err, "sensitivity map: not JSON (near offset %ld)", at ? (long)(at - json) : -1L);
     int rc = 0;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
     const cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");

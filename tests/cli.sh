@@ -180,6 +180,9 @@ if [ -f "$TINY" ]; then
     printf '{"turns": [{"user": "hi", "reply": "<act>none</act> Hi."}]}\n{"turns": 3}\n' >"$T/bad.jsonl"
     expect_rc 1 "eval-assistant on a malformed dialogue" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/bad.jsonl" -t 1
     one_line_error "bad.jsonl:2" "a malformed held-out line"
+    printf '{"turns": [{"user": "hi", "reply": "<act>none</act> Hi."}]} trailing words\n' >"$T/trail.jsonl"
+    expect_rc 1 "eval-assistant on a line with text after its object" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/trail.jsonl" -t 1
+    one_line_error "trail.jsonl:1: text after the JSON object (at column 61)" "text after a held-out line's object"
     expect_rc 1 "eval-assistant --errors to a directory" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" --errors "$T"
     one_line_error "cannot write" "an unwritable --errors file"
     # --json without a file: the figures alone, on stdout

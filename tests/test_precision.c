@@ -44,6 +44,7 @@ static void test_parse(void) {
         { "{\"rules\": [{\"layers\": \"all\", \"tensors\": \"output\", \"type\": \"q8_0\"}]}", "not per layer" },
         { "[1, 2]", "object" },
         { "{\"default\": ", "not valid JSON" },
+        { "{\"default\": \"q4_0\"} {\"default\": \"q8_0\"}", "not valid JSON (near offset 20)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         precision_plan keep;

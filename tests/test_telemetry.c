@@ -268,6 +268,10 @@ static void test_plan(void) {
     sensitivity_map_init(&m2, 2, WT_Q4_0);
     CHECK(sensitivity_from_json(&m2, js, &err) == 0 && sens_at(&m2, 1, TK_FFN_DOWN)->kl_mean == 0.5 &&
           sens_at(&m2, 1, TK_FFN_DOWN)->n_weights == 3000, "JSON round trip");
+    size_t jl = strlen(js);
+    js = xrealloc(js, jl + 8);
+    memcpy(js + jl, " {}", 4);   // text after the map: not a map
+    CHECK(sensitivity_from_json(&m2, js, &err) != 0 && strstr(err.msg, "not JSON (near offset"), "%s", err.msg);
     free(js);
     sensitivity_map_free(&m2);
     sensitivity_map_free(&m);
