@@ -7,44 +7,61 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+// A job is n slots (slot ith of nth: the caller's share function); any thread may run any slot,
+// each slot runs once. A thread claims slots until none is left, so when a worker is not
+// running (another process holds its core) the caller does its share instead of waiting for it
+// to be scheduled: only a slot already claimed is waited for.
 struct threadpool {
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint generation;   // bumped per job
-    atomic_int pending;       // workers still running the current job
+    _Atomic uint64_t state;   // (job generation << 32) | the next slot to claim
+    atomic_int done;          // slots of the current job finished
     atomic_bool stop;
-    pool_fn fn;
+    pool_fn fn;               // the current job: written before its generation is published
     void *ctx;
 };
 
 typedef struct worker_arg { threadpool *p; int ith; } worker_arg;
 
+static uint32_t gen_of(uint64_t state) { return (uint32_t)(state >> 32); }
+
+// Claims and runs slots of job gen until none is left or the job is over.
+static void run_slots(threadpool *p, uint32_t gen) {
+    uint64_t st = atomic_load_explicit(&p->state, memory_order_acquire);
+    while (gen_of(st) == gen && (uint32_t)st < (uint32_t)p->n) {
+        // the claim succeeds only while the job is still gen: its fn and ctx stay until every
+        // claimed slot is done
+        if (!atomic_compare_exchange_weak_explicit(&p->state, &st, st + 1, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        p->fn(p->ctx, (int)(uint32_t)st, p->n);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        st = atomic_load_explicit(&p->state, memory_order_acquire);
+    }
+}
+
 static void *worker_main(void *arg) {
     worker_arg wa = *(worker_arg *)arg;
     free(arg);
     threadpool *p = wa.p;
-    unsigned seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        unsigned gen;
+        uint32_t gen;
         int spins = 0;
-        while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
-               !atomic_load(&p->stop)) {
+        while ((gen = gen_of(atomic_load_explicit(&p->state, memory_order_acquire))) == seen && !atomic_load(&p->stop)) {
             if (++spins < 20000) {
                 __builtin_ia32_pause();
                 if (spins % 1024 == 0) sched_yield();   // let a descheduled peer run
                 continue;
             }
             pthread_mutex_lock(&p->mu);
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
-                pthread_cond_wait(&p->cv, &p->mu);
+            while (gen_of(atomic_load(&p->state)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = gen;
-        p->fn(p->ctx, wa.ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+        run_slots(p, gen);
     }
 }
 
@@ -80,18 +97,20 @@ int threadpool_size(const threadpool *p) { return p->n; }
 
 void threadpool_run(threadpool *p, pool_fn fn, void *ctx) {
     if (p->n == 1) { fn(ctx, 0, 1); return; }
+    // the previous job is over (every slot done): nothing reads fn, ctx or done now
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store(&p->pending, p->n - 1);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    uint32_t gen = gen_of(atomic_load_explicit(&p->state, memory_order_relaxed)) + 1;
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    atomic_store_explicit(&p->state, (uint64_t)gen << 32, memory_order_release);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    fn(ctx, 0, p->n);
-    // Wait for the workers: spin briefly (the common case: they finish within microseconds),
-    // then yield the core — a worker may be waiting for it when another process holds the other.
+    run_slots(p, gen);
+    // Wait for the slots workers claimed: spin briefly (they finish within microseconds), then
+    // yield the core — a worker may need it when another process holds the other.
     int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n) {
         if (++spins < 2000) __builtin_ia32_pause();
         else sched_yield();
     }

@@ -1,6 +1,8 @@
-// A fixed pool of worker threads for data-parallel loops. The calling thread takes part as
-// worker 0. Workers spin briefly between jobs (decode issues hundreds of small jobs per token)
-// and then sleep on a condition variable.
+// A fixed pool of worker threads for data-parallel loops. A job is nth slots (nth = the pool's
+// size), each run once by whichever thread claims it first — the calling thread too — so a
+// worker that another process keeps off its core costs nothing unless it already claimed a
+// slot. Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and
+// then sleep on a condition variable.
 #ifndef CABIN_THREADPOOL_H
 #define CABIN_THREADPOOL_H
 
@@ -8,7 +10,8 @@
 
 typedef struct threadpool threadpool;
 
-// fn(ctx, ith, nth): worker ith of nth does its share.
+// fn(ctx, ith, nth): slot ith of nth does its share (per-slot scratch is indexed by ith; no
+// two threads run the same slot).
 typedef void (*pool_fn)(void *ctx, int ith, int nth);
 
 threadpool *threadpool_new(int n_threads);   // n_threads >= 1 (1: no extra threads)
