@@ -281,6 +281,7 @@ int gguf_open_memory(gguf_file *g, const void *data, uint64_t size, const char *
     g->path = xstrdup(name);
     g->base = data;
     g->size = size;
+    g->fd = -1;
     if (gguf_parse(g, err)) { gguf_close(g); return fail_one_line(err); }
     return 0;
 }
@@ -295,8 +296,8 @@ static int open_file(gguf_file *g, const char *path, errbuf *err) {
     if (st.st_size == 0) { close(fd); return err_set(err, "%s: empty file (not a GGUF file)", path); }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);
-    if (m == MAP_FAILED) return err_set(err, "%s: mmap failed: %s", path, strerror(e));
+    if (m == MAP_FAILED) { close(fd); return err_set(err, "%s: mmap failed: %s", path, strerror(e)); }
+    g->fd = fd;
     g->path = xstrdup(path);
     g->base = m;
     g->size = (uint64_t)st.st_size;
@@ -307,6 +308,7 @@ static int open_file(gguf_file *g, const char *path, errbuf *err) {
 
 int gguf_open(gguf_file *g, const char *path, errbuf *err) {
     memset(g, 0, sizeof *g);
+    g->fd = -1;
     return open_file(g, path, err) ? fail_one_line(err) : 0;
 }
 
@@ -320,8 +322,17 @@ void gguf_close(gguf_file *g) {
     for (uint64_t i = 0; i < g->n_tensors; i++) free(g->tensors[i].name);
     free(g->tensors);
     if (g->mapped && g->base) munmap((void *)g->base, (size_t)g->size);
+    if (g->fd >= 0) close(g->fd);
     free(g->path);
     memset(g, 0, sizeof *g);
+    g->fd = -1;
+}
+
+int gguf_check_size(const gguf_file *g, errbuf *err) {
+    struct stat st;
+    if (g->fd < 0 || fstat(g->fd, &st) != 0 || (uint64_t)st.st_size >= g->size) return 0;
+    return err_set(err, "%s: the file shrank on disk (%llu -> %lld bytes) while in use; reopen the model", g->path,
+                   (unsigned long long)g->size, (long long)st.st_size);
 }
 
 const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key) {

@@ -58,6 +58,7 @@ typedef struct gguf_file {
     const uint8_t *base;     // whole file
     uint64_t size;
     bool mapped;             // base came from mmap (else borrowed memory)
+    int fd;                  // the mapped file, kept open to see it shrink (-1: memory)
     uint32_t version;
     uint64_t alignment;
     uint64_t n_kv;
@@ -72,6 +73,10 @@ int gguf_open(gguf_file *g, const char *path, errbuf *err);
 // The same over memory the caller keeps alive (name is used in messages).
 int gguf_open_memory(gguf_file *g, const void *data, uint64_t size, const char *name, errbuf *err);
 void gguf_close(gguf_file *g);
+// Whether the mapped file still holds every byte that was mapped: reading a page past a
+// truncated file's end kills the process (SIGBUS). 0, or -1 with "FILE: the file shrank on disk
+// (N -> M bytes) while in use; reopen the model".
+int gguf_check_size(const gguf_file *g, errbuf *err);
 
 const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name);

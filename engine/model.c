@@ -549,3 +549,18 @@ fail:
     if (pos != pos_stack) free(pos);
     return -1;
 }
+
+typedef struct file_reads { const uint8_t *lo, *hi; bool any; } file_reads;
+
+static void note_file_read(tensor *t, void *ud) {
+    file_reads *r = ud;
+    const uint8_t *d = t->data;
+    if (d && d >= r->lo && d < r->hi) r->any = true;
+}
+
+int model_check_file(const model *m, errbuf *err) {
+    if (!m->file.mapped || m->file.fd < 0) return 0;
+    file_reads r = { m->file.base, m->file.base + m->file.size, false };
+    model_for_each_tensor((model *)m, note_file_read, &r);
+    return r.any ? gguf_check_size(&m->file, err) : 0;
+}

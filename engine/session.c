@@ -222,6 +222,7 @@ unsigned session_resets(const session *s) { return s->resets; }
 const float *session_last_logits(const session *s) { return s->have_logits ? s->logits : NULL; }
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
+    if (model_check_file(s->m, err)) return -1;
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
         int chunk = n - i < nb ? n - i : nb;
@@ -237,6 +238,7 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
 }
 
 int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err) {
+    if (model_check_file(s->m, err)) return -1;
     if (!s->fc_all.b && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err))
         return -1;
     size_t nv = (size_t)s->m->hp.n_vocab;
