@@ -42,6 +42,12 @@ static int parse_count(const char *word, const char *text, int lo, int *out, err
     return 0;
 }
 
+static int parse_count_max(const char *word, const char *text, int lo, int hi, int *out, errbuf *err) {
+    if (parse_count(word, text, lo, out, err)) return -1;
+    if (*out > hi) return err_set(err, "governor: '%s': at most %d", word, hi);
+    return 0;
+}
+
 // One "name OP value" target word; 1 if it is one, 0 if not, -1 on error.
 static int parse_target_word(const char *w, gov_target *t, bool *have_metric, errbuf *err) {
     static const struct { const char *name, *op; int metric; } forms[] = {
@@ -78,10 +84,10 @@ static int parse_knob_word(const char *w, gov_knobs *k, errbuf *err) {
     name[n] = 0;
     const char *v = eq + 1;
     if (!strcmp(name, "every")) return parse_count(w, v, 1, &k->every, err) ? -1 : 1;
-    if (!strcmp(name, "window")) return parse_count(w, v, 1, &k->window, err) ? -1 : 1;
+    if (!strcmp(name, "window")) return parse_count_max(w, v, 1, GOV_MAX_WINDOW, &k->window, err) ? -1 : 1;
     if (!strcmp(name, "freeze")) return parse_count(w, v, 0, &k->freeze, err) ? -1 : 1;
     if (!strcmp(name, "drift_every")) return parse_count(w, v, 1, &k->drift_every, err) ? -1 : 1;
-    if (!strcmp(name, "drift_window")) return parse_count(w, v, 1, &k->drift_window, err) ? -1 : 1;
+    if (!strcmp(name, "drift_window")) return parse_count_max(w, v, 1, GOV_MAX_WINDOW, &k->drift_window, err) ? -1 : 1;
     if (!strcmp(name, "retry_after")) return parse_count(w, v, 0, &k->retry_after, err) ? -1 : 1;
     if (!strcmp(name, "band")) {
         if (parse_number(w, v, 0, &k->band, err)) return -1;

@@ -38,6 +38,8 @@ typedef struct gov_target {
     double kl_max;           // drift bound in nats per token; < 0: none (KL is still tracked)
 } gov_target;
 
+#define GOV_MAX_WINDOW 256        // window and drift_window: tokens held per reading / check
+
 typedef struct gov_knobs {
     int every;               // M: tokens from one change to the next, at least (default 16)
     int window;              // tokens one reading spans, after the plan in force settled (8)

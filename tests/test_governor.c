@@ -107,6 +107,7 @@ static void test_parse(void) {
         { "tps>=30 every=0", "every=0" }, { "tps>=30 low=q9_9", "not a type to lower to" },
         { "tps>=30 band=1.5", "band is a fraction" }, { "kl<=0.1 drift=off", "needs drift=on" },
         { "tps>=0", "above 0" }, { "tps>=30 drift=maybe", "on or off" },
+        { "tps>=30 window=300", "'window=300': at most 256" }, { "kl<=1 drift_window=1000", "at most 256" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
