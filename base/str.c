@@ -73,3 +73,10 @@ char *read_file_all(const char *path, size_t *len, errbuf *err) {
     if (len) *len = n;
     return buf;
 }
+
+void str_cut_printf(char *buf, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+}

@@ -22,6 +22,10 @@ const char *strbuf_str(const strbuf *b);   // "" while empty
 void strbuf_clear(strbuf *b);              // keeps the memory
 void strbuf_free(strbuf *b);
 
+// snprintf into a fixed buffer that cuts quietly: for names and paths bounded by their buffers on
+// purpose (sysfs paths, source names), where a cut is acceptable and not worth a warning.
+void str_cut_printf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 // Reads a whole file into memory (NUL-terminated for convenience). Returns NULL and sets err.
 char *read_file_all(const char *path, size_t *len, errbuf *err);
 

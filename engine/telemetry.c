@@ -61,15 +61,6 @@ struct power_monitor {
     double hz;
 };
 
-// snprintf that truncates quietly: paths and names here are bounded by the buffers on purpose.
-static void sfmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void sfmt(char *buf, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
 static telemetry_open_fn open_hook;
 static double (*cpu_time_hook)(void);
 
@@ -94,6 +85,8 @@ static int read_small(const char *path, char *buf, size_t cap) {
     return 0;
 }
 
+int telemetry_read_file(const char *path, char *buf, size_t cap) { return read_small(path, buf, cap); }
+
 // A non-negative integer file. 0 ok, else errno (EINVAL: not a number).
 static int read_u64(const char *path, uint64_t *out) {
     char buf[64];
@@ -114,7 +107,7 @@ static bool file_exists(const char *path) {
 
 static void basename_of(const char *path, char *out, size_t cap) {
     const char *b = strrchr(path, '/');
-    sfmt(out, cap, "%s", b ? b + 1 : path);
+    str_cut_printf(out, cap, "%s", b ? b + 1 : path);
 }
 
 static source *add_source(power_monitor *pm, enum power_kind kind, enum read_mode mode, const char *name) {
@@ -125,7 +118,7 @@ static source *add_source(power_monitor *pm, enum power_kind kind, enum read_mod
     s->r.measured = kind != PWR_ESTIMATE;
     s->r.counter = mode == RM_COUNTER_UJ || mode == RM_NVML_ENERGY || mode == RM_CPU_TIME;
     s->mode = mode;
-    sfmt(s->r.name, sizeof s->r.name, "%s", name);
+    str_cut_printf(s->r.name, sizeof s->r.name, "%s", name);
     s->r.readable = true;
     return s;
 }
@@ -138,7 +131,7 @@ static void probe(source *s, const char *path) {
     char base[128];
     basename_of(path, base, sizeof base);
     s->r.readable = false;
-    sfmt(s->r.reason, sizeof s->r.reason, "%s: %s", base, e == EINVAL ? "not a number" : strerror(e));
+    str_cut_printf(s->r.reason, sizeof s->r.reason, "%s: %s", base, e == EINVAL ? "not a number" : strerror(e));
 }
 
 // Sorted directory entries (stable source order across runs); returns count, names malloc'd.
@@ -168,24 +161,24 @@ static void free_list(char **v, int n) {
 
 static void find_rapl(power_monitor *pm) {
     char dir[512], path[600], name[64];
-    sfmt(dir, sizeof dir, "%s/sys/class/powercap", pm->root);
+    str_cut_printf(dir, sizeof dir, "%s/sys/class/powercap", pm->root);
     char **ents;
     int n = list_dir(dir, &ents);
     for (int i = 0; i < n; i++) {
-        sfmt(path, sizeof path, "%s/%s/energy_uj", dir, ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/energy_uj", dir, ents[i]);
         struct stat st;
         if (lstat(path, &st) != 0) continue;      // a control-type folder, no domain
-        sfmt(path, sizeof path, "%s/%s/name", dir, ents[i]);
-        if (read_small(path, name, sizeof name)) sfmt(name, sizeof name, "%s", ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/name", dir, ents[i]);
+        if (read_small(path, name, sizeof name)) str_cut_printf(name, sizeof name, "%s", ents[i]);
         char sname[64];
-        sfmt(sname, sizeof sname, "rapl:%s", name);
+        str_cut_printf(sname, sizeof sname, "rapl:%s", name);
         // several sockets may share a domain name: qualify by the entry
         for (int k = 0; k < pm->n; k++)
-            if (strcmp(pm->src[k].r.name, sname) == 0) { sfmt(sname, sizeof sname, "rapl:%s(%s)", name, ents[i]); break; }
+            if (strcmp(pm->src[k].r.name, sname) == 0) { str_cut_printf(sname, sizeof sname, "rapl:%s(%s)", name, ents[i]); break; }
         source *s = add_source(pm, PWR_RAPL, RM_COUNTER_UJ, sname);
         if (!s) break;
-        sfmt(s->path, sizeof s->path, "%s/%s/energy_uj", dir, ents[i]);
-        sfmt(path, sizeof path, "%s/%s/max_energy_range_uj", dir, ents[i]);
+        str_cut_printf(s->path, sizeof s->path, "%s/%s/energy_uj", dir, ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/max_energy_range_uj", dir, ents[i]);
         if (read_u64(path, &s->max_range)) s->max_range = 0;
         s->r.in_total = strncmp(name, "package", 7) == 0 || strncmp(name, "dram", 4) == 0;
         probe(s, s->path);
@@ -195,13 +188,13 @@ static void find_rapl(power_monitor *pm) {
 
 static void find_hwmon(power_monitor *pm) {
     char dir[512], path[700], chip[64];
-    sfmt(dir, sizeof dir, "%s/sys/class/hwmon", pm->root);
+    str_cut_printf(dir, sizeof dir, "%s/sys/class/hwmon", pm->root);
     char **ents;
     int n = list_dir(dir, &ents);
     for (int i = 0; i < n; i++) {
-        sfmt(path, sizeof path, "%s/%s/name", dir, ents[i]);
-        if (read_small(path, chip, sizeof chip)) sfmt(chip, sizeof chip, "%s", ents[i]);
-        sfmt(path, sizeof path, "%s/%s", dir, ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/name", dir, ents[i]);
+        if (read_small(path, chip, sizeof chip)) str_cut_printf(chip, sizeof chip, "%s", ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s", dir, ents[i]);
         char **files;
         int nf = list_dir(path, &files);
         for (int f = 0; f < nf; f++) {
@@ -215,15 +208,15 @@ static void find_hwmon(power_monitor *pm) {
                 mode = RM_GAUGE_UW;
                 if (strcmp(suffix, "average") == 0) {   // power*_input of the same channel wins
                     char alt[800];
-                    sfmt(alt, sizeof alt, "%s/%s/power%d_input", dir, ents[i], ch);
+                    str_cut_printf(alt, sizeof alt, "%s/%s/power%d_input", dir, ents[i], ch);
                     if (file_exists(alt)) continue;
                 }
             } else continue;
             char sname[64];
-            sfmt(sname, sizeof sname, "hwmon:%s/%s%d", chip, mode == RM_COUNTER_UJ ? "energy" : "power", ch);
+            str_cut_printf(sname, sizeof sname, "hwmon:%s/%s%d", chip, mode == RM_COUNTER_UJ ? "energy" : "power", ch);
             source *s = add_source(pm, PWR_HWMON, mode, sname);
             if (!s) break;
-            sfmt(s->path, sizeof s->path, "%s/%s/%s", dir, ents[i], fn);
+            str_cut_printf(s->path, sizeof s->path, "%s/%s/%s", dir, ents[i], fn);
             s->r.in_total = true;
             probe(s, s->path);
         }
@@ -234,25 +227,25 @@ static void find_hwmon(power_monitor *pm) {
 
 static void find_batteries(power_monitor *pm) {
     char dir[512], path[700], type[32];
-    sfmt(dir, sizeof dir, "%s/sys/class/power_supply", pm->root);
+    str_cut_printf(dir, sizeof dir, "%s/sys/class/power_supply", pm->root);
     char **ents;
     int n = list_dir(dir, &ents);
     for (int i = 0; i < n; i++) {
-        sfmt(path, sizeof path, "%s/%s/type", dir, ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/type", dir, ents[i]);
         if (read_small(path, type, sizeof type) || strcmp(type, "Battery") != 0) continue;
         char sname[64];
-        sfmt(sname, sizeof sname, "battery:%s", ents[i]);
-        sfmt(path, sizeof path, "%s/%s/power_now", dir, ents[i]);
+        str_cut_printf(sname, sizeof sname, "battery:%s", ents[i]);
+        str_cut_printf(path, sizeof path, "%s/%s/power_now", dir, ents[i]);
         bool has_power = file_exists(path);
         source *s = add_source(pm, PWR_BATTERY, has_power ? RM_GAUGE_UW : RM_BATTERY_IV, sname);
         if (!s) break;
         s->r.in_total = true;
         if (has_power) {
-            sfmt(s->path, sizeof s->path, "%s", path);
+            str_cut_printf(s->path, sizeof s->path, "%s", path);
             probe(s, s->path);
         } else {
-            sfmt(s->path, sizeof s->path, "%s/%s/current_now", dir, ents[i]);
-            sfmt(s->path2, sizeof s->path2, "%s/%s/voltage_now", dir, ents[i]);
+            str_cut_printf(s->path, sizeof s->path, "%s/%s/current_now", dir, ents[i]);
+            str_cut_printf(s->path2, sizeof s->path2, "%s/%s/voltage_now", dir, ents[i]);
             probe(s, s->path);
             if (s->r.readable) probe(s, s->path2);
         }
@@ -283,14 +276,14 @@ static void find_nvml(power_monitor *pm) {
         unsigned int mw;
         bool energy = a->energy && a->energy(a->dev[i], &mj) == 0;
         char sname[64];
-        sfmt(sname, sizeof sname, "nvml:%u", i);
+        str_cut_printf(sname, sizeof sname, "nvml:%u", i);
         source *s = add_source(pm, PWR_NVML, energy ? RM_NVML_ENERGY : RM_NVML_POWER, sname);
         if (!s) break;
         s->nvml_index = (int)i;
         s->r.in_total = true;
         if (!energy && a->power(a->dev[i], &mw) != 0) {
             s->r.readable = false;
-            sfmt(s->r.reason, sizeof s->r.reason, "nvmlDeviceGetPowerUsage not supported");
+            str_cut_printf(s->r.reason, sizeof s->r.reason, "nvmlDeviceGetPowerUsage not supported");
         }
     }
 }
@@ -304,7 +297,7 @@ power_monitor *power_monitor_open(const char *root, errbuf *err) {
     }
     power_monitor *pm = xcalloc(1, sizeof *pm);
     // "/" -> "" so paths read "/sys/..."
-    sfmt(pm->root, sizeof pm->root, "%s", strcmp(root, "/") == 0 ? "" : root);
+    str_cut_printf(pm->root, sizeof pm->root, "%s", strcmp(root, "/") == 0 ? "" : root);
     size_t rl = strlen(pm->root);
     while (rl > 0 && pm->root[rl - 1] == '/') pm->root[--rl] = 0;
     pthread_mutex_init(&pm->mu, NULL);
@@ -409,7 +402,7 @@ static void sample_locked(power_monitor *pm, double t) {
         int e = read_value(pm, s, &v);
         if (e) {   // a source that stops answering is reported, not retried every tick
             s->r.readable = false;
-            sfmt(s->r.reason, sizeof s->r.reason, "read failed: %s", strerror(e));
+            str_cut_printf(s->r.reason, sizeof s->r.reason, "read failed: %s", strerror(e));
             continue;
         }
         if (s->have_last && t > s->last_t) {
@@ -541,7 +534,7 @@ void energy_turn_from_marks(power_monitor *pm, const power_mark *m0, const power
     memset(e, 0, sizeof *e);
     if (!pm) return;
     bool measured = false;
-    sfmt(e->total_from, sizeof e->total_from, "%s", power_monitor_total_from(pm, &measured));
+    str_cut_printf(e->total_from, sizeof e->total_from, "%s", power_monitor_total_from(pm, &measured));
     e->total_measured = measured;
     pthread_mutex_lock(&pm->mu);
     int n = m0->n < m2->n ? m0->n : m2->n;
@@ -549,7 +542,7 @@ void energy_turn_from_marks(power_monitor *pm, const power_mark *m0, const power
     if (pm->n < n) n = pm->n;
     e->n = n;
     for (int i = 0; i < n; i++) {
-        sfmt(e->name[i], sizeof e->name[i], "%s", pm->src[i].r.name);
+        str_cut_printf(e->name[i], sizeof e->name[i], "%s", pm->src[i].r.name);
         e->measured[i] = pm->src[i].r.measured;
         e->prefill_j[i] = m1->joules[i] - m0->joules[i];
         e->decode_j[i] = m2->joules[i] - m1->joules[i];

@@ -105,6 +105,11 @@ typedef struct device_heap {
     uint64_t used, budget;  // bytes; budget 0 = unknown
 } device_heap;
 
+// ---- sysfs ----
+// Reads a small file (a sysfs value) into buf through the open hook below: NUL-terminated,
+// trailing newlines and spaces cut. 0 ok, else an errno. engine/hwstate.c reads through it too.
+int telemetry_read_file(const char *path, char *buf, size_t cap);
+
 // ---- tests ----
 // Replaces open(2) for the sysfs readers (NULL: the real one) so a test can make a file fail
 // with a chosen errno even when running as root, where mode 000 is still readable.
