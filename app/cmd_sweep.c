@@ -2,6 +2,7 @@
 // quality for each precision (and backend), with the Pareto frontier marked.
 #include "app/commands.h"
 #include "app/eval_text.h"
+#include "engine/hwstate.h"
 #include "engine/quality.h"
 #include "engine/telemetry.h"
 #include "engine/wtype.h"
@@ -32,7 +33,9 @@ static const cmd_spec POWER_SPEC = {
     "whether each is measured and readable (or why not), then samples every readable\n"
     "source for N seconds and prints watts once a second and joules at the end. The\n"
     "estimate (this process's CPU time x watts per core) is always listed and always\n"
-    "labelled estimated; it is the total only where nothing can be measured.\n",
+    "labelled estimated; it is the total only where nothing can be measured. The\n"
+    "hardware line: CPU clock now/max, thermal throttle count, the hottest thermal zone,\n"
+    "battery or mains (engine/hwstate.h; \"?\" where it cannot be read, and why).\n",
 };
 
 int cmd_power(int argc, char **argv) {
@@ -61,6 +64,12 @@ int cmd_power(int argc, char **argv) {
     printf("total: %s (%s)", from, measured ? "measured" : "estimated");
     if (!measured) printf(", %.1f W per busy core", power_monitor_watts_per_core(pm));
     printf("\n");
+    hw_state hw;
+    hw_state_read(root, &hw);
+    char hw_line[200];
+    hw_state_line(&hw, hw_line, sizeof hw_line);
+    printf("hardware: %s\n", hw_line);
+    if (hw.why[0]) printf("hardware unknown: %s\n", hw.why);
     int rc = 0;
     if (seconds > 0) {
         if (power_monitor_start(pm, hz, &err)) { fprintf(stderr, "cabin power: %s\n", err.msg); power_monitor_close(pm); return 1; }

@@ -157,9 +157,11 @@ static void read_supply(const char *root, hw_state *h) {
     DIR *d = opendir(dir);
     if (!d) { why_add(h, "supply: no /sys/class/power_supply"); return; }
     bool mains_online = false, discharging = false;
+    int n_supplies = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
+        n_supplies++;
         str_cut_printf(path, sizeof path, "%s/%s/type", dir, e->d_name);
         if (telemetry_read_file(path, text, sizeof text)) continue;
         if (!strcmp(text, "Mains") || !strcmp(text, "USB")) {
@@ -173,7 +175,8 @@ static void read_supply(const char *root, hw_state *h) {
     }
     closedir(d);
     h->on_battery = mains_online ? 0 : discharging ? 1 : -1;
-    if (h->on_battery < 0) why_add(h, "supply: no mains online and no battery discharging");
+    if (!n_supplies) why_add(h, "supply: no power supplies listed");
+    else if (h->on_battery < 0) why_add(h, "supply: no mains online, no battery discharging");
 }
 
 void hw_state_read(const char *root, hw_state *out) {

@@ -31,7 +31,7 @@ typedef struct hw_state {
     int on_battery;          // 1 battery, 0 mains, -1 unknown: a "Mains" or "USB" supply with
                              // online 1 -> mains; else a "Battery" with status "Discharging" ->
                              // battery; else unknown
-    char why[160];           // what could not be read, "; "-separated ("" when everything read)
+    char why[256];           // what could not be read, "; "-separated ("" when everything read)
 } hw_state;
 
 // Reads every field under root (NULL or "/" = this machine). Never fails: what cannot be read
