@@ -75,6 +75,7 @@ sleep 0.5; cap >"$T/screen"
 grep -qE "cabin › .{3,}" "$T/screen" && ok || bad "no reply text"
 grep -qE "TTFT [0-9]+ ms" "$T/screen" && grep -qE "decode [0-9.]+ tok/s" "$T/screen" && grep -qE "[0-9.]+ W now" "$T/screen" \
     && ok || bad "latency/power figures missing"
+grep -qE "cpu [0-9.?]+/[0-9.?]+ GHz · throttled [0-9?]+ · [0-9?]+ °C" "$T/screen" && ok || bad "no hardware line in the power panel at 40 rows"
 kv1=$(grep -oE "KV [0-9]+/[0-9]+" "$T/screen" | head -n 1)
 clean 120 && ok || bad "garbage after a reply"
 shot reply-120x40

@@ -6,6 +6,7 @@
 #define CABIN_TUI_H
 
 #include "app/cmdlang.h"
+#include "engine/hwstate.h"
 #include "engine/precision.h"
 #include "engine/sensitivity.h"
 #include "engine/session.h"
@@ -72,6 +73,8 @@ typedef struct tui_snapshot {
     char power_from[32];
     bool power_measured;
     double watts;                // the total now
+    hw_state hw;                 // CPU clock, throttling, temperature, supply (engine/hwstate.h)
+    double hw_t;                 // when hw was read (seconds; at most 2 reads a second)
     const sensitivity_map *heat; // NULL: no heat map yet
     char heat_status[96];        // "computing 12/42" or ""
     int heat_mode;               // see tui_heat_modes

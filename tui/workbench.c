@@ -307,6 +307,10 @@ static void poll_aside(wb *b) {
 
 static void read_power(wb *b) {
     tui_snapshot *s = &b->snap;
+    if (s->hw_t == 0 || s->now - s->hw_t >= 0.5) {   // a few dozen sysfs reads: 2 Hz is plenty
+        hw_state_read("/", &s->hw);
+        s->hw_t = s->now;
+    }
     s->n_pw = b->pm ? power_monitor_read(b->pm, s->pw, TEL_MAX_SOURCES) : 0;
     if (s->n_pw > TEL_MAX_SOURCES) s->n_pw = TEL_MAX_SOURCES;
     if (!b->pm) return;
