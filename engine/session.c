@@ -299,8 +299,8 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     atomic_store(&s->cancel, false);
     *ended_on_eog = false;
     power_mark pm0, pm1, pm2;
-    double op0[OP_COUNT], op1[OP_COUNT];
-    uint64_t calls0[OP_COUNT], calls1[OP_COUNT];
+    double op0[OP_COUNT], op1[OP_COUNT], op_prefilled[OP_COUNT];   // seconds per op kind
+    uint64_t calls0[OP_COUNT], calls1[OP_COUNT], calls_prefilled[OP_COUNT];
     if (s->profiling) s->b->profile_read(s->b, op0, calls0);
     if (s->power) power_monitor_mark(s->power, &pm0);
     double t0 = now_sec();
@@ -320,6 +320,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     s->st.prefill_ms = (t1 - t0) * 1e3;
     s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
     if (s->power) power_monitor_mark(s->power, &pm1);
+    if (s->profiling) s->b->profile_read(s->b, op_prefilled, calls_prefilled);
     int n_decoded = 0;       // decode forward passes
     double t_prev = 0.0;
     float *scratch = xmalloc((size_t)s->m->hp.n_vocab * sizeof(float));
@@ -368,12 +369,18 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         energy_turn_from_marks(s->power, &pm0, &pm1, &pm2, n, n_decoded, &s->st.energy);
     }
     s->st.op_profiled = s->profiling;
+    s->st.device_ms_per_token = 0;
     if (s->profiling) {
         s->b->profile_read(s->b, op1, calls1);
+        double decode_s = 0;
         for (int k = 0; k < OP_COUNT; k++) {
             s->st.op_ms[k] = (op1[k] - op0[k]) * 1e3;
             s->st.op_calls[k] = calls1[k] - calls0[k];
+            decode_s += op1[k] - op_prefilled[k];
         }
+        // a device backend's op times are its own timestamps; the CPU's are host clocks
+        if (backend_has(s->b, BACKEND_CAP_DEVICES) && n_decoded > 0)
+            s->st.device_ms_per_token = decode_s * 1e3 / n_decoded;
     }
     free(scratch);
     return rc;

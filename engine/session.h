@@ -50,6 +50,9 @@ typedef struct session_stats {
     bool op_profiled;            // op_ms valid: session_set_profiling(s, true) was on this turn
     double op_ms[OP_COUNT];      // this turn's time per op kind (prefill + decode)
     uint64_t op_calls[OP_COUNT];
+    double device_ms_per_token;  // the device's own time per decode pass (its op timestamps summed
+                                 // over the decode passes / their number), when op_profiled on a
+                                 // backend with BACKEND_CAP_DEVICES that has timestamps; else 0
     energy_turn energy;          // this turn's joules; energy.total_from "" without a monitor
     uint64_t rss_bytes;          // process resident set (at get_stats)
     int n_device_heaps;          // device memory by heap (a device backend fills it; 0 on cpu)

@@ -317,6 +317,7 @@ static void test_session_stats(void) {
     CHECK(st.decode_tps > 0 && NEAR(st.decode_tps, 40.0 / (st.decode_ms * 1e-3), 1e-6 * st.decode_tps), "decode tok/s = passes / time");
     CHECK(st.decode_tps_last32 > 0, "last-32 rate");
     CHECK(st.op_profiled && st.op_calls[OP_MATMUL] > 0 && st.op_ms[OP_MATMUL] > 0, "op profile per turn");
+    CHECK(st.device_ms_per_token == 0, "no device time on the cpu backend: %g", st.device_ms_per_token);
     CHECK(strcmp(st.energy.total_from, "estimate") == 0 && !st.energy.total_measured, "energy labelled estimated");
     CHECK(st.energy.total_decode_j >= 0 && st.energy.decode_j_per_token >= 0, "energy figures");
     CHECK(st.rss_bytes > 0 && st.kv_bytes > 0, "memory figures");

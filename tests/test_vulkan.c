@@ -2,8 +2,8 @@
 // cpu-scalar): the same op checks (tests/op_checks.h) on its variants (both matmul shapes whatever
 // the device prefers, shared-memory reductions, attention split across workgroups, device buffers
 // that are not host-visible) with validation-layer error counts, then whole models (generated,
-// every weight type, llama and qwen2; prefill and token-by-token decode, profiled) and the
-// reference models of ../shared/ref. Skips, saying why, when no Vulkan device is present. The seed:
+// every weight type, llama and qwen2; prefill and token-by-token decode, profiled; a session's
+// device time per token) and the reference models of ../shared/ref. Skips, saying why, when no Vulkan device is present. The seed:
 // tests/rng.h; CABIN_VK_VALIDATE=1 also counts validation-layer errors.
 #include "test.h"
 #include "rng.h"
@@ -12,6 +12,7 @@
 #include "model_util.h"
 #include "engine/modelgen.h"
 #include "engine/sampler.h"
+#include "engine/session.h"
 #include "engine/wtype.h"
 #include "vulkan/vulkan_backend.h"
 
@@ -197,6 +198,48 @@ static backend *vk_with_env(errbuf *err, const char *var, const char *val, const
     return b;
 }
 
+static bool count_tok(void *ud, int32_t t, const char *piece, int len) {
+    (void)t; (void)piece; (void)len;
+    (*(int *)ud)++;
+    return true;
+}
+
+// A profiled session on the default device: the device's own time per decoded token is there,
+// and no more than the wall time of the decode (each batch is waited for before the next).
+static void test_session_device_ms(uint64_t seed) {
+    const char *path = gen_model("llama", WT_Q8_0, seed);
+    if (!path) return;
+    session_opts so = session_opts_default();
+    so.model_path = path;
+    so.n_ctx = 128;
+    so.ignore_eog = true;
+    so.sampling.temp = 0;
+    so.backend.name = "vulkan";
+    errbuf err = {{0}};
+    session *s = session_open(&so, &err);
+    CHECK(s != NULL, "vulkan session: %s", err.msg);
+    if (s) {
+        session_set_profiling(s, true);
+        int got = 0;
+        CHECK(session_complete(s, "ab", 16, count_tok, &got, &err) == 0, "complete: %s", err.msg);
+        session_stats st;
+        session_get_stats(s, &st);
+        int passes = st.gen_tokens;   // ignore_eog: every sampled token is fed back, the last too
+        CHECK(st.op_profiled && st.device_ms_per_token > 0, "device ms per token: %g", st.device_ms_per_token);
+        CHECK(st.gen_tokens == 16 && st.device_ms_per_token * passes <= st.decode_ms * 1.01 + 0.05,
+              "device time within the decode's wall time: %g ms x %d passes vs %g ms", st.device_ms_per_token,
+              passes, st.decode_ms);
+        printf("note: session on the device: %.3f ms device time per token, %.3f ms wall\n", st.device_ms_per_token,
+               passes > 0 ? st.decode_ms / passes : 0.0);
+        session_set_profiling(s, false);
+        CHECK(session_complete(s, "ab", 4, count_tok, &got, &err) == 0, "complete: %s", err.msg);
+        session_get_stats(s, &st);
+        CHECK(!st.op_profiled && st.device_ms_per_token == 0, "not profiled: 0 (%g)", st.device_ms_per_token);
+        session_close(s);
+    }
+    unlink(path);
+}
+
 int main(void) {
     uint64_t seed = test_seed();
     errbuf err = {{0}};
@@ -266,6 +309,7 @@ int main(void) {
     CHECK(mkdir(tmpdir, 0700) == 0, "mkdir %s", tmpdir);
     for (int a = 0; a < 2; a++)
         for (int ti = 0; ti < N_TYPES; ti++) test_model(vk, a ? "qwen2" : "llama", types[ti], seed + (uint64_t)ti);
+    test_session_device_ms(seed);
     rmdir(tmpdir);
     printf("note: models checked in %.1f s\n", now_sec() - t0);
     test_ref_models(vk);
