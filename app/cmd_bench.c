@@ -218,9 +218,13 @@ static int bench_report(session *s, const bench_opts *o, const char *model_path,
     if (o->json_out) {
         errbuf err = {{0}};
         FILE *f = opts_open_out(o->json_out, &err);
-        if (!f || bench_json(f, s, o, model_path, pp_med, tg_med, bw, n_threads) || opts_close_out(f, o->json_out, &err)) {
+        bool failed = !f;
+        if (f) {   // opts_close_out closes f whatever happened, once
+            failed = bench_json(f, s, o, model_path, pp_med, tg_med, bw, n_threads) != 0;
+            if (opts_close_out(f, o->json_out, &err)) failed = true;
+        }
+        if (failed) {
             if (!err.msg[0]) err_set(&err, "%s: write failed", o->json_out);
-            if (f && f != stdout) fclose(f);
             fprintf(stderr, "cabin bench: %s\n", err.msg);
             rc = 1;
         }

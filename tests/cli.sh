@@ -80,6 +80,10 @@ grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weight
 expect_rc 0 "bench --json FILE" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json "$T/bench.json"
 grep -q '^| tg4 ' "$T/out" && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/bench.json" 2>/dev/null && ok ||
     { bad "bench --json FILE: the table on stdout, JSON in the file"; cat "$T/out"; }
+if [ -w /dev/full ]; then   # a write that fails at close: one error line, exit 1, no crash
+    expect_rc 1 "bench --json /dev/full" -- "$CABIN" bench -p 4 -n 2 -r 1 --json /dev/full   # the embedded model
+    [ "$(wc -l <"$T/err")" = 1 ] && grep -q '^cabin bench: /dev/full: write failed' "$T/err" && ok || { bad "bench --json /dev/full: one line"; cat "$T/err"; }
+else skip=$((skip + 1)); echo "skipped: bench --json /dev/full: no writable /dev/full here"; fi
 # sweep: a --backend given is the list of one it sweeps over (--backends takes a list)
 expect_rc 0 "sweep --backend" -- "$CABIN" sweep -m "$T/m.gguf" --weights f32 --backend cpu-scalar -n 2 --tokens 64 --kl-ctx 32 -t 1 --json
 /usr/bin/python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points']; assert [x['backend'] for x in p] == ['cpu-scalar']" "$T/out" 2>/dev/null &&
