@@ -2,6 +2,7 @@
 // grammar; app/turn.h), a transcript, expectations. Scenes, the workbench and chat share it.
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
+#include "app/eval_text.h"
 #include "engine/precision.h"
 #include "app/govern.h"
 #include "app/heatmap.h"
@@ -330,18 +331,13 @@ int run_bench(app_ctx *c, cmd_line *l, errbuf *err) {
     return 0;
 }
 
-// The text a heat map is measured on when none is given: the held-out assistant dialogues when
-// they are there (the embedded model's own domain), else a built-in paragraph.
-static char *heatmap_text(const char *path, errbuf *err) {
+// The text a heat map is measured on: the file given, else what `cabin heatmap` scores without
+// -f (app/eval_text.h: the embedded model's held-out dialogues in its chat layout, else prose).
+static char *heatmap_text(app_ctx *c, const char *path, errbuf *err) {
     if (path) return read_file_all(path, NULL, err);
-    char *t = read_file_all("assets/eval/heldout.jsonl", NULL, NULL);
-    if (t) {
-        if (strlen(t) > 6000) t[6000] = 0;
-        return t;
-    }
-    return xstrdup("The driver asked the car to set the temperature to twenty two degrees, open the "
-                   "passenger window a little, play the radio, and navigate home before it gets dark. "
-                   "Then she asked how much range was left and whether the doors were locked.");
+    const char *what;
+    bool prose;
+    return eval_default_text(c->as.s, c->opts.template_name, &what, &prose, err);
 }
 
 static bool heatmap_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *cell) {
@@ -380,7 +376,7 @@ int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err) {
     if (file && heatmap_is_map(file)) {
         rc = heatmap_load(m, session_model(c->as.s)->hp.n_layer, type, file, err);
     } else {
-        char *text = heatmap_text(file, err);
+        char *text = heatmap_text(c, file, err);
         if (!text) { free(m); return -1; }
         heatmap_opts o = { .type = type, .ctx = 256, .ctx_fits_text = true, .max_windows = 4,
                            .progress = heatmap_progress, .ud = c };

@@ -14,9 +14,14 @@ static const char *PROSE =
 #define PROSE_REPEATS 40   // enough tokens to fill the default windows
 #define EMBEDDED_MODEL_NAME "cabin-tiny"   // general.name of assets/models/cabin-tiny.gguf
 
-const chat_template *eval_template(const session *s, const char *template_name) {
+// By name, else recognised from the file's tokenizer.chat_template (NULL when it has none).
+static const chat_template *template_named_or_detected(const char *template_name, const char *chat_template_src) {
     const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
-    return t ? t : chat_template_detect(session_model(s)->chat_template);
+    return t ? t : chat_template_detect(chat_template_src);
+}
+
+const chat_template *eval_template(const session *s, const char *template_name) {
+    return template_named_or_detected(template_name, session_model(s)->chat_template);
 }
 
 // Appends one dialogue's turns in the chat layout; -1 when a turn lacks its texts.
@@ -88,9 +93,8 @@ static char *default_text(const char *model_name, const char *chat_template_src,
                           const char **what, bool *prose, errbuf *err) {
     *prose = !is_embedded_name(model_name);
     if (!*prose) {
-        const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
         *what = CABIN_HELDOUT " (held-out dialogues, chat layout)";
-        return heldout_chat_text(CABIN_HELDOUT, t ? t : chat_template_detect(chat_template_src), 0, err);
+        return heldout_chat_text(CABIN_HELDOUT, template_named_or_detected(template_name, chat_template_src), 0, err);
     }
     *what = "a built-in paragraph of prose";
     strbuf b = {0};
