@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -124,19 +125,21 @@ static double metric_value(const session_stats *st, int idx) {
     return 0;
 }
 
-// "a, b, c" from a NULL-terminated list, made once into buf.
-static const char *joined(const char *const *list, char *buf, size_t n) {
-    if (buf[0]) return buf;
+// "a, b, c" from a NULL-terminated list into buf.
+static void join_names(const char *const *list, char *buf, size_t n) {
     size_t o = 0;
     for (int i = 0; list[i] && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", list[i]);
-    return buf;
 }
 
+// The metric and setting name lists, made once (pthread_once: help and completion may ask from
+// the UI thread while a scene's error message asks from the worker).
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+static char metric_names_text[420], setting_names_text[160];   // the session's metrics, then the governor's
+static void make_name_lists(void);
+
 const char *app_metric_names(void) {
-    static char buf[256], gov[160], both[420];
-    if (!both[0]) snprintf(both, sizeof both, "%s, %s", joined(metric_names, buf, sizeof buf),
-                           joined(gov_run_metric_names, gov, sizeof gov));
-    return both;
+    pthread_once(&names_once, make_name_lists);
+    return metric_names_text;
 }
 
 int app_metric(app_ctx *c, const char *name, double *out) {
@@ -184,11 +187,19 @@ static const struct setting *find_setting(const char *name) {
 
 bool app_setting_known(const char *name) { return find_setting(name) != NULL; }
 
-const char *app_setting_names(void) {
-    static const char *names[N_SETTINGS + 1];
-    static char buf[160];
+static void make_name_lists(void) {
+    char session_names[256], gov_names[160];
+    join_names(metric_names, session_names, sizeof session_names);
+    join_names(gov_run_metric_names, gov_names, sizeof gov_names);
+    snprintf(metric_names_text, sizeof metric_names_text, "%s, %s", session_names, gov_names);
+    const char *names[N_SETTINGS + 1] = { 0 };
     for (int i = 0; i < N_SETTINGS; i++) names[i] = settings[i].name;
-    return joined(names, buf, sizeof buf);
+    join_names(names, setting_names_text, sizeof setting_names_text);
+}
+
+const char *app_setting_names(void) {
+    pthread_once(&names_once, make_name_lists);
+    return setting_names_text;
 }
 
 // ---- the commands ----

@@ -2,15 +2,20 @@
 #include "app/commands.h"
 #include "engine/backend.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 // "this cabin has: auto, cpu, ..." under --backend's help
-static const char *backend_choices(void) {
-    static char line[160];
-    snprintf(line, sizeof line, "this cabin has: %s", backend_names());
-    return line;
+static char backend_choices_text[160];
+static void make_backend_choices(void) {
+    snprintf(backend_choices_text, sizeof backend_choices_text, "this cabin has: %s", backend_names());
+}
+static const char *backend_choices(void) {   // made once: --help may be printed from any thread
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_backend_choices);
+    return backend_choices_text;
 }
 
 #define RO(field) offsetof(run_opts, field)
