@@ -69,6 +69,12 @@ wait_for "Precision" 2 && ok || bad "no precision panel at 120x40"
 grep -q "plan as in file" "$T/screen" && [ "$(grid_rows q8)" = 2 ] && ok || bad "grid: want 2 layers of q8 (the file's plan)"
 wait_for "KL 0 (the file's precision)" 5 && ok || bad "the file's own plan should show KL 0"
 clean 120 && ok || bad "garbage on the first screen"
+# Tab completes from the command table, the workbench's own commands included, each once
+tmux send-keys -t "$S" ":sa" Tab Tab
+wait_for "› :save" 3 && ok || bad ":sa Tab Tab: want :save after :say"
+tmux send-keys -t "$S" Tab
+wait_for "› :say" 3 && ok || bad ":sa Tab Tab Tab: back to :say (save offered once)"
+tmux send-keys -t "$S" C-u
 tmux send-keys -t "$S" "hello there" Enter
 wait_for "decode" 15 && ok || bad "no reply figures after a message"
 sleep 0.5; cap >"$T/screen"

@@ -12,9 +12,6 @@
 #define HIST_MAX 1000
 #define CTRL(c) ((c) & 0x1f)
 
-// Commands the workbench handles itself, completed alongside the command language's.
-static const char *const local_cmds[] = { "save", "clear", NULL };
-
 void le_init(line_edit *e, const char *hist_path) {
     memset(e, 0, sizeof *e);
     e->search_hit = -1;
@@ -101,17 +98,8 @@ static void search_next(line_edit *e, int from) {
         if (e->search[0] && strstr(e->hist[i], e->search)) { e->search_hit = i; return; }
 }
 
-static const char *complete_nth(const char *prefix, int i) {
-    const char *r = cmdlang_complete(prefix, CMD_IN_WORKBENCH, i);
-    if (r) return r;
-    int n = 0;
-    while (cmdlang_complete(prefix, CMD_IN_WORKBENCH, n)) n++;
-    i -= n;
-    size_t pl = strlen(prefix);
-    for (int k = 0; local_cmds[k]; k++)
-        if (strncmp(local_cmds[k], prefix, pl) == 0 && i-- == 0) return local_cmds[k];
-    return NULL;
-}
+// The i-th command of the workbench's (the table's rows offered in it, its own ones included).
+static const char *complete_nth(const char *prefix, int i) { return cmdlang_complete(prefix, CMD_IN_WORKBENCH, i); }
 
 // Tab on ":pre": cycles through the commands starting with "pre".
 static void complete(line_edit *e) {
