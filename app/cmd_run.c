@@ -1,5 +1,6 @@
 // cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
 #include "app/chat.h"
+#include "app/cmdlang.h"
 #include "app/commands.h"
 
 #include <errno.h>
@@ -253,22 +254,31 @@ static const opt_def CHAT_OPTS[] = {
     { "--system", NULL, OPT_STR, 0, "TEXT", "system prompt", NULL, NULL, NULL },
 };
 
-static const cmd_spec CHAT_SPEC = {
-    "cabin chat", "cabin chat [-m MODEL] [--system TEXT] [options]",
-    "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
-    "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
-    "(one user turn per line).\n"
-    "Commands: /reset (forget the conversation), /stats, /car, /help, /quit\n"
-    "Replies in the assistant format (<act>ACTION</act> sentence) are applied to a\n"
-    "simulated vehicle; the action and the state change are shown apart.\n",
-};
+// cabin chat's help: the `/` commands are the command table's rows offered in chat.
+static void chat_about(char *buf, size_t n) {
+    int n_rows, o = snprintf(buf, n, "%s",
+        "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
+        "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
+        "(one user turn per line).\nCommands:");
+    const cmd_def *rows = cmdlang_table(&n_rows);
+    for (int i = 0; i < n_rows && o > 0 && (size_t)o < n; i++)
+        if (rows[i].offered & CMD_IN_CHAT) o += snprintf(buf + o, n - (size_t)o, " /%s", rows[i].name);
+    if (o > 0 && (size_t)o < n)
+        snprintf(buf + o, n - (size_t)o, "%s",
+                 " (/help says what each does)\n"
+                 "Replies in the assistant format (<act>ACTION</act> sentence) are applied to a\n"
+                 "simulated vehicle; the action and the state change are shown apart.\n");
+}
 
 int cmd_chat(int argc, char **argv) {
     run_opts r;
     run_opts_init(&r);
     const char *system = NULL;
     opt_table own = OPT_TABLE(CHAT_OPTS, &system);
-    int prc = run_opts_parse_chat(&CHAT_SPEC, &own, &r, argc, argv);
+    char about[1024];
+    chat_about(about, sizeof about);
+    const cmd_spec spec = { "cabin chat", "cabin chat [-m MODEL] [--system TEXT] [options]", about };
+    int prc = run_opts_parse_chat(&spec, &own, &r, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
     r.s.system_prompt = system;
     const char *path = run_opts_model(&r);

@@ -73,7 +73,7 @@ typedef struct cmd_def {
     int min_args, max_args;  // -1: any
     int (*validate)(cmd_line *l, errbuf *err);             // may be NULL
     // What it does on the app object: scenes, the workbench's worker thread and chat run it
-    // unless the front end has its own handler (cmd_front). NULL: the front ends' own only.
+    // unless the front end has its own handler (cmd_own). NULL: the front ends' own only.
     int (*run)(app_ctx *c, cmd_line *l, errbuf *err);
     // The words its first argument takes (`set`'s keys), appended to the help; may be NULL.
     const char *(*arg_words)(void);

@@ -64,7 +64,7 @@ int quality_eval(session *s, const int32_t *ids, int n, const quality_opts *o, q
     if (body < 2) return err_set(err, "window of %d tokens is too small", ctx);
     int n_chunks = n / body;
     if (o->max_chunks > 0 && n_chunks > o->max_chunks) n_chunks = o->max_chunks;
-    if (n_chunks < 1) return err_set(err, "%d tokens: fewer than one window of %d (use a smaller --ctx)", n, ctx);
+    if (n_chunks < 1) return err_set(err, "%d tokens: fewer than one window of %d (a smaller window or a longer text)", n, ctx);
     int nv = session_n_vocab(s);
     float *logits = xmalloc((size_t)ctx * nv * sizeof(float));
     int32_t *win = xmalloc((size_t)ctx * sizeof(int32_t));
@@ -164,7 +164,7 @@ int quality_base_load(const char *path, quality_base *b, int n_vocab, int ctx, u
     if (len < BASE_HEAD || memcmp(raw, "CBKL", 4) || hdr[1] != 1 || hdr[3] != QUALITY_TOP_K)
         rc = err_set(err, "%s: not a cabin base-logits file", path);
     else if (hdr[2] != (uint32_t)n_vocab || hdr64[1] != hash || hdr[4] != (uint32_t)ctx)
-        rc = err_set(err, "%s: made from another vocabulary, text or --ctx (base: ctx %u, %llu tokens)",
+        rc = err_set(err, "%s: made from another vocabulary, text or window (base: window %u, %llu tokens)",
                      path, hdr[4], (unsigned long long)hdr64[0]);
     else if ((len - BASE_HEAD) % sizeof(kl_record) || (len - BASE_HEAD) / sizeof(kl_record) != hdr64[2])
         rc = err_set(err, "%s: truncated (%zu bytes)", path, len);

@@ -114,6 +114,10 @@ printf '/help\n/car\n/precision q4_0\n/reset now\n/quit\n' | "$CABIN" chat -m "$
 [ $rc = 0 ] && grep -q "^/reset " "$T/out" && grep -q "^/car " "$T/out" && ! grep -q "^/precision" "$T/out" &&
     grep -qE "^  climate.driver_temp +21 " "$T/out" && grep -q "unknown command /precision q4_0 (try /help)" "$T/out" &&
     grep -q "reset: wrong number of arguments" "$T/out" && ok || { bad "chat / commands from the table"; cat "$T/out" "$T/err"; }
+# cabin chat --help names the same / commands as /help, in the same order
+want=$(grep -oE '^/[a-z]+' "$T/out" | tr '\n' ' ')
+"$CABIN" chat --help >"$T/help" 2>&1
+grep -q "^Commands: ${want}(/help says what each does)" "$T/help" && ok || { bad "chat --help lists /help's commands ($want)"; cat "$T/help"; }
 
 # precision: switching in the middle of a run keeps going; quantize; ppl with KL against a base
 expect_rc 0 "make-model f16" -- "$CABIN" make-model -o "$T/f16.gguf" --type f16 --dim 64 --ffn 128 --vocab 400
