@@ -172,8 +172,10 @@ CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_tui) $(
 # A test links base and engine, plus each layer whose headers it includes (app/, tui/, audio/,
 # vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link every
 # backend's objects (BACKEND_OBJ: the registry has a backend's row only when they are linked). A test that
-# includes vulkan/ headers with VULKAN=0, or the audio devices with AUDIO=0, is built from
-# tests/skipped.c instead: it prints why it is skipped in the line tests/run.sh reads.
+# includes a vulkan/ header itself, with VULKAN=0, or any audio/ header itself, with AUDIO=0 (even
+# one of the parts that need no library: wav, vad, clause, ring), is built from tests/skipped.c
+# instead: the whole test is skipped, not only its device parts, and it prints why in the line
+# tests/run.sh reads. The tests of ALL_BACKEND_TESTS still run with VULKAN=0, on the CPU rows.
 ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

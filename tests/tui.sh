@@ -6,17 +6,13 @@
 # device that is not there, a scene played with --tui, and every captured screen checked for
 # garbage (escape sequences, '^[' , lines wider than the terminal). Screens are kept in
 # $TUI_SHOTS (default: none) for docs/WORKBENCH.md.
-BUILD=${1:-build}
-CABIN="$(pwd)/$BUILD/cabin"
-pass=0; fail=0; skipped=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+TAG=tui; . "$(dirname "$0")/lib.sh"
+CABIN="$(pwd)/$BUILD/cabin"   # absolute: tmux starts it
 if ! command -v tmux >/dev/null 2>&1; then
     echo "skipped: tmux is not installed (the workbench test drives the binary in tmux)"
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
 fi
-T=$(mktemp -d /tmp/cabin-tui-XXXXXX)
 S=cabin-tui-$$
 TMUX_TMPDIR=$T; export TMUX_TMPDIR      # a private tmux server
 trap 'tmux kill-server 2>/dev/null; rm -rf "$T"' EXIT
@@ -25,8 +21,7 @@ trap 'tmux kill-server 2>/dev/null; rm -rf "$T"' EXIT
 tmux new-session -d -s keepalive -x 20 -y 5 "sleep 3600"
 "$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
 # A cabin built without audio (make AUDIO=0) says so where voice would start ("voice off: ...").
-if "$CABIN" devices 2>/dev/null | grep -q '^audio: built in'; then has_audio=1; VOICE_OFF="voice off: audio"
-else has_audio=0; VOICE_OFF="voice off: built without audio (make AUDIO=1)"; fi
+if cabin_has_audio; then VOICE_OFF="voice off: audio"; else VOICE_OFF="voice off: built without audio (make AUDIO=1)"; fi
 
 cap() { tmux capture-pane -t "$S" -p; }
 # wait_for TEXT [SECONDS]: polls the screen until TEXT (a fixed string) shows
@@ -160,9 +155,9 @@ i=0; while [ ! -f "$T/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 # ---- voice: F5 twice with a WAV recording as the microphone; the reply spoken into a WAV ----
 WAV=assets/audio/set-temperature-22.wav
 TINY=assets/models/cabin-tiny.gguf
-if [ $has_audio = 0 ]; then
+if ! cabin_has_audio; then
     echo "skipped: $CABIN was built without audio (make AUDIO=1): the voice part of the workbench test"
-    skipped=$((skipped + 1))
+    skip=$((skip + 1))
 elif [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
     VM="$T/m.gguf"; [ -f "$TINY" ] && VM="$(pwd)/$TINY"
     rm -f "$T/rc" "$T/reply.wav"
@@ -201,7 +196,7 @@ import wave,sys; w=wave.open('$T/reply.wav'); n=w.getnframes(); sys.exit(0 if n 
     [ "$(cat "$T/rc" 2>/dev/null)" = 0 ] && ok || bad "quit after voice turns (rc $(cat "$T/rc" 2>/dev/null))"
 else
     echo "skipped: $WAV or assets/asr/cabin.lm missing (the voice part of the workbench test)"
-    skipped=$((skipped + 1))
+    skip=$((skip + 1))
 fi
 
 # ---- a capture device that is not there (or no audio at all): one line, voice off, text still works ----
@@ -245,8 +240,7 @@ if [ -f "$TINY" ]; then
     tmux send-keys -t "$S" ":quit" Enter
 else
     echo "skipped: $TINY is not built yet (the trained assistant model)"
-    skipped=$((skipped + 1))
+    skip=$((skip + 1))
 fi
 
-if [ "$skipped" -gt 0 ]; then echo "$pass passed, $fail failed, $skipped skipped"; else echo "$pass passed, $fail failed"; fi
-[ $fail -eq 0 ]
+test_finish
