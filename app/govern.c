@@ -2,6 +2,7 @@
 #include "app/govern.h"
 #include "app/eval_text.h"
 #include "app/heatmap.h"
+#include "engine/hwstate.h"
 #include "engine/model.h"
 #include "engine/quality.h"
 #include "engine/wtype.h"
@@ -60,6 +61,9 @@ struct gov_run {
     int ring_n, ring_at;
     gov_reading last;
     bool have_reading;
+    hw_state hw_prev, hw;         // the machine (engine/hwstate.h), read at most twice a second
+    double hw_t;
+    bool throttled;               // throttling seen since the last reading
     // drift checks
     capture *caps;                // ring of drift_window
     int n_caps, cap_at;
@@ -347,7 +351,20 @@ static void make_reading(gov_run *r, gov_reading *g) {
     bool measured = false;
     if (r->pm) power_monitor_total_from(r->pm, &measured);
     g->watts_measured = measured;
-    g->on_battery = -1;
+    g->cpu_mhz = r->hw.cpu_mhz;
+    g->cpu_max_mhz = r->hw.cpu_max_mhz;
+    g->throttled = r->throttled;
+    g->on_battery = r->hw.on_battery;
+    r->throttled = false;
+}
+
+// The machine's state, at most twice a second (a reading is a few dozen small file reads).
+static void read_hw(gov_run *r, double now) {
+    if (r->hw_t > 0 && now - r->hw_t < 0.5) return;
+    r->hw_prev = r->hw;
+    hw_state_read(NULL, &r->hw);
+    if (r->hw_t > 0 && hw_state_throttled(&r->hw_prev, &r->hw)) r->throttled = true;
+    r->hw_t = now;
 }
 
 // ---- drift checks ----
@@ -470,6 +487,7 @@ void gov_run_token(gov_run *r, session *s, int32_t token) {
         if (r->ring_n < r->g.knobs.window) r->ring_n++;
     }
     check_switch(r, s, r->tokens + 1);
+    read_hw(r, t_in);
     bool under_change = r->g.pos > 0 && !r->g.pending && r->tokens >= r->g.settled_at;
     if (r->shadow && under_change) {
         capture_token(r, s, token);
@@ -586,6 +604,9 @@ int gov_run_save_json(const gov_run *r, const char *path, errbuf *err) {
         cJSON_AddItemToObject(o, "watts", num_or_null(d->r.watts));
         cJSON_AddItemToObject(o, "j_per_token", num_or_null(d->r.j_per_token));
         cJSON_AddItemToObject(o, "kl", num_or_null(d->kl));
+        cJSON_AddItemToObject(o, "cpu_mhz", d->r.cpu_mhz > 0 ? cJSON_CreateNumber(d->r.cpu_mhz) : cJSON_CreateNull());
+        cJSON_AddBoolToObject(o, "throttled", d->r.throttled);
+        cJSON_AddItemToObject(o, "on_battery", d->r.on_battery < 0 ? cJSON_CreateNull() : cJSON_CreateBool(d->r.on_battery));
         cJSON_AddStringToObject(o, "reason", d->reason);
         cJSON *ts = cJSON_AddArrayToObject(o, "tensors");   // the tensors it moved
         int lo = d->from < d->to ? d->from : d->to, hi = d->from < d->to ? d->to : d->from;

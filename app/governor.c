@@ -281,6 +281,14 @@ static int standing(const governor *g, const gov_reading *r, double *ratio, char
     }
 }
 
+// What the machine said beside the metric: "" or " (CPU throttled, on battery)".
+static void machine_note(const gov_reading *r, char *buf, size_t n) {
+    buf[0] = 0;
+    if (r->throttled || r->on_battery == 1)
+        snprintf(buf, n, " (%s%s%s)", r->throttled ? "CPU throttled" : "", r->throttled && r->on_battery == 1 ? ", " : "",
+                 r->on_battery == 1 ? "on battery" : "");
+}
+
 int gov_step(governor *g, const gov_reading *r, gov_decision *d) {
     memset(d, 0, sizeof *d);
     d->token = r->token;
@@ -295,9 +303,11 @@ int gov_step(governor *g, const gov_reading *r, gov_decision *d) {
     if (r->token - g->settled_at < k->window) { snprintf(d->reason, sizeof d->reason, "settling"); return GOV_HOLD; }
     if (r->token - g->last_change < k->every) { snprintf(d->reason, sizeof d->reason, "waiting"); return GOV_HOLD; }
     learn(g, r);
-    char what[96];
+    char what[128], note[48];
     double ratio;
-    int st = standing(g, r, &ratio, what, sizeof what);
+    int st = standing(g, r, &ratio, what, 80);
+    machine_note(r, note, sizeof note);
+    strcat(what, note);
     uint64_t bytes = d->bytes_from;
     uint64_t span = gov_ladder_bytes(&g->ladder, 0) - gov_ladder_bytes(&g->ladder, g->ladder.n);
     uint64_t step = span / 8 ? span / 8 : 1;

@@ -101,7 +101,7 @@ typedef struct gov_decision {
     uint64_t bytes_from, bytes_to;
     gov_reading r;               // the reading it was made on
     double kl, top1;             // the last drift check (kl < 0: none yet)
-    char reason[192];
+    char reason[240];
 } gov_decision;
 
 typedef struct governor {

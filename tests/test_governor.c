@@ -3,12 +3,15 @@
 // slowdown factor, a few percent of noise from a fixed seed, and a switch that takes a few
 // tokens to land.
 #include "app/governor.h"
+#include "engine/hwstate.h"
 #include "engine/wtype.h"
 #include "rng.h"
 #include "test.h"
 
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define N_LAYER 16
 
@@ -151,6 +154,89 @@ static void test_slowdown_recovery(void) {
     gov_free(&g);
 }
 
+// A file of a fixture sysfs tree (folders made as needed).
+static void put(const char *root, const char *rel, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(path, 0700); *p = '/'; }
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+static void set_cpus(const char *root, const char *khz, const char *throttles) {
+    for (int c = 0; c < 2; c++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "sys/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq", c);
+        put(root, rel, khz);
+        snprintf(rel, sizeof rel, "sys/devices/system/cpu/cpu%d/thermal_throttle/core_throttle_count", c);
+        put(root, rel, throttles);
+    }
+}
+
+// The same slowdown and recovery, told by a fixture sysfs tree: the CPU's clock drops to 55%
+// with its throttle count rising (token 150), then comes back (token 330); the machine runs at
+// the clock's share of its maximum, the readings carry what engine/hwstate.c reads.
+static void test_fixture_throttling(void) {
+    char root[] = "/tmp/cabin-governor-XXXXXX";
+    CHECK(mkdtemp(root) != NULL, "mkdtemp");
+    for (int c = 0; c < 2; c++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", c);
+        put(root, rel, "3000000\n");
+    }
+    set_cpus(root, "3000000\n", "0\n");
+    gov_ladder l = make_ladder();
+    machine m = { .slow = 1 };
+    m.bw = 20.0 * (double)gov_ladder_bytes(&l, 0);
+    gov_target t;
+    gov_knobs k;
+    errbuf err = { { 0 } };
+    CHECK(gov_parse("tps>=18 every=16", &t, &k, &err) == 0, "%s", err.msg);
+    governor g;
+    gov_init(&g, &t, &k, &l);
+    hw_state prev, hw;
+    hw_state_read(root, &hw);
+    CHECK(hw.cpu_mhz == 3000 && hw.cpu_max_mhz == 3000 && hw.throttle_count == 0, "fixture read: %.0f/%.0f MHz, %ld",
+          hw.cpu_mhz, hw.cpu_max_mhz, hw.throttle_count);
+    int running = 0, lowers = 0, raises = 0, reversals = 0, dir = 0, throttled_lowers = 0;
+    long land_at = -1, last_change = -1, min_gap = 1L << 30;
+    bool throttled = false;
+    for (long tok = 0; tok < 500; tok++) {
+        if (tok == 150) set_cpus(root, "1650000\n", "5\n");
+        if (tok == 330) set_cpus(root, "3000000\n", "5\n");
+        if (tok % 10 == 0) {   // the machine read every 10 tokens, as govern.c reads it twice a second
+            prev = hw;
+            hw_state_read(root, &hw);
+            throttled = throttled || hw_state_throttled(&prev, &hw);
+        }
+        if (land_at >= 0 && tok >= land_at) { running = g.pos; gov_applied(&g, tok); land_at = -1; }
+        double tps = machine_tps(&m, gov_ladder_bytes(&g.ladder, running), tok) * hw.cpu_mhz / hw.cpu_max_mhz;
+        gov_reading r = { .token = tok, .tps = tps, .watts = -1, .j_per_token = -1, .cpu_mhz = hw.cpu_mhz,
+                          .cpu_max_mhz = hw.cpu_max_mhz, .throttled = throttled, .on_battery = -1 };
+        gov_decision d;
+        int a = gov_step(&g, &r, &d);
+        if (a == GOV_HOLD) continue;
+        throttled = false;   // a reading's flag covers the tokens since the last decision
+        land_at = tok + 3;
+        if (last_change >= 0 && tok - last_change < min_gap) min_gap = tok - last_change;
+        last_change = tok;
+        int nd = a == GOV_LOWER ? 1 : -1;
+        if (dir && nd != dir) reversals++;
+        dir = nd;
+        if (a == GOV_LOWER) { lowers++; throttled_lowers += strstr(d.reason, "(CPU throttled)") != NULL; }
+        if (a == GOV_RAISE) raises++;
+    }
+    CHECK(lowers >= 1 && raises >= 1 && reversals == 1, "lowers %d raises %d reversals %d", lowers, raises, reversals);
+    CHECK(throttled_lowers >= 1, "the lowering says the CPU throttled");
+    CHECK(min_gap >= k.every, "changes %ld tokens apart", min_gap);
+    CHECK(running == 0, "back at the source (position %d)", running);
+    gov_free(&g);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0, "rm %s", root);
+}
+
 // A machine the bandwidth model misjudges (most of a token's time does not depend on bytes):
 // each lowering gains less than predicted, each raise costs less. Raises that have to be undone
 // freeze raising, for longer each time: few changes, no see-saw.
@@ -272,6 +358,7 @@ int main(void) {
     test_seed();
     test_parse();
     test_slowdown_recovery();
+    test_fixture_throttling();
     test_misjudged_machine();
     test_drift_rollback();
     test_watts_and_joules();
