@@ -2,6 +2,7 @@
 #include "app/action_grammar.h"
 #include "app/assistant.h"
 #include "app/commands.h"
+#include "app/eval_actions.h"
 #include "app/eval_text.h"
 #include "engine/chat_template.h"
 #include "engine/quality.h"
@@ -127,12 +128,6 @@ out:
 
 // ---- eval-assistant ----
 
-typedef struct eval_counts {
-    int turns, exact, intent_ok, slots_total, slots_ok, malformed;
-    int named, named_ok;   // right actions with a contact or place; those whose sentence names it
-    double nll; long nll_tokens;
-} eval_counts;
-
 typedef struct reply_buf { char text[2048]; size_t len; } reply_buf;
 
 static bool collect(void *ud, int32_t tok, const char *piece, int len) {
@@ -250,7 +245,8 @@ typedef struct eval_run {
     int dialogues;
     double reply_nll;
     long reply_tokens;
-    bool progress_shown;      // a "\r[N dialogues]" line is open on stderr
+    bool progress;            // print "\r[N dialogues]" lines on stderr
+    bool progress_shown;      // such a line is open
 } eval_run;
 
 // One turn: the model's reply against the reference. -1 with err on a generation error.
@@ -295,20 +291,19 @@ static int eval_turn(eval_run *e, int line_no, const char *user, const char *wan
     return 0;
 }
 
-// Every dialogue of the held-out text; 1 with a line printed on a bad line or a failed turn.
-static int eval_dialogues(eval_run *e, char *text) {
+// Every dialogue of the held-out text; -1 with "FILE:LINE: ..." in err on a bad line or a
+// failed turn.
+static int eval_dialogues(eval_run *e, char *text, errbuf *err) {
     const char *file = e->o->file;
-    errbuf err = {{0}};
     int line_no = 0, rc = 0;
     for (char *line = strtok(text, "\n"); line && !rc; line = strtok(NULL, "\n")) {
         line_no++;
         if (!*line) continue;
         if (e->o->limit > 0 && e->dialogues >= e->o->limit) break;
-        cJSON *d = heldout_dialogue(line, file, line_no, &err);
+        cJSON *d = heldout_dialogue(line, file, line_no, err);
         if (!d) {
-            end_progress(&e->progress_shown);
-            fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
-            return 1;
+            rc = -1;
+            break;
         }
         cJSON *turns = cJSON_GetObjectItem(d, "turns");
         e->dialogues++;
@@ -317,30 +312,39 @@ static int eval_dialogues(eval_run *e, char *text) {
         cJSON_ArrayForEach(t, turns) {
             cJSON *u = cJSON_GetObjectItem(t, "user"), *want = cJSON_GetObjectItem(t, "reply");
             if (!cJSON_IsString(u) || !cJSON_IsString(want)) {
-                end_progress(&e->progress_shown);
-                fprintf(stderr, "cabin eval-assistant: %s:%d: a turn lacks \"user\" or \"reply\"\n", file, line_no);
-                rc = 1;
+                rc = err_set(err, "%s:%d: a turn lacks \"user\" or \"reply\"", file, line_no);
                 break;
             }
-            if (eval_turn(e, line_no, u->valuestring, want->valuestring, &err)) {
-                end_progress(&e->progress_shown);
-                fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
-                rc = 1;
+            if (eval_turn(e, line_no, u->valuestring, want->valuestring, err)) {
+                rc = err_prefix(err, "%s:%d", file, line_no);
                 break;
             }
         }
-        if (!rc && e->header >= 0 && score_replies(e->s, e->tmpl, e->header, turns, &e->reply_nll, &e->reply_tokens, &err)) {
-            end_progress(&e->progress_shown);
-            fprintf(stderr, "cabin eval-assistant: %s:%d: %s\n", file, line_no, err.msg);
-            rc = 1;
-        }
+        if (!rc && e->header >= 0 && score_replies(e->s, e->tmpl, e->header, turns, &e->reply_nll, &e->reply_tokens, err))
+            rc = err_prefix(err, "%s:%d", file, line_no);
         cJSON_Delete(d);
-        if (e->dialogues % 20 == 0) {
+        if (e->progress && e->dialogues % 20 == 0) {
             fprintf(stderr, "\r[%d dialogues] exact %.1f%%", e->dialogues, 100.0 * e->c.exact / (e->c.turns ? e->c.turns : 1));
             e->progress_shown = true;
         }
     }
     end_progress(&e->progress_shown);
+    return rc;
+}
+
+int eval_assistant_actions(session *s, const char *heldout, int limit, bool free_actions, eval_counts *out,
+                           errbuf *err) {
+    eval_opts o = { .file = heldout, .limit = limit };
+    eval_run e = { .o = &o, .s = s, .header = -1 };
+    char *text = read_file_all(heldout, NULL, err);
+    if (!text) return -1;
+    e.grammar = free_actions ? NULL : action_grammar_new(s);
+    int rc = eval_dialogues(&e, text, err);
+    action_grammar_free(e.grammar);
+    session_set_filter(s, NULL);
+    session_reset(s);
+    free(text);
+    *out = e.c;
     return rc;
 }
 
@@ -425,8 +429,10 @@ int cmd_eval_assistant(int argc, char **argv) {
         e.grammar = r.free_actions ? NULL : action_grammar_new(e.s);
         e.tmpl = eval_template(e.s, r.s.template_name);
         e.header = assistant_header_id(e.s, e.tmpl);
+        e.progress = true;
         double t0 = now_sec();
-        rc = eval_dialogues(&e, text);
+        rc = eval_dialogues(&e, text, &err) ? 1 : 0;
+        if (rc) fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
         if (!rc && e.c.turns > 0) rc = eval_report(&e, &r, now_sec() - t0);
     }
     if (e.errors) fclose(e.errors);

@@ -82,6 +82,40 @@ char *heldout_chat_text(const char *path, const chat_template *t, int limit, err
     return b.s;
 }
 
+int heldout_first_user_turns(const char *path, int limit, char ***out, errbuf *err) {
+    char *file = read_file_all(path, NULL, err);
+    if (!file) return -1;
+    char **turns = NULL;
+    int n = 0, line_no = 0, rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(file, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        if (!*line) continue;
+        if (limit > 0 && n >= limit) break;
+        cJSON *d = heldout_dialogue(line, path, line_no, err);
+        const cJSON *first = d ? cJSON_GetArrayItem(cJSON_GetObjectItem(d, "turns"), 0) : NULL;
+        const cJSON *user = first ? cJSON_GetObjectItem(first, "user") : NULL;
+        if (!d) {
+            rc = -1;
+        } else if (!cJSON_IsString(user)) {
+            rc = err_set(err, "%s:%d: a dialogue without a first user turn ({\"turns\": [{\"user\": ...}]})", path, line_no);
+        } else {
+            turns = xrealloc(turns, (size_t)(n + 1) * sizeof *turns);
+            turns[n++] = xstrdup(user->valuestring);
+        }
+        cJSON_Delete(d);
+    }
+    free(file);
+    if (!rc && n == 0) rc = err_set(err, "%s: no dialogues", path);
+    if (rc) {
+        for (int i = 0; i < n; i++) free(turns[i]);
+        free(turns);
+        return -1;
+    }
+    *out = turns;
+    return n;
+}
+
 static bool is_embedded_name(const char *model_name) {
     return model_name && strcmp(model_name, EMBEDDED_MODEL_NAME) == 0;
 }

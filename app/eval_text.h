@@ -22,6 +22,11 @@ char *heldout_chat_text(const char *path, const chat_template *t, int limit, err
 struct cJSON;
 struct cJSON *heldout_dialogue(const char *line, const char *path, int line_no, errbuf *err);
 
+// The first user turn of each dialogue of a held-out file (limit > 0: of the first limit
+// dialogues): *out gets a malloc'd array of malloc'd strings; returns the count, or -1 with
+// "FILE:LINE: ..." in err. The prompts cabin compare uses on the embedded model by default.
+int heldout_first_user_turns(const char *path, int limit, char ***out, errbuf *err);
+
 // Whether the session runs the embedded model (held-out dialogues are its domain).
 bool eval_is_embedded_model(const session *s);
 
