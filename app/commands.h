@@ -20,6 +20,7 @@ int cmd_eval_assistant(int argc, char **argv);
 int cmd_power(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_voice(int argc, char **argv);
 int cmd_audio(int argc, char **argv);

@@ -122,6 +122,18 @@ static bool is_embedded_name(const char *model_name) {
 
 bool eval_is_embedded_model(const session *s) { return is_embedded_name(session_model(s)->name); }
 
+int eval_is_embedded_file(const char *model_path, errbuf *err) {
+    gguf_file g;
+    if (gguf_open(&g, model_path, err)) return -1;
+    char *name = NULL;
+    errbuf ignored = {{0}};   // no general.name: not the embedded model
+    gguf_get_strdup(&g, "general.name", &name, &ignored);
+    gguf_close(&g);
+    int embedded = is_embedded_name(name);
+    free(name);
+    return embedded;
+}
+
 // model_name: general.name; chat_template_src: tokenizer.chat_template (NULL when absent)
 static char *default_text(const char *model_name, const char *chat_template_src, const char *template_name,
                           const char **what, bool *prose, errbuf *err) {

@@ -29,6 +29,9 @@ int heldout_first_user_turns(const char *path, int limit, char ***out, errbuf *e
 
 // Whether the session runs the embedded model (held-out dialogues are its domain).
 bool eval_is_embedded_model(const session *s);
+// The same for a model file not opened (reads its name only): 1 or 0, -1 with err when the file
+// cannot be read.
+int eval_is_embedded_file(const char *model_path, errbuf *err);
 
 // The text to score when no -f is given (malloc'd): the embedded model's held-out dialogues in
 // its chat layout, or for another model a paragraph of plain prose repeated; *what names it and

@@ -24,6 +24,7 @@ static const command commands[] = {
     { "power",      cmd_power,      "power sources (RAPL, hwmon, NVML, battery; else an estimate) and their draw" },
     { "heatmap",    cmd_heatmap,    "quantization sensitivity per layer and tensor: grid, JSON/CSV, a plan within a budget" },
     { "sweep",      cmd_sweep,      "speed, energy, size and KL per precision, Pareto frontier marked" },
+    { "compare",    cmd_compare,    "two precision plans (or KV formats) on the same prompts: replies side by side, speed, energy, KL, significance" },
     { "info",       cmd_info,       "what a GGUF file holds: architecture, sizes, types, tokenizer" },
     { "tokenize",   cmd_tokenize,   "text to token ids" },
     { "devices",    cmd_devices,    "the Vulkan devices (index for --device, memory, features)" },
