@@ -2,6 +2,7 @@
 // grammar; app/turn.h), a transcript, expectations. Scenes, the workbench and chat share it.
 #include "app/cmdlang.h"
 #include "app/cmdlang_run.h"
+#include "app/compare.h"
 #include "app/eval_text.h"
 #include "engine/precision.h"
 #include "app/govern.h"
@@ -426,6 +427,72 @@ int run_sweep(app_ctx *c, cmd_line *l, errbuf *err) {
     int status = pclose(p);
     if (status != 0) return err_set(err, "%s:%d: sweep failed (status %d)", l->file, l->line, status);
     return 0;
+}
+
+// The user turns said so far: the transcript's "you: " lines (after a "[   1.234] " timestamp when
+// timestamps are on), as app_say prints them. Returns the count, *out malloc'd.
+static int user_turns_so_far(const app_ctx *c, char ***out) {
+    int n = 0;
+    *out = NULL;
+    for (const char *line = strbuf_str(&c->transcript); *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *at = line;
+        if (*at == '[') {
+            const char *close = memchr(at, ']', len);
+            at = close && close[1] == ' ' ? close + 2 : at;
+        }
+        if ((size_t)(at - line) + 5 < len && strncmp(at, "you: ", 5) == 0) {
+            *out = xrealloc(*out, (size_t)(n + 1) * sizeof **out);
+            (*out)[n++] = strndup(at + 5, len - (size_t)(at - line) - 5);
+        }
+        line += len + (end ? 1 : 0);
+    }
+    return n;
+}
+
+// `compare A B [FILE]`: the compare of cabin compare on the app's model, in two sessions of its
+// own (the conversation is kept), on FILE's prompts, else the user turns so far, else a few
+// built-in ones; short replies and a few held-out dialogues, so it stays quick.
+int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
+    static const char *const BUILT_IN[] = { "turn up the heat", "play some jazz", "take me home" };
+    char **prompts = NULL;
+    int n;
+    if (l->argc > 2) n = compare_read_prompts(l->argv[2], &prompts, err);
+    else if ((n = user_turns_so_far(c, &prompts)) == 0) {
+        n = 3;
+        prompts = xmalloc(3 * sizeof *prompts);
+        for (int i = 0; i < 3; i++) prompts[i] = xstrdup(BUILT_IN[i]);
+    }
+    if (n < 0) return err_prefix(err, "%s:%d: compare", l->file, l->line);
+    errbuf perr = {{0}};
+    power_monitor *pm = power_monitor_open("/", &perr);
+    if (pm && power_monitor_start(pm, 10, &perr)) {
+        power_monitor_close(pm);
+        pm = NULL;   // no energy figures; the rest of the compare stands
+    }
+    compare_opts o = { .base = c->opts, .plan = { l->argv[0], l->argv[1] }, .assistant_limit = 10, .pm = pm };
+    if (o.base.max_reply_tokens <= 0 || o.base.max_reply_tokens > 48) o.base.max_reply_tokens = 48;
+    app_print(c, "compare: %s against %s on %d prompt%s", l->argv[0], l->argv[1], n, n == 1 ? "" : "s");
+    compare_result res;
+    int rc = compare_run(&o, prompts, n, &res, err);
+    if (rc) {
+        err_prefix(err, "%s:%d: compare", l->file, l->line);
+    } else {
+        strbuf b = {0};
+        compare_report(&res, 100, &b);
+        for (const char *line = strbuf_str(&b); *line;) {
+            const char *end = strchr(line, '\n');
+            int len = end ? (int)(end - line) : (int)strlen(line);
+            app_print(c, "%.*s", len, line);
+            line += len + (end ? 1 : 0);
+        }
+        strbuf_free(&b);
+    }
+    compare_result_free(&res);
+    compare_free_prompts(prompts, n);
+    power_monitor_close(pm);
+    return rc;
 }
 
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {

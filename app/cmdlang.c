@@ -135,6 +135,17 @@ static int v_heatmap(cmd_line *l, errbuf *err) {
     return 0;
 }
 
+static int v_compare(cmd_line *l, errbuf *err) {
+    for (int i = 0; i < 2; i++) {
+        precision_plan p;
+        errbuf e = {{0}};
+        if (plan_parse_any(&p, l->argv[i], 0, &e)) return err_set(err, "%s:%d: compare: plan %s: %s", WHERE(l), i ? "B" : "A", e.msg);
+    }
+    if (l->argc > 2 && access(l->argv[2], R_OK) != 0)
+        return err_set(err, "%s:%d: compare: prompts file not found: %s", WHERE(l), l->argv[2]);
+    return 0;
+}
+
 static int v_set(cmd_line *l, errbuf *err) {
     if (app_setting_known(l->argv[0])) return 0;
     return err_set(err, "%s:%d: set: unknown setting '%s' (%s)", WHERE(l), l->argv[0], app_setting_names());
@@ -158,6 +169,7 @@ static const cmd_def table[] = {
     { "note", NULL, "note TEXT", "a caption for demos", SC | WB, 1, -1, v_text, run_note, NULL },
     { "bench", NULL, "bench [N]", "decode N tokens (default 32) and report speed", SC | WB, 0, 1, NULL, run_bench, NULL },
     { "sweep", NULL, "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", SC | WB, 0, 1, NULL, run_sweep, NULL },
+    { "compare", NULL, "compare A B [FILE]", "plans A and B on the same prompts (FILE, else the user turns so far): replies, speed, energy, KL, significance", SC | WB | CH, 2, 3, v_compare, run_compare, NULL },
     { "heatmap", NULL, "heatmap [TYPE] [FILE]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text FILE, or a map FILE.json loaded (cabin heatmap --json)", SC | WB, 0, 2, v_heatmap, run_heatmap, NULL },
     { "governor", NULL, "governor TARGET [kl<=K] [KNOB=V ...] | off | log [FILE.json]", "hold tps>=N, watts<=W or "
       "j_per_token<=J (or kl<=K alone) with the least quality lost; no argument: its state (docs/PRECISION.md)",

@@ -17,6 +17,7 @@ int run_note(app_ctx *c, cmd_line *l, errbuf *err);
 int run_bench(app_ctx *c, cmd_line *l, errbuf *err);
 int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err);
 int run_sweep(app_ctx *c, cmd_line *l, errbuf *err);
+int run_compare(app_ctx *c, cmd_line *l, errbuf *err);
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err);
 int run_reset(app_ctx *c, cmd_line *l, errbuf *err);
 int run_seed(app_ctx *c, cmd_line *l, errbuf *err);

@@ -58,4 +58,14 @@ expect_rc 1 "a prompts file with no prompts" -- $RUN -f "$T/empty.txt"
 one_line_error "$T/empty.txt: no prompts" "an empty prompts file"
 expect_rc 1 "a plot that cannot be written" -- $RUN --limit 1 --assistant-limit 0 --plot /nonexistent-dir/c.svg
 grep -q "/nonexistent-dir/c.svg: cannot write" "$T/err" && ok || bad "the plot's path in the error"
+
+# the command language: `compare q8_0 q4_0` in a scene compares the user turns said so far and
+# the conversation goes on (scenes/compare.scene's expectations check the car after it)
+expect_rc 0 "scenes/compare.scene" -- "$CABIN" scene scenes/compare.scene --headless --check --speed 0 -t 2 --no-timestamps
+grep -q "^compare: q8_0 against q4_0 on 2 prompts" "$T/out" && grep -q "^|   1 | take me home " "$T/out" &&
+    grep -q "^|   2 | play some music " "$T/out" && grep -q "^summary over 2 prompts" "$T/out" && ok ||
+    bad "compare in a scene: the table over the user turns so far and the summary"
+printf 'compare q8_0 q5_frob\n' >"$T/bad.scene"
+expect_rc 2 "a scene with a bad plan" -- "$CABIN" scene "$T/bad.scene" --headless
+grep -q "bad.scene:1: compare: plan B: " "$T/err" && ok || { bad "a bad plan in a scene names the line"; cat "$T/err"; }
 test_finish
