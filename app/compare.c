@@ -261,22 +261,40 @@ void compare_result_free(compare_result *r) {
 
 // ---- report ----
 
-// Up to w display columns of s (UTF-8 aware, a newline or tab shown as a space), padded to w.
-// Returns the bytes consumed.
-static size_t put_clipped(strbuf *out, const char *s, int w, bool pad) {
+// Bytes of the UTF-8 character at s (1 for a stray byte; never past the NUL).
+static size_t char_len(const char *s) {
+    unsigned char c = (unsigned char)*s;
+    size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    for (size_t k = 1; k < len; k++) if (!s[k]) return k;
+    return len;
+}
+
+// Up to `take` display columns of s (a newline or tab shown as a space), then spaces up to `pad`
+// columns. Returns the bytes consumed.
+static size_t put_clipped(strbuf *out, const char *s, int take, int pad) {
     int cols = 0;
     size_t i = 0;
-    while (s[i] && cols < w) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-        for (size_t k = 1; k < len; k++) if (!s[i + k]) len = k;
-        if (c == '\n' || c == '\t' || c == '\r') strbuf_puts(out, " ");
+    while (s[i] && cols < take) {
+        size_t len = char_len(s + i);
+        if (s[i] == '\n' || s[i] == '\t' || s[i] == '\r') strbuf_puts(out, " ");
         else strbuf_append(out, s + i, len);
         i += len;
         cols++;
     }
-    while (pad && cols++ < w) strbuf_puts(out, " ");
+    while (cols++ < pad) strbuf_puts(out, " ");
     return i;
+}
+
+// Columns of s to put on a line of w: all of it when it fits, else up to its last space in the
+// line (when that is past the middle), else w.
+static int wrap_cols(const char *s, int w) {
+    int cols = 0, last_space = -1;
+    for (size_t i = 0; s[i]; i += char_len(s + i)) {
+        if (cols == w) return last_space > w / 2 ? last_space + 1 : w;
+        if (s[i] == ' ') last_space = cols;
+        cols++;
+    }
+    return w;
 }
 
 static void report_table(const compare_result *r, strbuf *out) {
@@ -290,7 +308,7 @@ static void report_table(const compare_result *r, strbuf *out) {
     for (int i = 0; i < r->n; i++) {
         const compare_prompt *p = &r->p[i];
         strbuf_printf(out, "| %3d | ", i + 1);
-        put_clipped(out, p->prompt, 28, true);
+        put_clipped(out, p->prompt, 28, 28);
         strbuf_printf(out, " | %8.2f | %8.2f | %8.4f | %8.4f | %9.6f | %5.1f%% | %-4s |\n", p->tps[0], p->tps[1],
                       p->j_per_token[0], p->j_per_token[1], p->kl_mean, 100.0 * p->top1, p->same ? "yes" : "no");
     }
@@ -301,34 +319,34 @@ static void report_replies(const compare_result *r, int width, strbuf *out) {
     int col = (width - 3) / 2;
     if (col < 10) col = 10;
     strbuf_printf(out, "\n");
-    put_clipped(out, "A", col, true);
+    put_clipped(out, "A", col, col);
     strbuf_puts(out, " | B\n");
     for (int i = 0; i < r->n; i++) {
         const compare_prompt *p = &r->p[i];
         strbuf_printf(out, "#%d ", i + 1);
-        put_clipped(out, p->prompt, width - 4, false);
+        put_clipped(out, p->prompt, width - 4, 0);
         strbuf_puts(out, p->same ? "  (the same reply)\n" : "\n");
         const char *a = p->reply[0], *b = p->reply[1];
         do {
-            a += put_clipped(out, a, col, true);
+            a += put_clipped(out, a, wrap_cols(a, col), col);
             strbuf_puts(out, " | ");
-            b += put_clipped(out, b, col, false);
+            b += put_clipped(out, b, wrap_cols(b, col), 0);
             strbuf_puts(out, "\n");
         } while (*a || *b);
     }
 }
 
-static const char *winner(const paired_result *pr, char *buf, size_t n) {
+// The verdict of one metric: the paired t-test decides (the sign test is shown beside it).
+static const char *winner(const paired_result *pr, bool higher_better, char *buf, size_t n) {
     if (pr->n < 2) snprintf(buf, n, "too few prompts to test");
-    else if (pr->p_t >= 0.05 && pr->p_sign >= 0.05) snprintf(buf, n, "not significant");
-    else snprintf(buf, n, "%s better (t-test p %.3g, sign p %.3g)", pr->mean_diff == 0 ? "neither" :
-                  (pr->a_wins > pr->b_wins) ? "A" : "B", pr->p_t, pr->p_sign);
+    else if (pr->p_t >= 0.05) snprintf(buf, n, "not significant");
+    else snprintf(buf, n, "%s better (p %.3g)", (pr->mean_diff > 0) == higher_better ? "B" : "A", pr->p_t);
     return buf;
 }
 
 void compare_summary(const compare_result *r, strbuf *out) {
     char v[2][96];
-    strbuf_printf(out, "summary over %d prompts (paired: t-test and exact sign test, two-sided; p < 0.05 significant)\n", r->n);
+    strbuf_printf(out, "summary over %d prompts (paired, two-sided: t-test, which decides at p < 0.05, and exact sign test)\n", r->n);
     strbuf_printf(out, "| %-14s | %6s | %6s | %4s | %10s | %10s | %10s | %7s | %7s | %s\n", "metric", "A wins", "B wins", "ties",
                   "mean A", "mean B", "mean B-A", "p (t)", "p (sign)", "verdict");
     const paired_result *pr[2] = { &r->tps, &r->jpt };
@@ -336,7 +354,7 @@ void compare_summary(const compare_result *r, strbuf *out) {
     for (int k = 0; k < 2; k++)
         strbuf_printf(out, "| %-14s | %6d | %6d | %4d | %10.4f | %10.4f | %+10.4f | %7.3g | %7.3g | %s\n", names[k],
                       pr[k]->a_wins, pr[k]->b_wins, pr[k]->ties, pr[k]->mean_a, pr[k]->mean_b, pr[k]->mean_diff, pr[k]->p_t,
-                      pr[k]->p_sign, winner(pr[k], v[k], sizeof v[k]));
+                      pr[k]->p_sign, winner(pr[k], k == 0, v[k], sizeof v[k]));
     strbuf_printf(out, "KL(A||B) on A's tokens: mean %.6f, max %.6f; top-1 agreement %.1f%%\n", r->kl_mean, r->kl_max,
                   100.0 * r->top1_mean);
     strbuf_printf(out, "identical replies: %d of %d\n", r->same, r->n);
@@ -365,7 +383,7 @@ static cJSON *json_paired(const paired_result *p) {
     cJSON_AddNumberToObject(o, "t", p->t);
     cJSON_AddNumberToObject(o, "p_t", p->p_t);
     cJSON_AddNumberToObject(o, "p_sign", p->p_sign);
-    cJSON_AddBoolToObject(o, "significant", p->n >= 2 && (p->p_t < 0.05 || p->p_sign < 0.05));
+    cJSON_AddBoolToObject(o, "significant", p->n >= 2 && p->p_t < 0.05);
     return o;
 }
 
