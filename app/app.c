@@ -429,22 +429,16 @@ int run_sweep(app_ctx *c, cmd_line *l, errbuf *err) {
     return 0;
 }
 
-// The user turns said so far: the transcript's "you: " lines (after a "[   1.234] " timestamp when
-// timestamps are on), as app_say prints them. Returns the count, *out malloc'd.
+// The user turns said so far in this conversation (the assistant's record), *out malloc'd.
 static int user_turns_so_far(const app_ctx *c, char ***out) {
     int n = 0;
     *out = NULL;
-    for (const char *line = strbuf_str(&c->transcript); *line;) {
+    for (const char *line = strbuf_str(&c->as.said); *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        const char *at = line;
-        if (*at == '[') {
-            const char *close = memchr(at, ']', len);
-            at = close && close[1] == ' ' ? close + 2 : at;
-        }
-        if ((size_t)(at - line) + 5 < len && strncmp(at, "you: ", 5) == 0) {
+        if (len > 0) {
             *out = xrealloc(*out, (size_t)(n + 1) * sizeof **out);
-            (*out)[n++] = strndup(at + 5, len - (size_t)(at - line) - 5);
+            (*out)[n++] = strndup(line, len);
         }
         line += len + (end ? 1 : 0);
     }

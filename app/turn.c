@@ -8,6 +8,7 @@
 
 int assistant_open(assistant *a, const session_opts *o, bool free_actions, errbuf *err) {
     a->free_actions = free_actions;
+    a->said = (strbuf){ 0 };
     a->s = session_open(o, err);
     if (!a->s) return -1;
     a->car = vehicle_new();
@@ -27,6 +28,7 @@ int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
     a->grammar = a->free_actions ? NULL : action_grammar_new(s);
     action_grammar_set_car(a->grammar, a->car);
     vehicle_reset(a->car);
+    strbuf_clear(&a->said);   // a new conversation
     return 0;
 }
 
@@ -39,11 +41,13 @@ void assistant_close(assistant *a) {
     a->grammar = NULL;
     a->s = NULL;
     a->car = NULL;
+    strbuf_free(&a->said);
 }
 
 void assistant_reset(assistant *a) {
     session_reset(a->s);
     vehicle_reset(a->car);
+    strbuf_clear(&a->said);
 }
 
 bool action_is_query(const action *a) {
@@ -62,6 +66,8 @@ static bool governed_token(void *ud, int32_t tok, const char *piece, int len) {
 }
 
 int assistant_generate(assistant *a, const char *text, token_cb cb, void *ud, errbuf *err) {
+    for (const char *p = text; *p; p++) strbuf_append(&a->said, *p == '\n' || *p == '\r' ? " " : p, 1);
+    strbuf_puts(&a->said, "\n");
     if (!a->gov) return action_grammar_chat(a->grammar, a->s, text, cb, ud, err);
     governed g = { a, cb, ud };
     gov_run_turn_begin(a->gov);

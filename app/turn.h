@@ -7,6 +7,7 @@
 
 #include "app/action_grammar.h"
 #include "app/assistant.h"
+#include "base/str.h"
 #include "engine/session.h"
 
 #include <stdbool.h>
@@ -19,6 +20,8 @@ typedef struct assistant {
     bool free_actions;        // --free-actions: open without a grammar
     struct gov_run *gov;      // the precision governor (app/govern.h) on s; NULL: off. Owned:
                               // reopening (another model) or closing stops it
+    strbuf said;              // the user turns of this conversation, one per line (a newline
+                              // inside a turn becomes a space); cleared by assistant_reset
 } assistant;
 
 // How a turn is reported. Every hook may be NULL (nothing said); ud is passed to each.

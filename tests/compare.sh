@@ -65,6 +65,11 @@ expect_rc 0 "scenes/compare.scene" -- "$CABIN" scene scenes/compare.scene --head
 grep -q "^compare: q8_0 against q4_0 on 2 prompts" "$T/out" && grep -q "^|   1 | take me home " "$T/out" &&
     grep -q "^|   2 | play some music " "$T/out" && grep -q "^summary over 2 prompts" "$T/out" && ok ||
     bad "compare in a scene: the table over the user turns so far and the summary"
+# chat's /compare: the turns said so far in chat, which goes on after it
+printf 'take me home\n/compare q8_0 q8_0\nplay some music\n' >"$T/chat.in"
+expect_rc 0 "chat /compare" -- sh -c "'$CABIN' chat -t 2 --seed 3 <'$T/chat.in'"
+grep -q "^compare: q8_0 against q8_0 on 1 prompt$" "$T/out" && grep -q "^|   1 | take me home .* yes  |$" "$T/out" &&
+    grep -q "^\[vehicle\] media.playing off -> on" "$T/out" && ok || { bad "chat /compare over the turn said, then the next turn"; cat "$T/out"; }
 printf 'compare q8_0 q5_frob\n' >"$T/bad.scene"
 expect_rc 2 "a scene with a bad plan" -- "$CABIN" scene "$T/bad.scene" --headless
 grep -q "bad.scene:1: compare: plan B: " "$T/err" && ok || { bad "a bad plan in a scene names the line"; cat "$T/err"; }
