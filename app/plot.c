@@ -1,8 +1,8 @@
 // SVG line and bar charts (see plot.h).
 #include "app/plot.h"
+#include "base/afile.h"
 #include "base/str.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,28 +150,9 @@ static void svg_legend(strbuf *b, const frame *f, const plot_series *s, int n, c
     }
 }
 
-// Writes the text to path.tmp and renames it over path.
+// The whole chart or nothing (base/afile.h: a temporary renamed over path).
 static int write_atomic(const char *path, const strbuf *b, errbuf *err) {
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) return err_set(err, "%s: out of memory", path);
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        err_set(err, "%s: cannot write: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    bool ok = fwrite(strbuf_str(b), 1, b->len, f) == b->len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        err_set(err, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return afile_write_all(path, strbuf_str(b), b->len, err);
 }
 
 // The range of the finite y values of the series on one axis (from0: include 0).

@@ -3,7 +3,8 @@
 // beside plan B). Used by cabin compare --plot and the governor's trace.
 //
 // Axes get ticks at nice round numbers (1, 2 or 5 times a power of ten); every text is escaped
-// for XML; the file is written to PATH.tmp and renamed, so a reader never sees half a chart.
+// for XML; the file is written whole or not at all (base/afile.h), so a reader never sees half a
+// chart.
 #ifndef CABIN_PLOT_H
 #define CABIN_PLOT_H
 

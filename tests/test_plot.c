@@ -5,6 +5,7 @@
 #include "base/str.h"
 #include "tests/test.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -59,9 +60,11 @@ int main(void) {
     free(text);
     check_parses(lines_path);
     CHECK(access(lines_path, F_OK) == 0, "written");
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", lines_path);
-    CHECK(access(tmp, F_OK) != 0, "no temporary file left");
+    int entries = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.';
+    if (d) closedir(d);
+    CHECK(entries == 1, "%d files in the folder: the chart alone, no temporary left", entries);
 
     const char *labels[] = { "turn the <heat> up", "call mum", "navigate home" };
     double a_tps[] = { 30, 31, 29 }, b_tps[] = { 45, 44, 46 }, kl[] = { 0.01, 0.02, 0.005 };
@@ -90,7 +93,8 @@ int main(void) {
     // a folder that does not exist: one line naming the path
     err.msg[0] = 0;
     CHECK(plot_svg_lines("/nonexistent-dir/x.svg", &o, s, 2, &err) != 0, "bad path refused");
-    CHECK(strstr(err.msg, "/nonexistent-dir/x.svg: cannot write") && !strchr(err.msg, '\n'), "error: %s", err.msg);
+    CHECK(strncmp(err.msg, "/nonexistent-dir/x.svg: ", 24) == 0 && strlen(err.msg) > 24 && !strchr(err.msg, '\n'),
+          "error: %s", err.msg);
 
     remove(lines_path);
     remove(bars_path);
