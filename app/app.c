@@ -465,7 +465,8 @@ int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
         power_monitor_close(pm);
         pm = NULL;   // no energy figures; the rest of the compare stands
     }
-    compare_opts o = { .base = c->opts, .plan = { l->argv[0], l->argv[1] }, .assistant_limit = 10, .pm = pm };
+    compare_opts o = { .base = c->opts, .plan = { l->argv[0], l->argv[1] }, .assistant_limit = 10, .pm = pm,
+                       .on_piece = c->compare_piece, .ud = c->compare_ud };
     if (o.base.max_reply_tokens <= 0 || o.base.max_reply_tokens > 48) o.base.max_reply_tokens = 48;
     app_print(c, "compare: %s against %s on %d prompt%s", l->argv[0], l->argv[1], n, n == 1 ? "" : "s");
     compare_result res;
@@ -474,7 +475,13 @@ int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
         err_prefix(err, "%s:%d: compare", l->file, l->line);
     } else {
         strbuf b = {0};
-        compare_report(&res, 100, &b);
+        if (c->compare_piece) {   // the front end showed the replies as they came
+            compare_table(&res, &b);
+            strbuf_puts(&b, "\n");
+            compare_summary(&res, &b);
+        } else {
+            compare_report(&res, 100, &b);
+        }
         for (const char *line = strbuf_str(&b); *line;) {
             const char *end = strchr(line, '\n');
             int len = end ? (int)(end - line) : (int)strlen(line);

@@ -61,6 +61,10 @@ typedef struct app_ctx {
     // the front end shows it its own way; NULL: app_print (the transcript)
     void (*notice)(void *ud, const char *line);
     void *notice_ud;
+    // `compare`: the replies as they stream (compare_opts.on_piece, on the thread running the
+    // command); NULL: they are printed side by side with the table when both plans are done
+    void (*compare_piece)(void *ud, int side, int idx, const char *prompt, const char *piece, int len);
+    void *compare_ud;
     int (*snapshot)(struct app_ctx *c, const char *path, errbuf *err); // screen as text
 } app_ctx;
 

@@ -80,7 +80,7 @@ static bool sink_token(void *ud, int32_t token, const char *piece, int len) {
         r->ids = xrealloc(r->ids, (size_t)r->cap * sizeof *r->ids);
     }
     r->ids[r->n++] = token;
-    if (r->o->on_piece) r->o->on_piece(r->o->ud, r->side, r->prompt, piece, len);
+    if (r->o->on_piece) r->o->on_piece(r->o->ud, r->side, r->prompt, NULL, piece, len);
     return true;
 }
 
@@ -156,6 +156,7 @@ static int compare_prompt_run(session *s[2], const compare_opts *o, int idx, con
     cp->prompt = xstrdup(prompt);
     reply_sink sink[2];
     memset(sink, 0, sizeof sink);
+    if (o->on_piece) o->on_piece(o->ud, -1, idx, prompt, "", 0);
     int rc = 0;
     for (int k = 0; k < 2 && !rc; k++) rc = answer(s[k], o, k, idx, prompt, cp, &sink[k], err);
     if (!rc) {
@@ -297,7 +298,7 @@ static int wrap_cols(const char *s, int w) {
     return w;
 }
 
-static void report_table(const compare_result *r, strbuf *out) {
+void compare_table(const compare_result *r, strbuf *out) {
     const char *j = r->energy_measured ? "J/tok" : "J/tok~";
     strbuf_printf(out, "model %s\nA: %s (kv %s, %.2f MiB)\nB: %s (kv %s, %.2f MiB)\n", r->model, r->plan[0], r->kv[0],
                   r->weight_bytes[0] / 1048576.0, r->plan[1], r->kv[1], r->weight_bytes[1] / 1048576.0);
@@ -314,25 +315,27 @@ static void report_table(const compare_result *r, strbuf *out) {
     }
 }
 
-// Each prompt's two replies in two columns of (width - 3) / 2, wrapped.
-static void report_replies(const compare_result *r, int width, strbuf *out) {
+void compare_columns(const char *a, const char *b, int width, strbuf *out) {
     int col = (width - 3) / 2;
     if (col < 10) col = 10;
-    strbuf_printf(out, "\n");
-    put_clipped(out, "A", col, col);
-    strbuf_puts(out, " | B\n");
+    do {
+        a += put_clipped(out, a, wrap_cols(a, col), col);
+        strbuf_puts(out, " | ");
+        b += put_clipped(out, b, wrap_cols(b, col), 0);
+        strbuf_puts(out, "\n");
+    } while (*a || *b);
+}
+
+// Each prompt's two replies in two columns, under a header row.
+static void report_replies(const compare_result *r, int width, strbuf *out) {
+    strbuf_puts(out, "\n");
+    compare_columns("A", "B", width, out);
     for (int i = 0; i < r->n; i++) {
         const compare_prompt *p = &r->p[i];
         strbuf_printf(out, "#%d ", i + 1);
         put_clipped(out, p->prompt, width - 4, 0);
         strbuf_puts(out, p->same ? "  (the same reply)\n" : "\n");
-        const char *a = p->reply[0], *b = p->reply[1];
-        do {
-            a += put_clipped(out, a, wrap_cols(a, col), col);
-            strbuf_puts(out, " | ");
-            b += put_clipped(out, b, wrap_cols(b, col), 0);
-            strbuf_puts(out, "\n");
-        } while (*a || *b);
+        compare_columns(p->reply[0], p->reply[1], width, out);
     }
 }
 
@@ -366,7 +369,7 @@ void compare_summary(const compare_result *r, strbuf *out) {
 }
 
 void compare_report(const compare_result *r, int width, strbuf *out) {
-    report_table(r, out);
+    compare_table(r, out);
     report_replies(r, width, out);
     strbuf_puts(out, "\n");
     compare_summary(r, out);

@@ -20,8 +20,9 @@ typedef struct compare_opts {
     int assistant_limit;        // embedded model: held-out dialogues for action exact-match; 0 skips
     bool free_actions;          // exact-match without the action grammar (as eval-assistant --free-actions)
     power_monitor *pm;          // attached to both sessions (NULL: no energy figures)
-    // Optional: every reply piece as it streams (side 0 A, 1 B; prompt index).
-    void (*on_piece)(void *ud, int side, int prompt, const char *piece, int len);
+    // Optional: the replies as they stream. Called with side -1 (piece "", len 0) when prompt
+    // number idx begins, then with side 0 (A) or 1 (B) for each piece of its reply.
+    void (*on_piece)(void *ud, int side, int idx, const char *prompt, const char *piece, int len);
     void *ud;
 } compare_opts;
 
@@ -64,7 +65,10 @@ void compare_result_free(compare_result *r);
 
 // The per-prompt table, the replies side by side in `width` columns, then the summary.
 void compare_report(const compare_result *r, int width, strbuf *out);
-// Only the summary (the command language prints it after the table).
+// The parts of the report: the per-prompt table; two texts side by side in two columns of
+// (width - 3) / 2, wrapped at spaces; the summary.
+void compare_table(const compare_result *r, strbuf *out);
+void compare_columns(const char *a, const char *b, int width, strbuf *out);
 void compare_summary(const compare_result *r, strbuf *out);
 // {model, a:{plan, kv, bytes}, b:{...}, prompts:[...], summary:{...}} (malloc'd, ends in '\n').
 char *compare_json(const compare_result *r);

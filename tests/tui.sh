@@ -121,6 +121,19 @@ wait_for "one more" 5; sleep 1
 tmux send-keys -t "$S" F4
 wait_for "last token over" 3 && clean 120 && ok || bad "F4: no attention view"
 shot panels-120x40
+# :compare streams each prompt's two replies side by side, then the table and the summary; a plan
+# against itself gives the same replies (the user turns so far are the prompts)
+tmux send-keys -t "$S" ":compare q8_0 q8_0" Enter
+wait_for "identical replies: " 60 && grep -qE "identical replies: ([0-9]+) of \1$|identical replies: ([0-9]+) of \2 " "$T/screen" && ok ||
+    { bad ":compare: no summary with every reply the same"; cat "$T/screen"; }
+clean 120 && ok || bad "garbage after :compare"
+tmux send-keys -t "$S" ":save $T/cmp.json" Enter
+wait_for "saved transcript" 5 && python3 -c "
+import json; d=json.load(open('$T/cmp.json'))
+cols=[m['text'] for m in d['messages'] if m['text'].startswith('compare: hello there\n')]
+assert cols, 'no streamed message for the first prompt'
+rows=cols[0].split('\n')[1:]
+assert rows and all(' | ' in r for r in rows if r), rows" && ok || bad ":compare: the first prompt's replies are not side by side"
 # help, then resize to 80x24: chat and status bar only
 tmux send-keys -t "$S" F1
 wait_for "Help" 3 && grep -q "F2" "$T/screen" && grep -q ":precision" "$T/screen" && ok || bad "F1 help missing"

@@ -14,6 +14,14 @@
 
 bool layout_wide(void) { return COLS >= 100 && LINES >= 28; }
 
+int layout_chat_cols(void) {
+    if (!layout_wide()) return COLS;
+    int pw = COLS * 45 / 100;   // the panels' column
+    if (pw < 44) pw = 44;
+    if (pw > 76) pw = 76;
+    return COLS - pw;
+}
+
 int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s) {
     werase(stdscr);
     int main_h = LINES - 2;
@@ -22,10 +30,8 @@ int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui
     int chat_w = COLS;
     int n_drawn = 0;
     if (layout_wide() && main_h > 4) {
-        int pw = COLS * 45 / 100;
-        if (pw < 44) pw = 44;
-        if (pw > 76) pw = 76;
-        chat_w = COLS - pw;
+        chat_w = layout_chat_cols();
+        int pw = COLS - chat_w;
         int y = 0;
         for (int i = 0; i < n_panels && y < main_h; i++) {
             int h = panels[i]->height(s, pw);

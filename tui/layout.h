@@ -13,6 +13,8 @@ typedef struct layout_state {
 } layout_state;
 
 bool layout_wide(void);
+// Columns of the conversation pane, its border included: the screen less the panels' column.
+int layout_chat_cols(void);
 // Draws everything; returns how many panels fit.
 int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s);
 void layout_status(const layout_state *ls, const tui_snapshot *s);

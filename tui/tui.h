@@ -173,7 +173,9 @@ void le_history_add(line_edit *e, const char *line);
 void le_draw(WINDOW *w, int y, int x, int cols, line_edit *e, bool focused);
 
 // ---- the worker thread (tui/worker.c) ----
-enum ev_kind { EV_TOKEN, EV_LINE, EV_TURN_DONE, EV_HEATMAP, EV_USER };   // EV_USER: a spoken turn's text
+// EV_USER: a spoken turn's text; EV_COMPARE: `compare` streaming (msg_kind -1: a prompt begins,
+// text the prompt; 0 or 1: a piece of plan A's or B's reply)
+enum ev_kind { EV_TOKEN, EV_LINE, EV_TURN_DONE, EV_HEATMAP, EV_USER, EV_COMPARE };
 typedef struct tui_event {
     int kind;
     int msg_kind;                // EV_LINE: enum msg_kind

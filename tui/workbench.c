@@ -2,6 +2,7 @@
 // read keys, drain the worker's events into the conversation, take the newest snapshot, and
 // redraw at most FPS times a second. It is the only thread that calls ncurses.
 #include "tui/layout.h"
+#include "app/compare.h"
 #include "app/heatmap.h"
 #include "app/scene.h"
 #include "engine/wtype.h"
@@ -36,6 +37,10 @@ typedef struct wb {
     bool have_scene, exit_after_scene;
     int scene_i;
     double scene_resume;      // `wait`: the time the next line may run
+    // `compare` streaming: the prompt running, A's and B's reply so far, its message
+    char *cmp_prompt;
+    strbuf cmp_reply[2];
+    int cmp_msg;              // -1 none
 } wb;
 
 static void notice(wb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -87,6 +92,7 @@ static int wb_clear(void *front, cmd_line *l, errbuf *err) {
     wb *b = front;
     chat_free(&b->chat);
     chat_init(&b->chat);
+    b->cmp_msg = -1;   // a compare still streaming starts its next prompt anew
     return 0;
 }
 
@@ -244,6 +250,27 @@ static void on_key(wb *b, int is_key, wint_t ch) {
     if (le_key(&b->le, is_key, ch)) enter_line(b);
 }
 
+// `compare` as it streams: one message per prompt, its two replies side by side, redrawn at each
+// piece to the width of the conversation pane (border and the message's indent left out).
+static void compare_event(wb *b, const tui_event *e) {
+    if (e->msg_kind < 0) {
+        free(b->cmp_prompt);
+        b->cmp_prompt = xstrdup(e->text ? e->text : "");
+        strbuf_clear(&b->cmp_reply[0]);
+        strbuf_clear(&b->cmp_reply[1]);
+        b->cmp_msg = chat_add(&b->chat, MSG_INFO, "");
+        b->chat.scroll = 0;
+    } else if (b->cmp_msg >= 0 && e->text) {
+        strbuf_puts(&b->cmp_reply[e->msg_kind ? 1 : 0], e->text);
+    }
+    if (b->cmp_msg < 0) return;
+    strbuf t = {0};
+    strbuf_printf(&t, "compare: %s\n", b->cmp_prompt);
+    compare_columns(strbuf_str(&b->cmp_reply[0]), strbuf_str(&b->cmp_reply[1]), layout_chat_cols() - 4, &t);
+    chat_set_text(&b->chat, b->cmp_msg, strbuf_str(&t));
+    strbuf_free(&t);
+}
+
 static void drain_events(wb *b) {
     tui_event ev[64];
     int n;
@@ -266,6 +293,8 @@ static void drain_events(wb *b) {
                 errbuf err;
                 if (b->autosave[0] && chat_save_json(&b->chat, &b->snap, b->autosave, &err) != 0)
                     notice(b, "autosave failed: %s", err.msg);
+            } else if (e->kind == EV_COMPARE) {
+                compare_event(b, e);
             } else if (e->kind == EV_HEATMAP) {
                 if (e->heat) {
                     if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); }
@@ -371,6 +400,7 @@ int tui_workbench_run(const tui_opts *o) {
     tui_state_path("workbench-autosave.json", b->autosave, sizeof b->autosave);
     le_init(&b->le, hist);
     chat_init(&b->chat);
+    b->cmp_msg = -1;
     b->snap.kl = b->snap.agree = -1;
     b->w = worker_start(&b->c, &err);
     if (!b->w) { fprintf(stderr, "cabin workbench: %s\n", err.msg); app_close(&b->c); free(b); return 1; }
@@ -435,6 +465,9 @@ int tui_workbench_run(const tui_opts *o) {
     }
     le_free(&b->le);
     chat_free(&b->chat);
+    free(b->cmp_prompt);
+    strbuf_free(&b->cmp_reply[0]);
+    strbuf_free(&b->cmp_reply[1]);
     if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); }
     session_set_power(b->c.as.s, NULL);
     app_close(&b->c);

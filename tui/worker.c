@@ -99,6 +99,12 @@ static void post(worker *w, int kind, int msg_kind, const char *text, size_t len
 static void post_line(worker *w, int msg_kind, const char *text) { post(w, EV_LINE, msg_kind, text, strlen(text), NULL); }
 // What a loop on the worker says (the governor's decisions) goes to the conversation pane.
 static void worker_notice(void *ud, const char *line) { post_line(ud, MSG_INFO, line); }
+// `compare` on the worker: each prompt and reply piece to the UI, which draws A and B side by side.
+static void worker_compare_piece(void *ud, int side, int idx, const char *prompt, const char *piece, int len) {
+    (void)idx;
+    if (side < 0) post(ud, EV_COMPARE, -1, prompt, strlen(prompt), NULL);
+    else post(ud, EV_COMPARE, side, piece, (size_t)len, NULL);
+}
 
 static const char *plan_label(const precision_plan *p, char *buf, size_t n) {
     if (p->n_rules == 0 && p->default_type == PLAN_KEEP) snprintf(buf, n, "as in file");
@@ -444,6 +450,8 @@ worker *worker_start(app_ctx *c, errbuf *err) {
     c->turn = &w->hooks;
     c->notice = worker_notice;
     c->notice_ud = w;
+    c->compare_piece = worker_compare_piece;
+    c->compare_ud = w;
     w->meas = measure_start(worker_busy_ud, w);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
         measure_stop(w->meas);
