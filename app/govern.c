@@ -1,5 +1,6 @@
 // The precision governor on a running session (see govern.h).
 #include "app/govern.h"
+#include "app/govern_run.h"
 #include "app/eval_text.h"
 #include "app/heatmap.h"
 #include "engine/hwstate.h"
@@ -7,8 +8,6 @@
 #include "engine/quality.h"
 #include "engine/wtype.h"
 
-#include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,64 +18,6 @@
 
 #define HEAT_TOKENS 64            // the heat map's text when the loop measures one
 #define FEED_CHUNK 64             // tokens per shadow pass (rows of logits held at once)
-#define TRACE_MAX 200000          // readings kept for the trace
-
-// A generated token's distribution under the plan in force, kept for the next drift check.
-typedef struct capture {
-    unsigned conversation;        // session_resets when it was sampled
-    int hist_len;                 // tokens in the conversation when it was sampled
-    int32_t token;                // the token sampled from it
-    float *logits;                // n_vocab
-} capture;
-
-// One row of the trace: a token's reading.
-typedef struct trace_row {
-    long token;
-    float tok_ms;                 // this token's time (ms), 0 for a turn's first
-    float tps, watts, jpt;        // the reading over the window (< 0 none yet)
-    float kl;                     // the last drift check (< 0 none)
-    int pos;                      // ladder position in force
-} trace_row;
-
-typedef struct drift_row { long token; double kl, top1; int n, pos; double ms; } drift_row;
-
-struct gov_run {
-    governor g;
-    precision_plan source;        // the plan in force when the loop started
-    precision_plan requested;     // the plan of the change in progress
-    int n_layer, n_vocab;
-    char source_name[24];
-    session *shadow;              // the source precision, for drift checks (NULL: drift off)
-    power_monitor *pm;            // NULL: no power reading
-    gov_say_fn say;
-    void *ud;
-    bool in_turn;
-    strbuf held;                  // lines said during a reply, said after it
-    // readings
-    long tokens;                  // tokens seen since the start
-    double t_out;                 // when the hook last returned (0: a turn's first token next)
-    power_mark out_mark;
-    bool have_out_mark;
-    float *ring_ms, *ring_j;      // the last `window` tokens' times (ms) and joules
-    int ring_n, ring_at;
-    gov_reading last;
-    bool have_reading;
-    hw_state hw_prev, hw;         // the machine (engine/hwstate.h), read at most twice a second
-    double hw_t;
-    bool throttled;               // throttling seen since the last reading
-    // drift checks
-    capture *caps;                // ring of drift_window
-    int n_caps, cap_at;
-    long last_check;
-    double *lsm_a, *lsm_b;        // n_vocab each
-    float *rows;                  // FEED_CHUNK × n_vocab
-    bool said_too_long;
-    // the trace
-    trace_row *trace;
-    long n_trace, cap_trace;
-    drift_row *drifts;
-    int n_drift, cap_drift;
-};
 
 static void say(gov_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(gov_run *r, const char *fmt, ...) {
@@ -94,7 +35,6 @@ static void say(gov_run *r, const char *fmt, ...) {
     }
 }
 
-static double mib(uint64_t b) { return (double)b / (1 << 20); }
 
 // ---- the ladder and its order ----
 
@@ -120,9 +60,6 @@ static bool heat_progress(void *ud, int done, int total, int layer, int kind, co
     return true;
 }
 
-static int write_text_file(const char *path, const char *text, errbuf *err) {
-    return afile_write_all(path, text, strlen(text), err);
-}
 
 // The heat map at the low type: the app's, the cached one, or measured now on the shadow.
 static int find_heat(gov_run *r, const session_opts *o, const sensitivity_map *app_heat, sensitivity_map *own,
@@ -155,7 +92,7 @@ static int find_heat(gov_run *r, const session_opts *o, const sensitivity_map *a
     if (rc) return err_prefix(err, "governor: sensitivity");
     if (path[0]) {
         char *json = sensitivity_to_json(own);
-        if (write_text_file(path, json, &e) == 0) say(r, "governor: sensitivity order cached in %s", path);
+        if (afile_write_all(path, json, strlen(json), &e) == 0) say(r, "governor: sensitivity order cached in %s", path);
         else say(r, "governor: could not cache the sensitivity order: %s", e.msg);
         free(json);
     }
@@ -518,134 +455,4 @@ void gov_run_turn_end(gov_run *r, session *s) {
     }
     r->held.len = 0;
     if (r->held.s) r->held.s[0] = 0;
-}
-
-// ---- reports ----
-
-void gov_run_status(const gov_run *r, char *buf, size_t n) {
-    const governor *g = &r->g;
-    char tgt[64], kl[32] = "not measured";
-    gov_target_str(&g->target, tgt, sizeof tgt);
-    if (g->kl >= 0) snprintf(kl, sizeof kl, "%.3g", g->kl);
-    char reading[64] = "no reading yet";
-    if (r->have_reading) {
-        if (g->target.metric == GOV_WATTS) snprintf(reading, sizeof reading, "%.2f W", r->last.watts);
-        else if (g->target.metric == GOV_JPT) snprintf(reading, sizeof reading, "%.4f J/token", r->last.j_per_token);
-        else snprintf(reading, sizeof reading, "%.2f tok/s", r->last.tps);
-    }
-    snprintf(buf, n, "governor %s: %d/%d at %s%s, %.1f MiB/token, %s, KL %s, %d changes, %d rollbacks", tgt, g->pos,
-             g->ladder.n, wtype_name(g->knobs.low_type), g->pending ? " (switching)" : "",
-             mib(gov_ladder_bytes(&g->ladder, g->pos)), reading, kl, g->changes, g->rollbacks);
-}
-
-static void change_line(const gov_decision *d, char *buf, size_t n) {
-    snprintf(buf, n, "token %ld: %s %d -> %d, %.1f -> %.1f MiB/token: %s", d->token, gov_action_name(d->action),
-             d->from, d->to, mib(d->bytes_from), mib(d->bytes_to), d->reason);
-}
-
-void gov_run_last_change(const gov_run *r, char *buf, size_t n) {
-    buf[0] = 0;
-    if (r->g.n_log) change_line(&r->g.log[r->g.n_log - 1], buf, n);
-}
-
-void gov_run_print_log(const gov_run *r, gov_say_fn say_fn, void *ud) {
-    char line[512];
-    if (r->g.n_log == 0) { say_fn(ud, "governor: no change yet"); return; }
-    for (int i = 0; i < r->g.n_log; i++) {
-        change_line(&r->g.log[i], line, sizeof line);
-        say_fn(ud, line);
-    }
-}
-
-static cJSON *num_or_null(double v) { return v >= 0 && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
-int gov_run_save_json(const gov_run *r, const char *path, errbuf *err) {
-    const governor *g = &r->g;
-    cJSON *root = cJSON_CreateObject();
-    char tgt[64];
-    gov_target_str(&g->target, tgt, sizeof tgt);
-    cJSON_AddStringToObject(root, "target", tgt);
-    cJSON_AddStringToObject(root, "metric", gov_metric_name(g->target.metric));
-    cJSON_AddNumberToObject(root, "value", g->target.value);
-    cJSON_AddItemToObject(root, "kl_max", num_or_null(g->target.kl_max));
-    cJSON_AddStringToObject(root, "source", r->source_name);
-    cJSON_AddStringToObject(root, "low_type", wtype_name(g->knobs.low_type));
-    cJSON_AddNumberToObject(root, "every", g->knobs.every);
-    cJSON_AddNumberToObject(root, "window", g->knobs.window);
-    cJSON_AddNumberToObject(root, "band", g->knobs.band);
-    cJSON_AddNumberToObject(root, "tensors", g->ladder.n);
-    cJSON_AddNumberToObject(root, "bytes_source", (double)gov_ladder_bytes(&g->ladder, 0));
-    cJSON_AddNumberToObject(root, "bytes_bottom", (double)gov_ladder_bytes(&g->ladder, g->ladder.n));
-    cJSON *rows = cJSON_AddArrayToObject(root, "readings");   // [token, tok_ms, tps, watts, jpt, kl, pos, bytes]
-    for (long i = 0; i < r->n_trace; i++) {
-        const trace_row *t = &r->trace[i];
-        cJSON *a = cJSON_CreateArray();
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)t->token));
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(t->tok_ms));
-        cJSON_AddItemToArray(a, num_or_null(t->tps));
-        cJSON_AddItemToArray(a, num_or_null(t->watts));
-        cJSON_AddItemToArray(a, num_or_null(t->jpt));
-        cJSON_AddItemToArray(a, num_or_null(t->kl));
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(t->pos));
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)gov_ladder_bytes(&g->ladder, t->pos)));
-        cJSON_AddItemToArray(rows, a);
-    }
-    cJSON *decs = cJSON_AddArrayToObject(root, "decisions");
-    for (int i = 0; i < g->n_log; i++) {
-        const gov_decision *d = &g->log[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "token", (double)d->token);
-        cJSON_AddStringToObject(o, "action", gov_action_name(d->action));
-        cJSON_AddNumberToObject(o, "from", d->from);
-        cJSON_AddNumberToObject(o, "to", d->to);
-        cJSON_AddNumberToObject(o, "bytes_from", (double)d->bytes_from);
-        cJSON_AddNumberToObject(o, "bytes_to", (double)d->bytes_to);
-        cJSON_AddItemToObject(o, "tps", num_or_null(d->r.tps));
-        cJSON_AddItemToObject(o, "watts", num_or_null(d->r.watts));
-        cJSON_AddItemToObject(o, "j_per_token", num_or_null(d->r.j_per_token));
-        cJSON_AddItemToObject(o, "kl", num_or_null(d->kl));
-        cJSON_AddItemToObject(o, "cpu_mhz", d->r.cpu_mhz > 0 ? cJSON_CreateNumber(d->r.cpu_mhz) : cJSON_CreateNull());
-        cJSON_AddBoolToObject(o, "throttled", d->r.throttled);
-        cJSON_AddItemToObject(o, "on_battery", d->r.on_battery < 0 ? cJSON_CreateNull() : cJSON_CreateBool(d->r.on_battery));
-        cJSON_AddStringToObject(o, "reason", d->reason);
-        cJSON *ts = cJSON_AddArrayToObject(o, "tensors");   // the tensors it moved
-        int lo = d->from < d->to ? d->from : d->to, hi = d->from < d->to ? d->to : d->from;
-        for (int k = lo; k < hi && k < g->ladder.n; k++) {
-            char name[48];
-            snprintf(name, sizeof name, "blk.%d.%s", g->ladder.t[k].layer, tensor_kind_name(g->ladder.t[k].kind));
-            cJSON_AddItemToArray(ts, cJSON_CreateString(name));
-        }
-        cJSON_AddItemToArray(decs, o);
-    }
-    cJSON *dr = cJSON_AddArrayToObject(root, "drift_checks");
-    for (int i = 0; i < r->n_drift; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "token", (double)r->drifts[i].token);
-        cJSON_AddNumberToObject(o, "kl", r->drifts[i].kl);
-        cJSON_AddNumberToObject(o, "top1", r->drifts[i].top1);
-        cJSON_AddNumberToObject(o, "tokens_scored", r->drifts[i].n);
-        cJSON_AddNumberToObject(o, "position", r->drifts[i].pos);
-        cJSON_AddNumberToObject(o, "ms", r->drifts[i].ms);
-        cJSON_AddItemToArray(dr, o);
-    }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    int rc = write_text_file(path, text, err);
-    free(text);
-    return rc;
-}
-
-const char *const gov_run_metric_names[] = { "gov_changes", "gov_rollbacks", "gov_lowered", "gov_kl", "gov_tps",
-                                             "gov_mib_per_token", NULL };
-
-int gov_run_metric(const gov_run *r, const char *name, double *out) {
-    const governor *g = &r->g;
-    if (!strcmp(name, "gov_changes")) *out = g->changes;
-    else if (!strcmp(name, "gov_rollbacks")) *out = g->rollbacks;
-    else if (!strcmp(name, "gov_lowered")) *out = g->pos;
-    else if (!strcmp(name, "gov_kl")) *out = g->kl;
-    else if (!strcmp(name, "gov_tps")) *out = r->have_reading ? r->last.tps : 0;
-    else if (!strcmp(name, "gov_mib_per_token")) *out = mib(gov_ladder_bytes(&g->ladder, g->pos));
-    else return -1;
-    return 0;
 }

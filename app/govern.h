@@ -52,6 +52,11 @@ void gov_run_last_change(const gov_run *r, char *buf, size_t n);
 void gov_run_print_log(const gov_run *r, gov_say_fn say, void *ud);
 // The trace (every token's reading, every decision, every drift check) as JSON.
 int gov_run_save_json(const gov_run *r, const char *path, errbuf *err);
+// The trace as SVG charts (app/plot.h): at path, the reading of the target's metric per token
+// with the target's line and, on the right axis, MiB read per token (its steps are the
+// changes); at kl_path (path's name + "-kl.svg", filled in; "" when no check ran) the drift
+// checks' KL with the bound's line and top-1 agreement. kl_path NULL: the first chart only.
+int gov_run_plot(const gov_run *r, const char *path, char *kl_path, size_t kl_n, errbuf *err);
 // `expect` metrics of the loop (NULL-terminated names): gov_changes, gov_rollbacks,
 // gov_lowered (tensors at the low type), gov_kl (the last drift check; -1 none), gov_tps (the
 // last reading), gov_mib_per_token. -1 for an unknown name.

@@ -39,6 +39,10 @@ int v_governor(cmd_line *l, errbuf *err) {
         if (l->argc > 2) return err_set(err, "%s:%d: governor log [FILE.json]", l->file, l->line);
         return 0;
     }
+    if (!strcmp(w, "plot")) {
+        if (l->argc != 2) return err_set(err, "%s:%d: governor plot FILE.svg", l->file, l->line);
+        return 0;
+    }
     gov_target t;
     gov_knobs k;
     errbuf e = { { 0 } };
@@ -67,6 +71,13 @@ int run_governor(app_ctx *c, cmd_line *l, errbuf *err) {
             return 0;
         }
         gov_run_print_log(c->as.gov, say_line, c);
+        return 0;
+    }
+    if (!strcmp(w, "plot")) {
+        if (!c->as.gov) return err_set(err, "%s:%d: governor plot: the governor is off", l->file, l->line);
+        char kl[1100];
+        if (gov_run_plot(c->as.gov, l->argv[1], kl, sizeof kl, err)) return err_prefix(err, "%s:%d: governor plot", l->file, l->line);
+        app_print(c, "governor: trace drawn in %s%s%s", l->argv[1], kl[0] ? " and " : "", kl);
         return 0;
     }
     if (app_governor_start(c, l->rest, err)) return err_prefix(err, "%s:%d", l->file, l->line);

@@ -15,6 +15,7 @@ say take me home
 say play some music
 expect metric gov_rollbacks > 0
 governor log $T/trace.json
+governor plot $T/trace.svg
 precision q8_0
 say open the sunroof
 expect state sunroof=100
@@ -45,6 +46,13 @@ assert len(d["readings"]) > 10 and all(len(r) == 8 for r in d["readings"])
 print("ok")
 PY
 if grep -qx ok "$T/py"; then ok; else bad "the trace JSON"; cat "$T/py"; fi
+# the trace drawn: the readings with MiB per token, and the drift checks' KL with the bound
+if grep -q "governor: trace drawn in $T/trace.svg and $T/trace-kl.svg" "$T/out" && /usr/bin/python3 -c '
+import sys, xml.dom.minidom
+for p, words in ((sys.argv[1], ("decode tok/s", "MiB per token")), (sys.argv[2], ("KL (nats per token)", "kl bound", "top-1"))):
+    text = open(p).read(); xml.dom.minidom.parseString(text)
+    assert all(w in text for w in words), (p, words)
+' "$T/trace.svg" "$T/trace-kl.svg"; then ok; else bad "governor plot"; grep 'trace drawn' "$T/out"; fi
 # the second run reads the order from the cache
 expect_rc 0 "the cached order" -- "$CABIN" scene "$T/kl.scene" --speed 0 --check -t 1 --governor "kl<=0 every=4 window=2"
 if grep -q 'governor: sensitivity order from .*cabin-tiny.gguf-.*-Q4_0.json' "$T/out" && ! grep -q measuring "$T/out"; then ok
@@ -76,6 +84,9 @@ one_line_error "'speed>=3' is not a target" "--governor speed>=3"
 printf 'seed 1\ngovernor tps<=3\n' >"$T/bad.scene"
 expect_rc 2 "a bad governor line" -- "$CABIN" scene "$T/bad.scene" --speed 0 -t 1
 one_line_error "bad.scene:2: governor: 'tps<=3': tps takes >=" "governor tps<=3 in a scene"
+printf 'governor plot x.svg\n' >"$T/offplot.scene"
+expect_rc 1 "governor plot while off" -- "$CABIN" scene "$T/offplot.scene" --speed 0 -t 1
+if grep -q 'offplot.scene:1: governor plot: the governor is off' "$T/err"; then ok; else bad "governor plot while off"; cat "$T/err"; fi
 printf 'governor log\n' >"$T/off.scene"
 expect_rc 1 "governor log while off" -- "$CABIN" scene "$T/off.scene" --speed 0 -t 1
 if grep -q 'off.scene:1: governor log: the governor is off' "$T/err"; then ok; else bad "governor log while off"; cat "$T/err"; fi

@@ -31,6 +31,7 @@ say Tell me a long story about a car that drives across the whole country at nig
 governor
 governor log
 governor log $OUT/trace.json
+governor plot $OUT/governor-trace.svg
 plan save $OUT/final-plan.json
 EOF
 echo "\$ $CABIN scene $OUT/governor-1b.scene -m $M -t 2 -n 320 --speed 0"
