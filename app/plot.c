@@ -81,11 +81,25 @@ static double ypix(const frame *f, const axis *a, double v) {
     return f->y1 - (v - a->lo) / (a->hi - a->lo) * (f->y1 - f->y0);
 }
 
-static void frame_init(frame *f, const plot_opts *o, bool right_axis) {
+// The widest tick label of an axis, in characters.
+static int tick_chars(const axis *a) {
+    double step = a->n > 1 ? a->ticks[1] - a->ticks[0] : 1.0;
+    int w = 0;
+    for (int i = 0; i < a->n; i++) {
+        strbuf t = {0};
+        put_number(&t, a->ticks[i], step);
+        if ((int)t.len > w) w = (int)t.len;
+        strbuf_free(&t);
+    }
+    return w;
+}
+
+// Margins wide enough for each axis's tick labels (about 7 px a character) and its label.
+static void frame_init(frame *f, const plot_opts *o, const axis *left, const axis *right) {
     f->w = o->width > 0 ? o->width : 800;
     f->h = o->height > 0 ? o->height : 400;
-    f->x0 = 70;
-    f->x1 = f->w - (right_axis ? 70 : 20);
+    f->x0 = 34 + 7 * tick_chars(left);
+    f->x1 = f->w - (right ? 34 + 7 * tick_chars(right) : 20);
     f->y0 = o->title ? 40 : 20;
     f->y1 = f->h - 70;
 }
@@ -234,7 +248,7 @@ int plot_svg_lines(const char *path, const plot_opts *o, const plot_series *s, i
     }
     if (!ya[0].used) axis_fit(&ya[0], 0, 1);
     frame f;
-    frame_init(&f, o, ya[1].used);
+    frame_init(&f, o, &ya[0], ya[1].used ? &ya[1] : NULL);
     strbuf b = {0};
     svg_open(&b, &f, o);
     svg_x_axis(&b, &f, &xa);
@@ -271,7 +285,7 @@ int plot_svg_bars(const char *path, const plot_opts *o, const char *const *label
     }
     for (int i = 0; i < n_series; i++) n_bars += s[i].axis == 0;
     frame f;
-    frame_init(&f, o, ya[1].used);
+    frame_init(&f, o, &ya[0], ya[1].used ? &ya[1] : NULL);
     strbuf b = {0};
     svg_open(&b, &f, o);
     svg_y_axis(&b, &f, &ya[0], 0, o->ylabel_left);
