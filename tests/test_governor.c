@@ -36,6 +36,16 @@ static gov_ladder make_ladder(void) {
     return l;
 }
 
+// A governor on a fresh ladder with the target and knobs of spec.
+static void start(governor *g, const char *spec) {
+    gov_target t;
+    gov_knobs k;
+    errbuf err = { { 0 } };
+    CHECK(gov_parse(spec, &t, &k, &err) == 0, "%s: %s", spec, err.msg);
+    gov_ladder l = make_ladder();
+    gov_init(g, &t, &k, &l);
+}
+
 // The machine: tok/s = bw / bytes, or with a fixed cost per token (compute-bound) when
 // fixed_s > 0, times the slowdown in force, times 1 ± 3% noise.
 typedef struct machine {
@@ -123,27 +133,22 @@ static void test_parse(void) {
 // down to hold 18 tok/s, then back up to the source, at most one change per M tokens, and the
 // direction turns once.
 static void test_slowdown_recovery(void) {
-    gov_ladder l = make_ladder();
-    machine m = { .slow_from = 150, .slow_to = 330, .slow = 0.55 };
-    m.bw = 20.0 * (double)gov_ladder_bytes(&l, 0);     // 20 tok/s at the source
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    CHECK(gov_parse("tps>=18 every=16", &t, &k, &err) == 0, "%s", err.msg);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "tps>=18 every=16");
+    machine m = { .slow_from = 150, .slow_to = 330, .slow = 0.55 };
+    m.bw = 20.0 * (double)gov_ladder_bytes(&g.ladder, 0);     // 20 tok/s at the source
     run_result *rr = xcalloc(1, sizeof *rr);
     run_machine(&g, &m, 500, 3, 330, rr);
     CHECK(rr->lowers >= 1 && rr->raises >= 1, "lowers %d raises %d", rr->lowers, rr->raises);
-    CHECK(rr->min_gap >= k.every, "two changes %ld tokens apart (M = %d)", rr->min_gap, k.every);
+    CHECK(rr->min_gap >= g.knobs.every, "two changes %ld tokens apart (M = %d)", rr->min_gap, g.knobs.every);
     CHECK(rr->reversals == 1, "direction turned %d times (changes %d)", rr->reversals, rr->changes);
-    CHECK(rr->first_lower >= 150 && rr->first_lower <= 150 + 2 * k.every, "first lowering at token %ld", rr->first_lower);
+    CHECK(rr->first_lower >= 150 && rr->first_lower <= 150 + 2 * g.knobs.every, "first lowering at token %ld", rr->first_lower);
     // reached: every token from 4·M after the slowdown to its end runs at or above the target
     // (the noise is ±3%, the band's middle is 7.5% above)
     int missed = 0;
-    for (int i = 150 + 4 * k.every; i < 330; i++) missed += rr->tps_at[i] < 18.0;
+    for (int i = 150 + 4 * g.knobs.every; i < 330; i++) missed += rr->tps_at[i] < 18.0;
     CHECK(missed == 0, "%d tokens below 18 tok/s after 4·M tokens of slowdown", missed);
-    CHECK(rr->first_raise_after >= 330 && rr->first_raise_after <= 330 + 2 * k.every, "first raise after recovery at %ld",
+    CHECK(rr->first_raise_after >= 330 && rr->first_raise_after <= 330 + 2 * g.knobs.every, "first raise after recovery at %ld",
           rr->first_raise_after);
     CHECK(rr->pos_at[499] == 0, "back at the source at the end (position %d)", rr->pos_at[499]);
     CHECK(rr->pos_at[149] == 0, "no change before the slowdown (position %d)", rr->pos_at[149]);
@@ -186,15 +191,10 @@ static void test_fixture_throttling(void) {
         put(root, rel, "3000000\n");
     }
     set_cpus(root, "3000000\n", "0\n");
-    gov_ladder l = make_ladder();
-    machine m = { .slow = 1 };
-    m.bw = 20.0 * (double)gov_ladder_bytes(&l, 0);
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    CHECK(gov_parse("tps>=18 every=16", &t, &k, &err) == 0, "%s", err.msg);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "tps>=18 every=16");
+    machine m = { .slow = 1 };
+    m.bw = 20.0 * (double)gov_ladder_bytes(&g.ladder, 0);
     hw_state prev, hw;
     hw_state_read(root, &hw);
     CHECK(hw.cpu_mhz == 3000 && hw.cpu_max_mhz == 3000 && hw.throttle_count == 0, "fixture read: %.0f/%.0f MHz, %ld",
@@ -229,7 +229,7 @@ static void test_fixture_throttling(void) {
     }
     CHECK(lowers >= 1 && raises >= 1 && reversals == 1, "lowers %d raises %d reversals %d", lowers, raises, reversals);
     CHECK(throttled_lowers >= 1, "the lowering says the CPU throttled");
-    CHECK(min_gap >= k.every, "changes %ld tokens apart", min_gap);
+    CHECK(min_gap >= g.knobs.every, "changes %ld tokens apart", min_gap);
     CHECK(running == 0, "back at the source (position %d)", running);
     gov_free(&g);
     char cmd[600];
@@ -241,20 +241,14 @@ static void test_fixture_throttling(void) {
 // each lowering gains less than predicted, each raise costs less. Raises that have to be undone
 // freeze raising, for longer each time: few changes, no see-saw.
 static void test_misjudged_machine(void) {
-    gov_ladder l = make_ladder();
-    uint64_t b0 = gov_ladder_bytes(&l, 0);
-    machine m = { .slow_from = 0, .slow_to = 0, .slow = 1 };
-    m.fixed_s = 0.03;                  // 30 ms of every token is fixed
-    m.bw = (double)b0 / 0.02;          // + 20 ms of bytes at the source: 20 tok/s
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    CHECK(gov_parse("tps>=24 every=16", &t, &k, &err) == 0, "%s", err.msg);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "tps>=24 every=16");
+    machine m = { .slow_from = 0, .slow_to = 0, .slow = 1 };
+    m.fixed_s = 0.03;                                          // 30 ms of every token is fixed
+    m.bw = (double)gov_ladder_bytes(&g.ladder, 0) / 0.02;     // + 20 ms of bytes at the source: 20 tok/s
     run_result *rr = xcalloc(1, sizeof *rr);
     run_machine(&g, &m, 500, 3, 0, rr);
-    CHECK(rr->min_gap >= k.every, "two changes %ld tokens apart", rr->min_gap);
+    CHECK(rr->min_gap >= g.knobs.every, "two changes %ld tokens apart", rr->min_gap);
     CHECK(rr->reversals <= 2 && rr->changes <= 8, "changes %d, reversals %d", rr->changes, rr->reversals);
     int missed = 0;
     for (int i = 250; i < 500; i++) missed += rr->tps_at[i] < 24.0 * 0.97;
@@ -266,13 +260,8 @@ static void test_misjudged_machine(void) {
 // The drift guard: a KL above the bound rolls the last lowering back, blocks that part of the
 // ladder for retry_after tokens, then allows it again.
 static void test_drift_rollback(void) {
-    gov_ladder l = make_ladder();
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    CHECK(gov_parse("tps>=100 kl<=0.001 every=16 retry_after=200", &t, &k, &err) == 0, "%s", err.msg);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "tps>=100 kl<=0.001 every=16 retry_after=200");
     gov_reading slow = { .token = 20, .tps = 10, .watts = -1, .j_per_token = -1 };
     gov_decision d;
     CHECK(gov_step(&g, &slow, &d) == GOV_LOWER && d.from == 0 && d.to > 0, "lowered: %s", d.reason);
@@ -289,9 +278,7 @@ static void test_drift_rollback(void) {
     CHECK(gov_step(&g, &slow, &d) == GOV_LOWER, "retried after retry_after: %s", d.reason);
     gov_free(&g);
     // the impossible bound: rolls back whatever is lowered
-    l = make_ladder();
-    CHECK(gov_parse("kl<=0", &t, &k, &err) == 0, "%s", err.msg);
-    gov_init(&g, &t, &k, &l);
+    start(&g, "kl<=0");
     gov_reading any = { .token = 16, .tps = 30, .watts = -1, .j_per_token = -1 };
     CHECK(gov_step(&g, &any, &d) == GOV_LOWER, "kl alone goes down: %s", d.reason);
     gov_applied(&g, 17);
@@ -301,13 +288,8 @@ static void test_drift_rollback(void) {
 
 // The watts target steps by an eighth of the ladder's span; J/token scales with bytes.
 static void test_watts_and_joules(void) {
-    gov_ladder l = make_ladder();
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    CHECK(gov_parse("watts<=10", &t, &k, &err) == 0, "%s", err.msg);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "watts<=10");
     uint64_t span = gov_ladder_bytes(&g.ladder, 0) - gov_ladder_bytes(&g.ladder, g.ladder.n);
     gov_reading hot = { .token = 16, .tps = 20, .watts = 14, .j_per_token = 0.7 };
     gov_decision d;
@@ -315,12 +297,10 @@ static void test_watts_and_joules(void) {
           && d.bytes_from - d.bytes_to < span / 4, "one eighth: %llu of %llu", (unsigned long long)(d.bytes_from - d.bytes_to),
           (unsigned long long)span);
     gov_free(&g);
-    l = make_ladder();
-    CHECK(gov_parse("j_per_token<=0.5", &t, &k, &err) == 0, "%s", err.msg);
-    gov_init(&g, &t, &k, &l);
+    start(&g, "j_per_token<=0.5");
     gov_reading r1 = { .token = 16, .tps = 20, .watts = 20, .j_per_token = 1.0 };
     CHECK(gov_step(&g, &r1, &d) == GOV_LOWER, "%s", d.reason);
-    double aim = 0.5 * (1 - k.band / 2) / 1.0;
+    double aim = 0.5 * (1 - g.knobs.band / 2) / 1.0;
     CHECK((double)d.bytes_to <= aim * (double)d.bytes_from && (double)gov_ladder_bytes(&g.ladder, d.to - 1) > aim * (double)d.bytes_from,
           "lands at the first position under %.3f of the bytes", aim);
     gov_free(&g);
@@ -328,13 +308,9 @@ static void test_watts_and_joules(void) {
 
 // Position k's plan: the first k ladder tensors at the low type, every other as the source says.
 static void test_plan(void) {
-    gov_ladder l = make_ladder();
-    gov_target t;
-    gov_knobs k;
-    errbuf err = { { 0 } };
-    gov_parse("tps>=10", &t, &k, &err);
     governor g;
-    gov_init(&g, &t, &k, &l);
+    start(&g, "tps>=10");
+    errbuf err = { { 0 } };
     precision_plan src, p;
     CHECK(plan_parse_any(&src, "keep;q8_0:layers=0-1,attn_v", N_LAYER, &err) == 0, "%s", err.msg);
     for (int pos = 0; pos <= g.ladder.n; pos += 13) {
