@@ -27,21 +27,28 @@ void gov_run_status(const gov_run *r, char *buf, size_t n) {
              mib(gov_ladder_bytes(&g->ladder, g->pos)), reading, kl, g->changes, g->rollbacks);
 }
 
-static void change_line(const gov_decision *d, char *buf, size_t n) {
-    snprintf(buf, n, "token %ld: %s %d -> %d, %.1f -> %.1f MiB/token: %s", d->token, gov_action_name(d->action),
-             d->from, d->to, mib(d->bytes_from), mib(d->bytes_to), d->reason);
+// "token 150: lower 0 -> 46, 2357.0 -> 1585.1 MiB/token: REASON [blk.9.attn_v, ... +42]": the
+// tensors a change moved, the first four named.
+static void change_line(const gov_run *r, const gov_decision *d, char *buf, size_t n) {
+    int w = snprintf(buf, n, "token %ld: %s %d -> %d, %.1f -> %.1f MiB/token: %s [", d->token, gov_action_name(d->action),
+                     d->from, d->to, mib(d->bytes_from), mib(d->bytes_to), d->reason);
+    int lo = d->from < d->to ? d->from : d->to, hi = d->from < d->to ? d->to : d->from;
+    for (int k = lo; k < hi && k < lo + 4 && w > 0 && (size_t)w < n; k++)
+        w += snprintf(buf + w, n - (size_t)w, "%sblk.%d.%s", k > lo ? ", " : "", r->g.ladder.t[k].layer,
+                      tensor_kind_name(r->g.ladder.t[k].kind));
+    if (w > 0 && (size_t)w < n) snprintf(buf + w, n - (size_t)w, hi - lo > 4 ? " +%d]" : "]", hi - lo - 4);
 }
 
 void gov_run_last_change(const gov_run *r, char *buf, size_t n) {
     buf[0] = 0;
-    if (r->g.n_log) change_line(&r->g.log[r->g.n_log - 1], buf, n);
+    if (r->g.n_log) change_line(r, &r->g.log[r->g.n_log - 1], buf, n);
 }
 
 void gov_run_print_log(const gov_run *r, gov_say_fn say_fn, void *ud) {
-    char line[512];
+    char line[640];
     if (r->g.n_log == 0) { say_fn(ud, "governor: no change yet"); return; }
     for (int i = 0; i < r->g.n_log; i++) {
-        change_line(&r->g.log[i], line, sizeof line);
+        change_line(r, &r->g.log[i], line, sizeof line);
         say_fn(ud, line);
     }
 }
