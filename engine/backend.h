@@ -75,6 +75,9 @@ struct backend {
     // (32 values sharing one fp16 scale) and multiplies in integers; 0: activations stay float.
     // The product then differs from the float one by up to half a step per block (tests bound it so).
     uint64_t act_q8_types;
+    // Of those, the types whose activations are rounded to Q8_K blocks instead (256 values
+    // sharing one float scale, as the reference does for the K-quants): half a step per 256.
+    uint64_t act_q8k_types;
 
     bk_act *(*act_new)(backend *b, int64_t rows, int64_t cols);
     void (*act_free)(backend *b, bk_act *a);

@@ -328,7 +328,8 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
                 uint32_t type = planned_type(m, p, t, l, k);
                 const wtype_info *ti = wtype_get(type);
                 if (pass == 0) {
-                    if (!ti || !ti->from_f32)
+                    // The file's own type needs no producer: its weights are still there.
+                    if (type != t->src_type && (!ti || !ti->from_f32))
                         return model_plan_discard(st), err_set(err, "plan: type %s cannot be produced", wtype_name(type));
                     if (t->ne0 % ti->block_size)
                         return model_plan_discard(st), err_set(err, "plan: tensor %s: row length %lld is not a multiple of "

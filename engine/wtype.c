@@ -87,19 +87,19 @@ static const wtype_info table[WT_COUNT] = {
     [WT_F32]    = { "F32",    1,   4,   f32_to_f32,          f32_from_f32 },
     [WT_F16]    = { "F16",    1,   2,   f16_to_f32_row,      f16_from_f32_row },
     [WT_Q4_0]   = { "Q4_0",   32,  18,  dequantize_row_q4_0, quantize_row_q4_0_ref },
-    [WT_Q4_1]   = { "Q4_1",   32,  20,  NULL, NULL },
-    [WT_Q5_0]   = { "Q5_0",   32,  22,  NULL, NULL },
-    [WT_Q5_1]   = { "Q5_1",   32,  24,  NULL, NULL },
+    [WT_Q4_1]   = { "Q4_1",   32,  20,  dequantize_row_q4_1, NULL },
+    [WT_Q5_0]   = { "Q5_0",   32,  22,  dequantize_row_q5_0, NULL },
+    [WT_Q5_1]   = { "Q5_1",   32,  24,  dequantize_row_q5_1, NULL },
     [WT_Q8_0]   = { "Q8_0",   32,  34,  dequantize_row_q8_0, quantize_row_q8_0_ref },
     [WT_Q8_1]   = { "Q8_1",   32,  36,  NULL, NULL },
-    [WT_Q2_K]   = { "Q2_K",   256, 84,  NULL, NULL },
-    [WT_Q3_K]   = { "Q3_K",   256, 110, NULL, NULL },
-    [WT_Q4_K]   = { "Q4_K",   256, 144, NULL, NULL },
-    [WT_Q5_K]   = { "Q5_K",   256, 176, NULL, NULL },
-    [WT_Q6_K]   = { "Q6_K",   256, 210, NULL, NULL },
+    [WT_Q2_K]   = { "Q2_K",   256, 84,  dequantize_row_q2_k, NULL },
+    [WT_Q3_K]   = { "Q3_K",   256, 110, dequantize_row_q3_k, NULL },
+    [WT_Q4_K]   = { "Q4_K",   256, 144, dequantize_row_q4_k, NULL },
+    [WT_Q5_K]   = { "Q5_K",   256, 176, dequantize_row_q5_k, NULL },
+    [WT_Q6_K]   = { "Q6_K",   256, 210, dequantize_row_q6_k, NULL },
     [WT_Q8_K]   = { "Q8_K",   256, 292, NULL, NULL },
-    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  NULL, NULL },
-    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, NULL, NULL },
+    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  dequantize_row_iq4_nl, NULL },
+    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, dequantize_row_iq4_xs, NULL },
     [WT_I8]     = { "I8",     1,   1,   NULL, NULL },
     [WT_I16]    = { "I16",    1,   2,   NULL, NULL },
     [WT_I32]    = { "I32",    1,   4,   NULL, NULL },
@@ -135,4 +135,11 @@ uint64_t wtype_row_bytes(uint32_t type, uint64_t n) {
     return n / t->block_size * t->block_bytes;
 }
 
-const char *wtype_supported_list(void) { return "F32, F16, BF16, Q8_0, Q4_0"; }
+const char *wtype_supported_list(void) {
+    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+}
+
+_Static_assert(sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 && sizeof(block_q5_1) == 24 &&
+               sizeof(block_iq4_nl) == 18 && sizeof(block_iq4_xs) == 136, "32-weight block layouts");
+_Static_assert(sizeof(block_q2_k) == 84 && sizeof(block_q3_k) == 110 && sizeof(block_q4_k) == 144 &&
+               sizeof(block_q5_k) == 176 && sizeof(block_q6_k) == 210 && sizeof(block_q8_k) == 292, "K-quant block layouts");

@@ -24,6 +24,42 @@ typedef struct { uint16_t d; int8_t qs[32]; } block_q8_0;
 #define QK4_0 32
 #define QK8_0 32
 
+// The other 32-weight types (engine/wtype_legacy.c). Nibble byte j: weight j low, j+16 high.
+// Q4_1: w = d * q + m, q in 0..15.
+typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;
+// Q5_0: w = d * (q - 16); q's 5th bit for weight j is bit j of qh (a little-endian uint32).
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0;
+// Q5_1: w = d * q + m, q in 0..31 (5th bit as Q5_0).
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1;
+// IQ4_NL: w = d * iq4_levels[q].
+typedef struct { uint16_t d; uint8_t qs[16]; } block_iq4_nl;
+// IQ4_XS: 256 weights, 8 sub-blocks of 32 coded as IQ4_NL under a 6-bit scale ls (offset 32):
+// w = d * (ls - 32) * iq4_levels[q]; ls low nibbles in scales_l, high 2 bits in scales_h.
+typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } block_iq4_xs;
+extern const int8_t iq4_levels[16];
+
+// K-quants (engine/wtype_kquant.c): 256 weights per super-block.
+// Q2_K: 16 groups of 16, scales[g] = 4-bit scale (low) and 4-bit min (high);
+// w = d * scale * q - dmin * min, q 2 bits.
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } block_q2_k;
+// Q3_K: 16 groups of 16 with 6-bit scales (offset 32) packed in 12 bytes; q = 2 low bits, minus
+// 4 where the group's hmask bit is clear; w = d * scale * q.
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } block_q3_k;
+// Q4_K: 8 groups of 32 with 6-bit (scale, min) pairs packed in 12 bytes (kquant_scale_min);
+// w = d * scale * q - dmin * min, q 4 bits.
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } block_q4_k;
+// Q5_K: Q4_K with a 5th bit per weight in qh.
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } block_q5_k;
+// Q6_K: 16 groups of 16 with int8 scales; q = 4 low bits (ql) and 2 high bits (qh), minus 32;
+// w = d * scale * q.
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_k;
+#define QK_K 256
+// Q8_K: 256 int8 with a float scale (w = d * q) and the sums of each 16: the activation format
+// the reference multiplies K-quant weights by (cabin never stores weights in it).
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } block_q8_k;
+// Q4_K/Q5_K: the (scale, min) pair j (0..7) of a block's packed 12 bytes.
+void kquant_scale_min(int j, const uint8_t q[12], uint8_t *sc, uint8_t *mn);
+
 typedef void (*wtype_to_f32_fn)(const void *src, float *dst, int64_t n);   // n % block_size == 0
 typedef void (*wtype_from_f32_fn)(const float *src, void *dst, int64_t n); // reference quantizer
 
@@ -51,7 +87,18 @@ const char *wtype_supported_list(void);
 // Reference (scalar) conversions, exposed for tests and kernels.
 void dequantize_row_q4_0(const void *src, float *dst, int64_t n);
 void dequantize_row_q8_0(const void *src, float *dst, int64_t n);
+void dequantize_row_q4_1(const void *src, float *dst, int64_t n);
+void dequantize_row_q5_0(const void *src, float *dst, int64_t n);
+void dequantize_row_q5_1(const void *src, float *dst, int64_t n);
+void dequantize_row_iq4_nl(const void *src, float *dst, int64_t n);
+void dequantize_row_iq4_xs(const void *src, float *dst, int64_t n);
+void dequantize_row_q2_k(const void *src, float *dst, int64_t n);
+void dequantize_row_q3_k(const void *src, float *dst, int64_t n);
+void dequantize_row_q4_k(const void *src, float *dst, int64_t n);
+void dequantize_row_q5_k(const void *src, float *dst, int64_t n);
+void dequantize_row_q6_k(const void *src, float *dst, int64_t n);
 void quantize_row_q4_0_ref(const float *src, void *dst, int64_t n);
 void quantize_row_q8_0_ref(const float *src, void *dst, int64_t n);
+void quantize_row_q8_k_ref(const float *src, void *dst, int64_t n);
 
 #endif

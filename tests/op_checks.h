@@ -5,7 +5,8 @@
 // Tolerances bound the rounding an op may do, from the terms that make up each output element,
 // not from the output's size (a sum can cancel to near 0 while its terms are large):
 //   matmul    2(K+2)u · Σ|w·x| (float sums of K products in any order, on either side); a backend
-//             that rounds activations to Q8_0 blocks (backend.act_q8_types) also Σ|w|·step/2
+//             that rounds activations to 8 bits (backend.act_q8_types) also Σ|w|·step/2, the
+//             step amax/127 of each block of 32 (Q8_0) or 256 (Q8_K, backend.act_q8k_types)
 //   rmsnorm   (C+32)u of each normalized term, through add, bias and swiglu (silu: 32u): float
 //             sums plus the few ULP GLSL allows inversesqrt, division and exp
 //   rope      4u · (|a·cos| + |b·sin|) per rotated element (both sides read the same cos/sin
@@ -32,7 +33,7 @@ static int op_matmul_types(backend *b[2], uint32_t *types) {
     int n = 0;
     for (uint32_t t = 0; t < WT_COUNT; t++) {
         const wtype_info *ti = wtype_get(t);
-        if (ti && ti->to_f32 && ti->from_f32 && b[0]->supports_type(b[0], t) && b[1]->supports_type(b[1], t))
+        if (ti && ti->to_f32 && b[0]->supports_type(b[0], t) && b[1]->supports_type(b[1], t))
             types[n++] = t;
     }
     return n;
@@ -55,7 +56,46 @@ static tensor op_make_tensor(uint32_t type, int64_t ne0, int64_t ne1, const floa
     return t;
 }
 
+// Types cabin reads but does not write: where each block keeps its fp16 super-scales (byte
+// offsets, up to 2) and the largest |code × sub-scale| they multiply, so that random blocks
+// (random codes and sub-scales) hold weights of about the asked scale.
+typedef struct op_block_scales { uint32_t type; int off[2], n_off; double max_code; } op_block_scales;
+static const op_block_scales op_rand_block_types[] = {
+    { WT_Q4_1, { 0, 2 }, 2, 15 },        { WT_Q5_0, { 0 }, 1, 16 },      { WT_Q5_1, { 0, 2 }, 2, 31 },
+    { WT_IQ4_NL, { 0 }, 1, 127 },        { WT_IQ4_XS, { 0 }, 1, 32 * 127 }, { WT_Q2_K, { 80, 82 }, 2, 45 },
+    { WT_Q3_K, { 108 }, 1, 32 * 4 },     { WT_Q4_K, { 0, 2 }, 2, 63 * 15 }, { WT_Q5_K, { 0, 2 }, 2, 63 * 31 },
+    { WT_Q6_K, { 208 }, 1, 32 * 128 },
+};
+
+// Random blocks of a type without a quantizer: random bytes, then each fp16 super-scale set to
+// a random value of magnitude up to scale / max_code.
+static tensor op_rand_blocks(uint32_t type, int64_t ne0, int64_t ne1, float scale) {
+    const op_block_scales *bsc = NULL;
+    for (size_t i = 0; i < sizeof op_rand_block_types / sizeof op_rand_block_types[0]; i++)
+        if (op_rand_block_types[i].type == type) bsc = &op_rand_block_types[i];
+    tensor t;
+    memset(&t, 0, sizeof t);
+    t.name = "test";
+    t.type = type;
+    t.ne0 = ne0;
+    t.ne1 = ne1;
+    t.row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)ne0);
+    t.n_bytes = t.row_bytes * (size_t)ne1;
+    t.owned = xmalloc(t.n_bytes);
+    uint8_t *p = t.owned;
+    for (size_t i = 0; i < t.n_bytes; i++) p[i] = (uint8_t)rng_int(256);
+    const wtype_info *ti = wtype_get(type);
+    for (size_t b = 0; bsc && b < t.n_bytes / ti->block_bytes; b++)
+        for (int k = 0; k < bsc->n_off; k++) {
+            uint16_t h = f32_to_fp16((float)(rng_uniform() * scale / bsc->max_code));
+            memcpy(p + b * ti->block_bytes + bsc->off[k], &h, 2);
+        }
+    t.data = t.owned;
+    return t;
+}
+
 static tensor op_rand_tensor(uint32_t type, int64_t ne0, int64_t ne1, float scale) {
+    if (!wtype_get(type)->from_f32) return op_rand_blocks(type, ne0, ne1, scale);
     float *f = xmalloc((size_t)(ne0 * ne1) * sizeof(float));
     for (int64_t i = 0; i < ne0 * ne1; i++) f[i] = rng_uniform() * scale;
     tensor t = op_make_tensor(type, ne0, ne1, f);
@@ -156,17 +196,19 @@ static int op_outside(backend *b[2], const act2 *r, int n, const double *tol, do
 // ---- matmul ----
 
 // Bounds of y = W x (rows x_row0 .. x_row0+n of x): (n, M).
-static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols, int n, bool act_q8) {
+// act_block: the values sharing one activation scale (32 for Q8_0, 256 for Q8_K), 0: float.
+static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols, int n, int act_block) {
     int64_t M = w->ne1, K = w->ne0;
     float *wf = op_tensor_f32(w);
     double *tol = xmalloc((size_t)n * (size_t)M * sizeof(double)), eps = 2.0 * (double)(K + 2) * F32_U;
-    double *half_step = xmalloc((size_t)K * sizeof(double));   // per x element: half its Q8_0 step
+    double *half_step = xmalloc((size_t)K * sizeof(double));   // per x element: half its 8-bit step
+    const int64_t blk = act_block > 0 ? act_block : 32;
     for (int t = 0; t < n; t++) {
         const float *xr = x + (int64_t)t * x_cols;
-        for (int64_t b0 = 0; b0 < K; b0 += 32) {
+        for (int64_t b0 = 0; b0 < K; b0 += blk) {
             double amax = 0;
-            for (int64_t k = b0; k < b0 + 32 && k < K; k++) amax = fmax(amax, fabs(xr[k]));
-            for (int64_t k = b0; k < b0 + 32 && k < K; k++) half_step[k] = amax / 254.0 * (1.0 + 0x1p-9);
+            for (int64_t k = b0; k < b0 + blk && k < K; k++) amax = fmax(amax, fabs(xr[k]));
+            for (int64_t k = b0; k < b0 + blk && k < K; k++) half_step[k] = amax / 254.0 * (1.0 + 0x1p-9);
         }
         for (int64_t r = 0; r < M; r++) {
             double s = 0, q = 0;
@@ -174,7 +216,7 @@ static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols,
                 s += fabs((double)wf[r * K + k] * xr[k]);
                 q += fabs((double)wf[r * K + k]) * half_step[k];
             }
-            tol[(size_t)t * M + r] = eps * s + (act_q8 ? q * (1.0 + 2.0 * eps) : 0.0);
+            tol[(size_t)t * M + r] = eps * s + (act_block ? q * (1.0 + 2.0 * eps) : 0.0);
         }
     }
     free(half_step);
@@ -191,7 +233,9 @@ static void op_check_matmul(backend *b[2], const char *tag) {
         for (int ri = 0; ri < 4; ri++)
             for (int ki = 0; ki < 3; ki++)
                 for (int ni = 0; ni < 4; ni++) {
-                    int M = rows[ri], K = ks[ki], n = ns[ni], x_row0 = (ri + ni) % 3;
+                    // K: 1, 3, 5 blocks of 32, or of 256 for the 256-weight types
+                    int M = rows[ri], K = ks[ki] * (int)(wtype_get(types[ti])->block_size > 32 ? 8 : 1);
+                    int n = ns[ni], x_row0 = (ri + ni) % 3;
                     tensor w = op_rand_tensor(types[ti], K, M, 0.5f);
                     act2 x = op_act_rand(b, n + x_row0, K), y = op_act(b, n, M, false);
                     if (op_prepare(b, &w)) {
@@ -201,7 +245,9 @@ static void op_check_matmul(backend *b[2], const char *tag) {
                             op_run_end(b[i], "matmul");
                         }
                         bool act_q8 = ((b[0]->act_q8_types | b[1]->act_q8_types) >> types[ti]) & 1;
-                        double *tol = op_matmul_bounds(&w, x.host + (int64_t)x_row0 * K, K, n, act_q8), q = 0;
+                        bool act_q8k = ((b[0]->act_q8k_types | b[1]->act_q8k_types) >> types[ti]) & 1;
+                        double *tol = op_matmul_bounds(&w, x.host + (int64_t)x_row0 * K, K, n,
+                                                       act_q8k ? 256 : act_q8 ? 32 : 0), q = 0;
                         int out = op_outside(b, &y, n, tol, &q);
                         free(tol);
                         cases++;
@@ -227,7 +273,7 @@ static void op_check_embed(backend *b[2], const char *tag) {
     uint32_t types[WT_COUNT];
     int n_types = op_matmul_types(b, types);
     for (int ti = 0; ti < n_types; ti++) {
-        int K = ti % 2 ? 96 : 160, V = 17, n = 13;
+        int K = (ti % 2 ? 96 : 160) * (int)(wtype_get(types[ti])->block_size > 32 ? 8 : 1), V = 17, n = 13;
         tensor e = op_rand_tensor(types[ti], K, V, 1.0f);
         act2 y = op_act(b, n, K, false);
         int32_t ids[13];

@@ -25,8 +25,7 @@ if not os.path.isdir(os.path.join(ref, "models")):
     print(tally.line())
     sys.exit(0)
 
-NOT_LOADABLE_YET = ["type %s," % t for t in ("Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
-                                              "IQ4_NL", "IQ4_XS")] + ["architecture 'phi3'", "architecture 'qwen3'"]
+NOT_LOADABLE_YET = ["architecture 'phi3'", "architecture 'qwen3'"]
 
 for name in sorted(os.listdir(os.path.join(ref, "models"))):
     if not name.endswith(".json"):

@@ -114,8 +114,9 @@ typedef struct mm_job {
     const tensor *w;
     const float *xf;          // f32 rows (stride xf_cols)
     int64_t xf_cols;
-    void *xq;                 // quantized rows
+    void *xq;                 // quantized rows (Q8_0 or Q8_K blocks, as act_format says)
     size_t xq_row_bytes;
+    enum act_format af;
     int n;
     float *y;
     int64_t ldy;
@@ -125,9 +126,11 @@ static void mm_quantize_worker(void *ctx, int ith, int nth) {
     mm_job *j = ctx;
     int64_t lo, hi;
     split_range(j->n, ith, nth, 1, &lo, &hi);
-    for (int64_t t = lo; t < hi; t++)
-        j->k->quantize_act_q8_0(j->xf + t * j->xf_cols,
-                                (block_q8_0 *)((uint8_t *)j->xq + t * j->xq_row_bytes), j->w->ne0);
+    for (int64_t t = lo; t < hi; t++) {
+        void *row = (uint8_t *)j->xq + t * j->xq_row_bytes;
+        if (j->af == ACT_Q8_K) quantize_row_q8_k_ref(j->xf + t * j->xf_cols, row, j->w->ne0);
+        else j->k->quantize_act_q8_0(j->xf + t * j->xf_cols, row, j->w->ne0);
+    }
 }
 
 static void mm_worker(void *ctx, int ith, int nth) {
@@ -146,8 +149,10 @@ static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_r
     double t0 = prof_begin(c);
     mm_job j = { .k = c->k, .w = w, .xf = x->data + x_row0 * x->cols, .xf_cols = x->cols, .n = n,
                  .y = out->data, .ldy = out->cols };
-    if (c->k->act_format[w->type] == ACT_Q8_0) {
-        j.xq_row_bytes = (size_t)(w->ne0 / QK8_0) * sizeof(block_q8_0);
+    j.af = c->k->act_format[w->type];
+    if (j.af != ACT_F32) {
+        j.xq_row_bytes = j.af == ACT_Q8_K ? (size_t)(w->ne0 / QK_K) * sizeof(block_q8_k)
+                                          : (size_t)(w->ne0 / QK8_0) * sizeof(block_q8_0);
         size_t need = j.xq_row_bytes * (size_t)n;
         if (need > c->qbuf_bytes) {
             free(c->qbuf);
@@ -409,7 +414,10 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->weight_release = cpu_weight_release;
     b->supports_type = cpu_supports_type;
     for (int t = 0; t < WT_COUNT; t++)
-        if (k->matmul[t] && k->act_format[t] == ACT_Q8_0) b->act_q8_types |= 1ull << t;
+        if (k->matmul[t] && k->act_format[t] != ACT_F32) {
+            b->act_q8_types |= 1ull << t;
+            if (k->act_format[t] == ACT_Q8_K) b->act_q8k_types |= 1ull << t;
+        }
     b->act_new = cpu_act_new;
     b->act_free = cpu_act_free;
     b->act_read = cpu_act_read;

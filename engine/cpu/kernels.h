@@ -21,6 +21,7 @@ typedef void (*matmul_rows_fn)(const void *w, size_t w_row_bytes, int64_t k, int
 enum act_format {
     ACT_F32,   // float32 rows of k values
     ACT_Q8_0,  // k/32 block_q8_0 per row (see quantize_act)
+    ACT_Q8_K,  // k/256 block_q8_k per row (quantize_row_q8_k_ref): the K-quants and IQ4_XS
 };
 
 typedef struct cpu_kernels {
@@ -147,6 +148,21 @@ void attn_values_q_avx512(const float *p, int64_t ldp, int G, const uint8_t *cod
                           int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo);
 void attn_values_f16_avx512(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd,
                             float *o);
+// The types without a SIMD kernel of their own (engine/cpu/kernels_dequant.c): weights
+// dequantized a chunk at a time against 8-bit activations, blocked as the reference blocks them
+// for each type (ACT_Q8_0 for the 32-weight types, ACT_Q8_K for the 256-weight ones); in the
+// AVX2 and AVX-512 tables.
+#define DQ8_TYPES(X) X(q4_1, WT_Q4_1, ACT_Q8_0) X(q5_0, WT_Q5_0, ACT_Q8_0) X(q5_1, WT_Q5_1, ACT_Q8_0) \
+    X(iq4_nl, WT_IQ4_NL, ACT_Q8_0) X(iq4_xs, WT_IQ4_XS, ACT_Q8_K) X(q2_k, WT_Q2_K, ACT_Q8_K)            \
+    X(q3_k, WT_Q3_K, ACT_Q8_K) X(q4_k, WT_Q4_K, ACT_Q8_K) X(q5_k, WT_Q5_K, ACT_Q8_K) X(q6_k, WT_Q6_K, ACT_Q8_K)
+#define DQ8_DECLARE(name, type, act) \
+    void matmul_##name##_dq8(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+DQ8_TYPES(DQ8_DECLARE)
+// Table entries: .matmul = { ..., DQ8_TYPES(DQ8_MATMUL) }, .act_format = { ..., DQ8_TYPES(DQ8_ACT) }.
+#define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
+#define DQ8_ACT(name, type, act) [type] = act,
+
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and
 // is freed when the thread exits.

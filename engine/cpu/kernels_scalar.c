@@ -1,6 +1,7 @@
 // Scalar kernels: the precision reference for every other table (SIMD, Vulkan). Weights are
-// converted to float with the wtype.h reference functions (exact for F16, BF16, Q8_0, Q4_0: each
-// dequantized weight is representable in float) and products are summed in double, so these
+// converted to float with the wtype.h reference functions (exact for F16, BF16, Q8_0, Q4_0, Q5_0,
+// IQ4_NL: each dequantized weight is representable in float; the other types round scale
+// products and mins to float as the GGUF reference dequantization does) and products are summed in double, so these
 // results are as close to the exact dot product as float outputs allow.
 #include "engine/cpu/kernels.h"
 #include "engine/half.h"
@@ -52,6 +53,16 @@ REF_MATMUL(matmul_f16, WT_F16)
 REF_MATMUL(matmul_bf16, WT_BF16)
 REF_MATMUL(matmul_q8_0, WT_Q8_0)
 REF_MATMUL(matmul_q4_0, WT_Q4_0)
+REF_MATMUL(matmul_q4_1, WT_Q4_1)
+REF_MATMUL(matmul_q5_0, WT_Q5_0)
+REF_MATMUL(matmul_q5_1, WT_Q5_1)
+REF_MATMUL(matmul_iq4_nl, WT_IQ4_NL)
+REF_MATMUL(matmul_iq4_xs, WT_IQ4_XS)
+REF_MATMUL(matmul_q2_k, WT_Q2_K)
+REF_MATMUL(matmul_q3_k, WT_Q3_K)
+REF_MATMUL(matmul_q4_k, WT_Q4_K)
+REF_MATMUL(matmul_q5_k, WT_Q5_K)
+REF_MATMUL(matmul_q6_k, WT_Q6_K)
 
 static void quantize_act_q8_0(const float *x, block_q8_0 *y, int64_t k) {
     quantize_row_q8_0_ref(x, y, k);
@@ -189,12 +200,12 @@ const cpu_kernels cpu_kernels_scalar_table = {
     .name = "scalar",
     .matmul = {
         [WT_F32] = matmul_f32, [WT_F16] = matmul_f16, [WT_BF16] = matmul_bf16,
-        [WT_Q8_0] = matmul_q8_0, [WT_Q4_0] = matmul_q4_0,
+        [WT_Q8_0] = matmul_q8_0, [WT_Q4_0] = matmul_q4_0, [WT_Q4_1] = matmul_q4_1,
+        [WT_Q5_0] = matmul_q5_0, [WT_Q5_1] = matmul_q5_1, [WT_IQ4_NL] = matmul_iq4_nl,
+        [WT_IQ4_XS] = matmul_iq4_xs, [WT_Q2_K] = matmul_q2_k, [WT_Q3_K] = matmul_q3_k,
+        [WT_Q4_K] = matmul_q4_k, [WT_Q5_K] = matmul_q5_k, [WT_Q6_K] = matmul_q6_k,
     },
-    .act_format = {
-        [WT_F32] = ACT_F32, [WT_F16] = ACT_F32, [WT_BF16] = ACT_F32,
-        [WT_Q8_0] = ACT_F32, [WT_Q4_0] = ACT_F32,
-    },
+    .act_format = { 0 },   // ACT_F32 for every type
     .quantize_act_q8_0 = quantize_act_q8_0,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
