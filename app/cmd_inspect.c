@@ -123,22 +123,26 @@ int cmd_info(int argc, char **argv) {
     if (kv_sizes) rc = print_kv_sizes(&g, arch ? arch : "llama");
     free(arch);
     if (rc) { gguf_close(&g); return rc; }
-    // tensor type histogram
-    uint64_t count[WT_COUNT] = {0}, bytes[WT_COUNT] = {0}, params = 0;
+    // tensor type mix: tensors, bytes, bits per weight and share of the weights per type, then
+    // the bits per weight of the whole file's tensor data
+    uint64_t count[WT_COUNT] = {0}, bytes[WT_COUNT] = {0}, elems[WT_COUNT] = {0}, params = 0, all_bytes = 0;
     for (uint64_t i = 0; i < g.n_tensors; i++) {
         count[g.tensors[i].type]++;
         bytes[g.tensors[i].type] += g.tensors[i].n_bytes;
+        elems[g.tensors[i].type] += g.tensors[i].n_elements;
         params += g.tensors[i].n_elements;
+        all_bytes += g.tensors[i].n_bytes;
     }
     printf("  %-22s %.3f M\n", "parameters", (double)params / 1e6);
     printf("  tensor types:\n");
     for (int t = 0; t < WT_COUNT; t++) {
         if (!count[t]) continue;
         human_bytes(bytes[t], hb, sizeof hb);
-        printf("    %-8s %5" PRIu64 " tensors %12s  %5.2f bits/weight%s\n", wtype_name((uint32_t)t),
-               count[t], hb, wtype_bpw((uint32_t)t),
+        printf("    %-8s %5" PRIu64 " tensors %12s  %5.2f bits/weight %5.1f%% of weights%s\n", wtype_name((uint32_t)t),
+               count[t], hb, wtype_bpw((uint32_t)t), params ? 100.0 * (double)elems[t] / (double)params : 0.0,
                wtype_get((uint32_t)t)->to_f32 ? "" : "  (not supported yet)");
     }
+    if (params) printf("  %-22s %.2f (all tensors)\n", "bits per weight", (double)all_bytes * 8.0 / (double)params);
     // tokenizer
     if (gguf_find_kv(&g, "tokenizer.ggml.model")) {
         tokenizer *tok = tokenizer_load(&g, &err);

@@ -78,6 +78,10 @@ struct backend {
     // Of those, the types whose activations are rounded to Q8_K blocks instead (256 values
     // sharing one float scale, as the reference does for the K-quants): half a step per 256.
     uint64_t act_q8k_types;
+    // Types the backend has no kernel for but takes by converting the weights to convert_type
+    // when they are prepared (bit t: wtype t): its products are those of the conversion.
+    uint64_t converts_types;
+    uint32_t convert_type;
 
     bk_act *(*act_new)(backend *b, int64_t rows, int64_t cols);
     void (*act_free)(backend *b, bk_act *a);

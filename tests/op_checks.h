@@ -11,7 +11,8 @@
 //             sums plus the few ULP GLSL allows inversesqrt, division and exp
 //   rope      4u · (|a·cos| + |b·sin|) per rotated element (both sides read the same cos/sin
 //             from engine/rope.h); elements past rope_dim must not change
-// with u = 2^-24, the unit roundoff of float. Embedding rows are exact dequantizations (1e-6 of
+// with u = 2^-24, the unit roundoff of float. A type a backend converts at upload
+// (backend.converts_types) is checked on that conversion, which the reference is given. Embedding rows are exact dequantizations (1e-6 of
 // the largest value); attention is held to 1e-4 of the largest output.
 #ifndef CABIN_TEST_OP_CHECKS_H
 #define CABIN_TEST_OP_CHECKS_H
@@ -120,6 +121,34 @@ static bool op_prepare(backend *b[2], tensor *t) {
     errbuf err = {{0}};
     for (int i = 0; i < 2; i++)
         if (b[i]->weight_prepare(b[i], t, &err)) { CHECK(0, "%s: %s", b[i]->name, err.msg); return false; }
+    return true;
+}
+
+// A backend that converts w's type at upload (backend.converts_types) multiplies the conversion
+// of w (to its convert_type): the other backend is given that conversion, so both hold the same
+// weights. Fills wt[i], the tensor backend i takes, and wc (the conversion, when made).
+static bool op_prepare_pair(backend *b[2], tensor *w, tensor *wc, tensor *wt[2]) {
+    const int converter = (b[1]->converts_types >> w->type) & 1 ? 1 : (b[0]->converts_types >> w->type) & 1 ? 0 : -1;
+    const bool conv = converter >= 0;
+    memset(wc, 0, sizeof *wc);
+    if (conv) {
+        const uint32_t to = b[converter]->convert_type;
+        *wc = *w;
+        wc->type = to;
+        wc->row_bytes = (size_t)wtype_row_bytes(to, (uint64_t)w->ne0);
+        wc->n_bytes = wc->row_bytes * (size_t)w->ne1;
+        wc->owned = xmalloc(wc->n_bytes);
+        wc->data = wc->owned;
+        float *f = op_tensor_f32(w);
+        for (int64_t r = 0; r < w->ne1; r++)
+            wtype_get(to)->from_f32(f + r * w->ne0, (uint8_t *)wc->owned + (size_t)r * wc->row_bytes, w->ne0);
+        free(f);
+    }
+    errbuf err = {{0}};
+    for (int i = 0; i < 2; i++) {
+        wt[i] = conv && !((b[i]->converts_types >> w->type) & 1) ? wc : w;
+        if (b[i]->weight_prepare(b[i], wt[i], &err)) { CHECK(0, "%s: %s", b[i]->name, err.msg); return false; }
+    }
     return true;
 }
 
@@ -236,17 +265,17 @@ static void op_check_matmul(backend *b[2], const char *tag) {
                     // K: 1, 3, 5 blocks of 32, or of 256 for the 256-weight types
                     int M = rows[ri], K = ks[ki] * (int)(wtype_get(types[ti])->block_size > 32 ? 8 : 1);
                     int n = ns[ni], x_row0 = (ri + ni) % 3;
-                    tensor w = op_rand_tensor(types[ti], K, M, 0.5f);
+                    tensor w = op_rand_tensor(types[ti], K, M, 0.5f), wc, *wt[2];
                     act2 x = op_act_rand(b, n + x_row0, K), y = op_act(b, n, M, false);
-                    if (op_prepare(b, &w)) {
+                    if (op_prepare_pair(b, &w, &wc, wt)) {
                         for (int i = 0; i < 2; i++) {
                             b[i]->begin_batch(b[i]);
-                            b[i]->matmul(b[i], &w, x.a[i], x_row0, n, y.a[i]);
+                            b[i]->matmul(b[i], wt[i], x.a[i], x_row0, n, y.a[i]);
                             op_run_end(b[i], "matmul");
                         }
                         bool act_q8 = ((b[0]->act_q8_types | b[1]->act_q8_types) >> types[ti]) & 1;
                         bool act_q8k = ((b[0]->act_q8k_types | b[1]->act_q8k_types) >> types[ti]) & 1;
-                        double *tol = op_matmul_bounds(&w, x.host + (int64_t)x_row0 * K, K, n,
+                        double *tol = op_matmul_bounds(wc.owned ? &wc : &w, x.host + (int64_t)x_row0 * K, K, n,
                                                        act_q8k ? 256 : act_q8 ? 32 : 0), q = 0;
                         int out = op_outside(b, &y, n, tol, &q);
                         free(tol);
@@ -261,6 +290,7 @@ static void op_check_matmul(backend *b[2], const char *tag) {
                     op_act_free(b, &x);
                     op_act_free(b, &y);
                     op_free_tensor(b, &w);
+                    if (wc.owned) op_free_tensor(b, &wc);
                 }
     CHECK(n_types > 0, "%s matmul: no weight type both backends take", tag);
     CHECK(bad == 0, "%s matmul: %d of %d cases differ", tag, bad, cases);
@@ -274,14 +304,14 @@ static void op_check_embed(backend *b[2], const char *tag) {
     int n_types = op_matmul_types(b, types);
     for (int ti = 0; ti < n_types; ti++) {
         int K = (ti % 2 ? 96 : 160) * (int)(wtype_get(types[ti])->block_size > 32 ? 8 : 1), V = 17, n = 13;
-        tensor e = op_rand_tensor(types[ti], K, V, 1.0f);
+        tensor e = op_rand_tensor(types[ti], K, V, 1.0f), ec, *et[2];
         act2 y = op_act(b, n, K, false);
         int32_t ids[13];
         for (int t = 0; t < n; t++) ids[t] = t == 0 ? V - 1 : rng_int(V);
-        if (op_prepare(b, &e)) {
+        if (op_prepare_pair(b, &e, &ec, et)) {
             for (int i = 0; i < 2; i++) {
                 b[i]->begin_batch(b[i]);
-                b[i]->embed(b[i], &e, ids, n, y.a[i]);
+                b[i]->embed(b[i], et[i], ids, n, y.a[i]);
                 op_run_end(b[i], "embed");
             }
             double d = op_diff(b, &y, n);
@@ -289,6 +319,7 @@ static void op_check_embed(backend *b[2], const char *tag) {
         }
         op_act_free(b, &y);
         op_free_tensor(b, &e);
+        if (ec.owned) op_free_tensor(b, &ec);
     }
 }
 

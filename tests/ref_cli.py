@@ -46,6 +46,11 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
             tally.skipped += 1
         continue
     wtype = spec["model"].rsplit("-", 1)[1].split(".")[0]
+    # cabin info: the type mix names the file's main type, with the bits per weight of the whole
+    rc, out, err = run(["info", path])
+    main_type = {"Q4_K_M": "Q4_K", "Q5_K_M": "Q5_K"}.get(wtype, wtype)
+    check(rc == 0 and any(line.split()[:1] == [main_type] and "bits/weight" in line for line in out.splitlines())
+          and "bits per weight" in out, f"{name}: cabin info lacks the {main_type} line or the bits per weight: {out}{err}")
     tol = {"F32": 0.003, "F16": 0.003, "BF16": 0.006}.get(wtype, 0.025)
     for i, case in enumerate(spec["cases"], 1):
         prompt = case["prompt"]

@@ -3,6 +3,7 @@
 #include "test.h"
 #include "model_util.h"
 #include "ref_util.h"
+#include "engine/precision.h"
 #include "engine/sampler.h"
 #include "engine/wtype.h"
 
@@ -21,6 +22,37 @@ static bool refused_as_not_yet(const char *msg) {
     for (size_t i = 0; i < sizeof not_loadable_yet / sizeof not_loadable_yet[0]; i++)
         if (strstr(msg, not_loadable_yet[i])) return true;
     return false;
+}
+
+// Live switching from a file's own types: plans f16 and q8_0 convert every matrix from the
+// file's weights (whatever their type) and stay within the reference tolerance of its top
+// logits; back to keep, the logits are those of the file's weights again, bit for bit.
+static void check_switch(model *m, const char *json_name, const int32_t *toks, int n, const cJSON *top,
+                         double tol, const float *before) {
+    static const char *const plans[] = { "f16", "q8_0", "keep" };
+    int nv = m->hp.n_vocab;
+    float *logits = xmalloc((size_t)nv * sizeof(float));
+    errbuf err = {{0}};
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        precision_plan p;
+        plan_init(&p);
+        runner r;
+        if (plan_parse_any(&p, plans[i], m->hp.n_layer, &err) || model_apply_plan(m, &p, NULL, &err) ||
+            runner_open(&r, m, "auto", 2, KV_F16, n + 4, n, &err) ||
+            model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) {
+            CHECK(0, "%s: plan %s: %s", json_name, plans[i], err.msg);
+            runner_close(&r);
+            break;
+        }
+        runner_close(&r);
+        if (strcmp(plans[i], "keep") == 0) {
+            CHECK(memcmp(logits, before, (size_t)nv * sizeof(float)) == 0, "%s: back to the file's weights: logits differ", json_name);
+        } else {
+            double scale, worst = ref_compare_top(top, logits, &scale);
+            CHECK(worst <= tol * scale, "%s: plan %s vs reference: max diff %.5f > %.5f", json_name, plans[i], worst, tol * scale);
+        }
+    }
+    free(logits);
 }
 
 static void check_model(const char *dir, const char *json_name) {
@@ -61,6 +93,14 @@ static void check_model(const char *dir, const char *json_name) {
         if (runner_open(&r, m, "auto", 2, KV_F16, n + ng + 4, n, &err)) { CHECK(0, "%s", err.msg); break; }
         if (model_forward(&r.fc, &r.kv, toks, n, false, logits, &err)) { CHECK(0, "%s", err.msg); runner_close(&r); break; }
         cJSON *top = cJSON_GetObjectItem(c, "top_logits");
+        // once per quantized file (the plans' rounding is within the quantized tolerance only)
+        uint32_t st = m->layers[0].wq.src_type;
+        if (case_no == 1 && st != WT_F32 && st != WT_F16 && st != WT_BF16) {
+            float *before = xmalloc((size_t)nv * sizeof(float));
+            memcpy(before, logits, (size_t)nv * sizeof(float));
+            check_switch(m, json_name, toks, n, top, tol, before);
+            free(before);
+        }
         worst = ref_compare_top(top, logits, &scale);
         CHECK(worst <= tol * scale, "%s case %d: fast vs reference: max diff %.5f > %.5f", json_name,
               case_no, worst, tol * scale);

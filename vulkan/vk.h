@@ -133,7 +133,9 @@ typedef struct vk_part {
 typedef struct vk_weight {
     const tensor *owner;  // the tensor whose bk points here (checked: bk may be stale)
     const void *src;      // its host data when uploaded (a precision switch changes it)
-    uint32_t type;
+    uint32_t src_type;    // its type when uploaded
+    uint32_t type;        // the type on the device: src_type, or Q8_0 where no shader takes
+                          // src_type (vk_upload_type)
     int64_t ne0, ne1;
     uint32_t row_words;
     vk_part *parts;
@@ -215,6 +217,7 @@ typedef struct vk_backend {
     bool rows_matmul;        // matmul_rows.comp (CPU devices) instead of matmul.comp; CABIN_VK_MATMUL
                              // = rows | wg overrides
     vk_weight *weights;
+    uint64_t noted_converted;   // types whose conversion at upload was announced (bit t: wtype t)
     vk_kv *kvs;
     // profiling
     bool profiling;

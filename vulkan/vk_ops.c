@@ -25,7 +25,7 @@ static bool act_ok(vk_backend *v, const bk_act *a, int n, const char *op) {
 // The device copy of t, checked against the tensor as it is now.
 static vk_weight *weight(vk_backend *v, const tensor *t, const char *op) {
     vk_weight *w = vk_weight_of(v, t);
-    if (!w || w->src != t->data || w->type != t->type || w->ne0 != t->ne0 || w->ne1 != t->ne1) {
+    if (!w || w->src != t->data || w->src_type != t->type || w->ne0 != t->ne0 || w->ne1 != t->ne1) {
         vk_fail(v, "vulkan: %s: tensor %s is not uploaded (or changed since): call model_prepare_backend", op,
                 t->name ? t->name : "?");
         return NULL;
