@@ -98,7 +98,9 @@ struct backend {
     // ---- ops; n = number of rows (tokens) ----
     // out[t] = row ids[t] of emb (dequantized)
     void (*embed)(backend *b, const tensor *emb, const int32_t *ids, int n, bk_act *out);
-    // out[t] = x[t] / rms(x[t]) * w; x and out may be the same buffer
+    // out[t] = x[t] / rms(x[t]) * w; x and out may be the same buffer. A w shorter than the row
+    // (w->ne0 < x->cols, dividing it) normalizes each group of w->ne0 elements on its own, with
+    // the same w (per-head q/k norm); then out has x's columns.
     void (*rmsnorm)(backend *b, const bk_act *x, const tensor *w, float eps, int n, bk_act *out);
     // out[t] = W x[t] (out has w->ne1 columns); only the last `n` rows of x starting at x_row0
     void (*matmul)(backend *b, const tensor *w, const bk_act *x, int64_t x_row0, int n, bk_act *out);

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-const char *model_arch_name(enum model_arch a) { return a == ARCH_QWEN2 ? "qwen2" : "llama"; }
+const char *model_arch_name(enum model_arch a) { return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : "llama"; }
 
 // Reads <arch>.<suffix> as a positive int; required keys must be present.
 static int hp_int(const gguf_file *g, const char *arch, const char *suffix, bool required,
@@ -53,8 +53,9 @@ static int load_hparams(model *m, errbuf *err) {
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
     if (strcmp(arch, "llama") == 0) hp->arch = ARCH_LLAMA;
     else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
+    else if (strcmp(arch, "qwen3") == 0) hp->arch = ARCH_QWEN3;
     else {
-        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2)", g->path, arch);
+        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3)", g->path, arch);
         free(arch);
         return -1;
     }
@@ -81,7 +82,7 @@ static int load_hparams(model *m, errbuf *err) {
     if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
         hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
         return -1;
-    hp->rope_neox = hp->arch == ARCH_QWEN2;
+    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3;
     return 0;
 }
 
@@ -141,7 +142,7 @@ static int load_tensors(model *m, errbuf *err) {
         layer_weights *L = &m->layers[l];
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
-        bool bias = hp->arch == ARCH_QWEN2;
+        bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3;
         if (bind(m, &L->attn_norm, NAME("attn_norm.weight"), hp->dim, 1, true, false, err) ||
             bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
             bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
@@ -150,6 +151,8 @@ static int load_tensors(model *m, errbuf *err) {
             bind(m, &L->bq, NAME("attn_q.bias"), q_dim, 1, bias, false, err) ||
             bind(m, &L->bk, NAME("attn_k.bias"), kv_dim, 1, bias, false, err) ||
             bind(m, &L->bv, NAME("attn_v.bias"), kv_dim, 1, bias, false, err) ||
+            bind(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
+            bind(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
             bind(m, &L->ffn_norm, NAME("ffn_norm.weight"), hp->dim, 1, true, false, err) ||
             bind(m, &L->w_gate, NAME("ffn_gate.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
             bind(m, &L->w_up, NAME("ffn_up.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
@@ -275,7 +278,7 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     for (int l = 0; l < m->hp.n_layer; l++) {
         layer_weights *L = &m->layers[l];
         tensor *ts[] = { &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
-                         &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down };
+                         &L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down };
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
             if (ts[i]->data) fn(ts[i], ud);
     }
@@ -519,6 +522,8 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         if (L->bq.data) b->add_bias(b, fc->q, &L->bq, n);
         if (L->bk.data) b->add_bias(b, fc->k, &L->bk, n);
         if (L->bv.data) b->add_bias(b, fc->v, &L->bv, n);
+        if (L->q_norm.data) b->rmsnorm(b, fc->q, &L->q_norm, hp->rms_eps, n, fc->q);   // each head
+        if (L->k_norm.data) b->rmsnorm(b, fc->k, &L->k_norm, hp->rms_eps, n, fc->k);
         b->rope(b, fc->q, n, pos, &rq);   // k stays un-rotated: attention rotates it by slot
         b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
         b->attention(b, fc->q, kv, l, n, n_past, &ap, fc->att);

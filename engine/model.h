@@ -11,7 +11,7 @@
 #include "tensor.h"
 #include "tokenizer.h"
 
-enum model_arch { ARCH_LLAMA, ARCH_QWEN2 };
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
 
 typedef struct model_hparams {
     enum model_arch arch;
@@ -26,7 +26,7 @@ typedef struct model_hparams {
     int rope_dim;        // rope.dimension_count, default head_dim
     float rope_base;
     float rms_eps;
-    bool rope_neox;      // qwen2: NeoX-style rotation
+    bool rope_neox;      // qwen2, qwen3: NeoX-style rotation
     bool tied_output;    // no output.weight: the token embedding is reused
 } model_hparams;
 
@@ -37,6 +37,8 @@ typedef struct layer_weights {
     tensor wq, wk, wv;   // (n_head*head_dim, dim), (n_kv_head*head_dim, dim) x2
     tensor wo;           // (dim, n_head*head_dim)
     tensor bq, bk, bv;   // optional biases (qwen2); .data == NULL when absent
+    tensor q_norm, k_norm; // (head_dim) f32: RMSNorm of each head of q and k before rope (qwen3);
+                           // .data == NULL when absent
     tensor ffn_norm;     // (dim) f32
     tensor w_gate, w_up; // (ffn_dim, dim)
     tensor w_down;       // (dim, ffn_dim)

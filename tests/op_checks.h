@@ -1,6 +1,7 @@
 // The op checks of engine/backend.h, shared by tests/test_ops.c (every registered backend) and
 // tests/test_vulkan.c (the Vulkan backend's variants): a backend under test, b[1], against the
-// reference, b[0] (cpu-scalar), on the same random inputs (tests/rng.h).
+// reference, b[0] (cpu-scalar), on the same random inputs (tests/rng.h). rmsnorm is checked on
+// whole rows and per head (a weight shorter than the row).
 //
 // Tolerances bound the rounding an op may do, from the terms that make up each output element,
 // not from the output's size (a sum can cancel to near 0 while its terms are large):
@@ -391,6 +392,43 @@ static void op_check_elementwise(backend *b[2], const char *tag) {
            worst[0]);
 }
 
+// ---- rmsnorm per head (a weight shorter than the row: groups of its length) ----
+
+static void op_check_rmsnorm_heads(backend *b[2], const char *tag) {
+    static const struct { int heads, hd; } shapes[] = { { 4, 16 }, { 3, 64 }, { 8, 8 }, { 2, 128 } };
+    double worst = 0;
+    for (int si = 0; si < 4; si++)
+        for (int n = 1; n <= 13; n += 4) {
+            int hd = shapes[si].hd, C = shapes[si].heads * hd;
+            tensor g = op_rand_tensor(WT_F32, hd, 1, 1.0f);
+            act2 x = op_act_rand(b, n, C);
+            if (op_prepare(b, &g)) {
+                for (int i = 0; i < 2; i++) {
+                    b[i]->begin_batch(b[i]);
+                    b[i]->rmsnorm(b[i], x.a[i], &g, 1e-6f, n, x.a[i]);   // in place, as the forward pass
+                    op_run_end(b[i], "rmsnorm per head");
+                }
+                // as op_elementwise_bounds: float sums of hd squares and a device's 32u, both sides
+                double *tol = xmalloc((size_t)n * C * sizeof(double)), q = 0, e = (double)(hd + 32) * F32_U;
+                const float *gw = g.data;
+                for (int t = 0; t < n; t++)
+                    for (int h = 0; h < shapes[si].heads; h++) {
+                        const float *xr = x.host + (size_t)t * C + (size_t)h * hd;
+                        double s = op_inv_rms(xr, hd, 1e-6);
+                        for (int i = 0; i < hd; i++) tol[(size_t)t * C + (size_t)h * hd + i] = 2 * e * fabs(xr[i] * s * gw[i]);
+                    }
+                int out = op_outside(b, &x, n, tol, &q);
+                CHECK(out == 0, "%s rmsnorm per head: %d heads of %d, n %d: %d elements outside their bounds (worst %g)",
+                      tag, shapes[si].heads, hd, n, out, q);
+                worst = fmax(worst, q);
+                free(tol);
+            }
+            op_act_free(b, &x);
+            op_free_tensor(b, &g);
+        }
+    printf("note: %s rmsnorm per head: worst |diff| / bound %.3g\n", tag, worst);
+}
+
 // ---- rope ----
 
 static void op_check_rope(backend *b[2], const char *tag) {
@@ -630,6 +668,7 @@ static inline void op_check_all(backend *b[2], const char *tag) {
     op_check_embed(b, tag);
     op_check_matmul(b, tag);
     op_check_elementwise(b, tag);
+    op_check_rmsnorm_heads(b, tag);
     op_check_rope(b, tag);
     op_check_attention(b, tag, true);
     op_check_kv_store(b, tag);

@@ -25,7 +25,7 @@ if not os.path.isdir(os.path.join(ref, "models")):
     print(tally.line())
     sys.exit(0)
 
-NOT_LOADABLE_YET = ["architecture 'phi3'", "architecture 'qwen3'"]
+NOT_LOADABLE_YET = ["architecture 'phi3'"]
 
 for name in sorted(os.listdir(os.path.join(ref, "models"))):
     if not name.endswith(".json"):
@@ -46,11 +46,14 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
             tally.skipped += 1
         continue
     wtype = spec["model"].rsplit("-", 1)[1].split(".")[0]
-    # cabin info: the type mix names the file's main type, with the bits per weight of the whole
+    # cabin info: the type mix, with the bits per weight of the whole file. A single-type file
+    # names its type; a preset mix (Q4_K_M) may have fallen back to other types where rows are
+    # not a multiple of 256 (the d64 files), so any quantized type line will do there.
     rc, out, err = run(["info", path])
-    main_type = {"Q4_K_M": "Q4_K", "Q5_K_M": "Q5_K"}.get(wtype, wtype)
-    check(rc == 0 and any(line.split()[:1] == [main_type] and "bits/weight" in line for line in out.splitlines())
-          and "bits per weight" in out, f"{name}: cabin info lacks the {main_type} line or the bits per weight: {out}{err}")
+    type_lines = [line.split()[0] for line in out.splitlines() if "bits/weight" in line]
+    named = any(t != "F32" for t in type_lines) if wtype.endswith("_M") else wtype in type_lines
+    check(rc == 0 and named and "bits per weight" in out,
+          f"{name}: cabin info lacks the type mix or the bits per weight: {out}{err}")
     tol = {"F32": 0.003, "F16": 0.003, "BF16": 0.006}.get(wtype, 0.025)
     for i, case in enumerate(spec["cases"], 1):
         prompt = case["prompt"]

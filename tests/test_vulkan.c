@@ -271,6 +271,7 @@ int main(void) {
         backend *b2[2] = { cpu, sh };
         op_check_matmul(b2, "shared-memory");
         op_check_elementwise(b2, "shared-memory");
+        op_check_rmsnorm_heads(b2, "shared-memory");
         op_check_attention(b2, "shared-memory", false);
         CHECK(backend_vulkan_validation_errors(sh) == 0, "validation errors: %d", backend_vulkan_validation_errors(sh));
         backend_destroy(sh);

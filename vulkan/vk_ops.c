@@ -59,15 +59,19 @@ static void op_rmsnorm(backend *b, const bk_act *x, const tensor *g, float eps, 
     if (n <= 0 || !act_ok(v, x, n, "rmsnorm") || !act_ok(v, out, n, "rmsnorm")) return;
     vk_weight *w = weight(v, g, "rmsnorm");
     if (!w) return;
-    if (w->type != WT_F32 || w->ne0 * w->ne1 < x->cols || out->cols < x->cols) {
+    // Groups of w->ne0 (per-head norm): rows of that length over x and out alike.
+    const bool grouped = w->ne0 * w->ne1 < x->cols;
+    if (w->type != WT_F32 || out->cols < x->cols ||
+        (grouped && (w->ne1 != 1 || x->cols % w->ne0 || out->cols != x->cols))) {
         vk_fail(v, "vulkan: rmsnorm: weight %s does not fit rows of %lld", g->name, (long long)x->cols);
         return;
     }
+    const uint32_t groups = grouped ? (uint32_t)(x->cols / w->ne0) : 1;
     struct { uint32_t d, x_stride, out_stride; float eps; } pc = {
-        (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)out->cols, eps };
+        (uint32_t)(x->cols / groups), (uint32_t)(x->cols / groups), (uint32_t)(grouped ? x->cols / groups : out->cols), eps };
     vk_bind bind[3] = { whole(&x->buf, false), whole(&w->parts[0].buf, false), whole(&out->buf, true) };
     vk_prof_begin(v);
-    vk_dispatch(v, &v->rmsnorm, bind, 3, &pc, sizeof pc, (uint32_t)n, 1, 1);
+    vk_dispatch(v, &v->rmsnorm, bind, 3, &pc, sizeof pc, (uint32_t)n * groups, 1, 1);
     vk_prof_end(v, OP_RMSNORM);
 }
 

@@ -96,15 +96,17 @@ static void cpu_embed(backend *b, const tensor *emb, const int32_t *ids, int n, 
 static void cpu_rmsnorm(backend *b, const bk_act *x, const tensor *w, float eps, int n, bk_act *out) {
     double t0 = prof_begin(CPU(b));
     const float *g = w->data;   // F32 norm weights (checked at load)
-    int64_t d = x->cols;
-    for (int t = 0; t < n; t++) {
-        const float *xr = x->data + (int64_t)t * d;
-        float *o = out->data + (int64_t)t * out->cols;
-        double ss = 0.0;
-        for (int64_t i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
-        float scale = (float)(1.0 / sqrt(ss / (double)d + (double)eps));
-        for (int64_t i = 0; i < d; i++) o[i] = xr[i] * scale * g[i];
-    }
+    // d: elements normalized together (the row, or each group of w->ne0: per-head norm)
+    int64_t d = w->ne0 < x->cols ? w->ne0 : x->cols;
+    for (int t = 0; t < n; t++)
+        for (int64_t j = 0; j + d <= x->cols; j += d) {
+            const float *xr = x->data + (int64_t)t * x->cols + j;
+            float *o = out->data + (int64_t)t * out->cols + j;
+            double ss = 0.0;
+            for (int64_t i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
+            float scale = (float)(1.0 / sqrt(ss / (double)d + (double)eps));
+            for (int64_t i = 0; i < d; i++) o[i] = xr[i] * scale * g[i];
+        }
     prof_end(CPU(b), OP_RMSNORM, t0);
 }
 
