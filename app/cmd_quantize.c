@@ -141,14 +141,21 @@ int cmd_quantize(int argc, char **argv) {
         in_bytes += gt->n_bytes;
         // the model tensor bound to this file tensor, if it is one a plan governs
         tensor *t = NULL;
+        bool fused = false;   // bound in parts (phi3's attn_qkv, ffn_up): its first part starts here
         int layer = -1, kind = -1;
         for (int l = -1; l < m->hp.n_layer && !t; l++)
             for (int k = 0; k < TK_COUNT && !t; k++) {
                 if ((l < 0) != (k >= TK_LAYER_KINDS)) continue;
                 tensor *c = model_tensor_by_kind(m, l, k);
-                if (c && c->src_data == gt->data) { t = c; layer = l; kind = k; }
+                if (c && c->src_data == gt->data) {
+                    if ((uint64_t)(c->ne0 * c->ne1) != gt->n_elements) fused = true;
+                    else { t = c; layer = l; kind = k; }
+                }
             }
         uint32_t want = gt->type;
+        if (fused)
+            fprintf(stderr, "note: %s: a fused tensor (its parts are planned one by one in memory); kept as %s\n",
+                    gt->name, wtype_name(gt->type));
         if (t) {
             want = plan_type_for(&plan, layer, kind);
             if (kind == TK_TOKEN_EMBD && m->hp.tied_output && plan.output_type != PLAN_KEEP &&

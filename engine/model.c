@@ -10,7 +10,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-const char *model_arch_name(enum model_arch a) { return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : "llama"; }
+const char *model_arch_name(enum model_arch a) {
+    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_PHI3 ? "phi3" : "llama";
+}
 
 // Reads <arch>.<suffix> as a positive int; required keys must be present.
 static int hp_int(const gguf_file *g, const char *arch, const char *suffix, bool required,
@@ -54,8 +56,9 @@ static int load_hparams(model *m, errbuf *err) {
     if (strcmp(arch, "llama") == 0) hp->arch = ARCH_LLAMA;
     else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
     else if (strcmp(arch, "qwen3") == 0) hp->arch = ARCH_QWEN3;
+    else if (strcmp(arch, "phi3") == 0) hp->arch = ARCH_PHI3;
     else {
-        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3)", g->path, arch);
+        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3, phi3)", g->path, arch);
         free(arch);
         return -1;
     }
@@ -82,7 +85,14 @@ static int load_hparams(model *m, errbuf *err) {
     if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
         hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
         return -1;
-    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3;
+    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3;
+    // phi3's long-context rope (per-frequency factors, an attention factor) changes every
+    // rotation: refused until the rope takes factors, rather than run wrongly.
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", a);
+    if (gguf_find_tensor(g, "rope_factors_long.weight") || gguf_find_tensor(g, "rope_factors_short.weight") ||
+        gguf_find_kv(g, key))
+        return err_set(err, "%s: rope scaling (rope_factors_long/short, %s) is not supported yet", g->path, key);
     return 0;
 }
 
@@ -125,6 +135,35 @@ static int bind(model *m, tensor *t, const char *name, int64_t ne0, int64_t ne1,
     return 0;
 }
 
+// Binds rows [row0, row0 + rows) of the fused matrix `name` (total_rows rows of ne0) as a tensor
+// of its own: it points into the fused tensor's bytes and carries its name; the weights are
+// counted once, by the first part.
+static int bind_rows(model *m, tensor *t, const char *name, int64_t ne0, int64_t total_rows, int64_t row0,
+                     int64_t rows, errbuf *err) {
+    uint64_t counted = m->weight_bytes;
+    if (bind(m, t, name, ne0, total_rows, true, true, err)) return -1;
+    if (row0 > 0) m->weight_bytes = counted;
+    t->data = t->src_data = (const uint8_t *)t->data + (size_t)row0 * t->row_bytes;
+    t->ne1 = rows;
+    t->n_bytes = (size_t)rows * t->row_bytes;
+    return 0;
+}
+
+// phi3: q, k, v from attn_qkv and gate, up from ffn_up.
+static int bind_phi3_fused(model *m, layer_weights *L, int l, int64_t q_dim, int64_t kv_dim, errbuf *err) {
+    const int64_t dim = m->hp.dim, ffn = m->hp.ffn_dim;
+    char qkv[96], up[96];
+    snprintf(qkv, sizeof qkv, "blk.%d.attn_qkv.weight", l);
+    snprintf(up, sizeof up, "blk.%d.ffn_up.weight", l);
+    if (bind_rows(m, &L->wq, qkv, dim, q_dim + 2 * kv_dim, 0, q_dim, err) ||
+        bind_rows(m, &L->wk, qkv, dim, q_dim + 2 * kv_dim, q_dim, kv_dim, err) ||
+        bind_rows(m, &L->wv, qkv, dim, q_dim + 2 * kv_dim, q_dim + kv_dim, kv_dim, err) ||
+        bind_rows(m, &L->w_gate, up, dim, 2 * ffn, 0, ffn, err) ||
+        bind_rows(m, &L->w_up, up, dim, 2 * ffn, ffn, ffn, err))
+        return -1;
+    return 0;
+}
+
 static int load_tensors(model *m, errbuf *err) {
     const model_hparams *hp = &m->hp;
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_kv_head * hp->head_dim;
@@ -142,11 +181,15 @@ static int load_tensors(model *m, errbuf *err) {
         layer_weights *L = &m->layers[l];
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
-        bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3;
+        bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3, fused = hp->arch == ARCH_PHI3;
+        if (fused ? bind_phi3_fused(m, L, l, q_dim, kv_dim, err)
+                  : bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
+                        bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
+                        bind(m, &L->wv, NAME("attn_v.weight"), hp->dim, kv_dim, true, true, err) ||
+                        bind(m, &L->w_gate, NAME("ffn_gate.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
+                        bind(m, &L->w_up, NAME("ffn_up.weight"), hp->dim, hp->ffn_dim, true, true, err))
+            return -1;
         if (bind(m, &L->attn_norm, NAME("attn_norm.weight"), hp->dim, 1, true, false, err) ||
-            bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
-            bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
-            bind(m, &L->wv, NAME("attn_v.weight"), hp->dim, kv_dim, true, true, err) ||
             bind(m, &L->wo, NAME("attn_output.weight"), q_dim, hp->dim, true, true, err) ||
             bind(m, &L->bq, NAME("attn_q.bias"), q_dim, 1, bias, false, err) ||
             bind(m, &L->bk, NAME("attn_k.bias"), kv_dim, 1, bias, false, err) ||
@@ -154,8 +197,6 @@ static int load_tensors(model *m, errbuf *err) {
             bind(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
             bind(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
             bind(m, &L->ffn_norm, NAME("ffn_norm.weight"), hp->dim, 1, true, false, err) ||
-            bind(m, &L->w_gate, NAME("ffn_gate.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
-            bind(m, &L->w_up, NAME("ffn_up.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
             bind(m, &L->w_down, NAME("ffn_down.weight"), hp->ffn_dim, hp->dim, true, true, err))
             return -1;
 #undef NAME

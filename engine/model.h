@@ -11,7 +11,7 @@
 #include "tensor.h"
 #include "tokenizer.h"
 
-enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3 };
 
 typedef struct model_hparams {
     enum model_arch arch;
@@ -26,12 +26,14 @@ typedef struct model_hparams {
     int rope_dim;        // rope.dimension_count, default head_dim
     float rope_base;
     float rms_eps;
-    bool rope_neox;      // qwen2, qwen3: NeoX-style rotation
+    bool rope_neox;      // qwen2, qwen3, phi3: NeoX-style rotation
     bool tied_output;    // no output.weight: the token embedding is reused
 } model_hparams;
 
 // One layer's weights. Matrices are row-major (out_features rows of in_features); the weight
-// type of each is whatever the file (or the current precision plan) gives it.
+// type of each is whatever the file (or the current precision plan) gives it. phi3's fused
+// tensors are bound as row ranges: wq, wk, wv of attn_qkv (rows q, k, v) and w_gate, w_up of
+// ffn_up (rows gate, up), each a tensor of its own pointing into the file's rows.
 typedef struct layer_weights {
     tensor attn_norm;    // (dim) f32
     tensor wq, wk, wv;   // (n_head*head_dim, dim), (n_kv_head*head_dim, dim) x2

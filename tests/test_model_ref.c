@@ -12,14 +12,15 @@
 
 static double type_tolerance(const model *m) { return ref_tolerance(m->layers[0].wq.type); }
 
-// What cabin does not load yet, as the loader names it. A reference file refused for one of
-// these is skipped with the loader's line; refused for anything else, it is a failure.
+// What cabin does not load yet, as the loader names it (up to the NULL; none at present). A
+// reference file refused for one of these is skipped with the loader's line; refused for
+// anything else, it is a failure.
 static const char *const not_loadable_yet[] = {
-    "architecture 'phi3'",
+    NULL,
 };
 
 static bool refused_as_not_yet(const char *msg) {
-    for (size_t i = 0; i < sizeof not_loadable_yet / sizeof not_loadable_yet[0]; i++)
+    for (size_t i = 0; not_loadable_yet[i]; i++)
         if (strstr(msg, not_loadable_yet[i])) return true;
     return false;
 }
