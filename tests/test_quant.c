@@ -248,25 +248,26 @@ static void test_wtype_table(void) {
     CHECK(wtype_row_bytes(4, 32) == 0, "type 4 (removed Q4_2) must be unknown");
     CHECK(wtype_get(4) == NULL && wtype_get(5) == NULL && wtype_get(WT_COUNT) == NULL &&
           wtype_get(UINT32_MAX) == NULL, "unknown ids");
-    static const struct { uint32_t id; const char *name; uint32_t bs, bb; int compute; } known[] = {
-        { WT_F32, "F32", 1, 4, 1 }, { WT_F16, "F16", 1, 2, 1 }, { WT_BF16, "BF16", 1, 2, 1 },
-        { WT_Q4_0, "Q4_0", 32, 18, 1 }, { WT_Q8_0, "Q8_0", 32, 34, 1 },
-        { WT_Q4_1, "Q4_1", 32, 20, 0 }, { WT_Q5_0, "Q5_0", 32, 22, 0 },
-        { WT_Q5_1, "Q5_1", 32, 24, 0 }, { WT_Q8_1, "Q8_1", 32, 36, 0 },
-        { WT_Q2_K, "Q2_K", 256, 84, 0 }, { WT_Q3_K, "Q3_K", 256, 110, 0 },
-        { WT_Q4_K, "Q4_K", 256, 144, 0 }, { WT_Q5_K, "Q5_K", 256, 176, 0 },
-        { WT_Q6_K, "Q6_K", 256, 210, 0 }, { WT_Q8_K, "Q8_K", 256, 292, 0 },
-        { WT_IQ4_NL, "IQ4_NL", 32, 18, 0 }, { WT_IQ4_XS, "IQ4_XS", 256, 136, 0 },
-        { WT_I8, "I8", 1, 1, 0 }, { WT_I16, "I16", 1, 2, 0 }, { WT_I32, "I32", 1, 4, 0 },
-        { WT_I64, "I64", 1, 8, 0 }, { WT_F64, "F64", 1, 8, 0 },
+    // reads: a to_f32 (cabin loads and multiplies it); writes: a from_f32 (cabin produces it)
+    static const struct { uint32_t id; const char *name; uint32_t bs, bb; int reads, writes; } known[] = {
+        { WT_F32, "F32", 1, 4, 1, 1 }, { WT_F16, "F16", 1, 2, 1, 1 }, { WT_BF16, "BF16", 1, 2, 1, 1 },
+        { WT_Q4_0, "Q4_0", 32, 18, 1, 1 }, { WT_Q8_0, "Q8_0", 32, 34, 1, 1 },
+        { WT_Q4_1, "Q4_1", 32, 20, 1, 0 }, { WT_Q5_0, "Q5_0", 32, 22, 1, 0 },
+        { WT_Q5_1, "Q5_1", 32, 24, 1, 0 }, { WT_Q8_1, "Q8_1", 32, 36, 0, 0 },
+        { WT_Q2_K, "Q2_K", 256, 84, 1, 0 }, { WT_Q3_K, "Q3_K", 256, 110, 1, 0 },
+        { WT_Q4_K, "Q4_K", 256, 144, 1, 0 }, { WT_Q5_K, "Q5_K", 256, 176, 1, 0 },
+        { WT_Q6_K, "Q6_K", 256, 210, 1, 0 }, { WT_Q8_K, "Q8_K", 256, 292, 0, 0 },
+        { WT_IQ4_NL, "IQ4_NL", 32, 18, 1, 0 }, { WT_IQ4_XS, "IQ4_XS", 256, 136, 1, 0 },
+        { WT_I8, "I8", 1, 1, 0, 0 }, { WT_I16, "I16", 1, 2, 0, 0 }, { WT_I32, "I32", 1, 4, 0, 0 },
+        { WT_I64, "I64", 1, 8, 0, 0 }, { WT_F64, "F64", 1, 8, 0, 0 },
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const wtype_info *t = wtype_get(known[i].id);
         CHECK(t && strcmp(t->name, known[i].name) == 0 && t->block_size == known[i].bs &&
               t->block_bytes == known[i].bb, "wtype %u (%s)", known[i].id, known[i].name);
         if (!t) continue;
-        CHECK((t->to_f32 != NULL) == known[i].compute && (t->from_f32 != NULL) == known[i].compute,
-              "%s compute support", known[i].name);
+        CHECK((t->to_f32 != NULL) == known[i].reads && (t->from_f32 != NULL) == known[i].writes,
+              "%s: reads %d, writes %d", known[i].name, known[i].reads, known[i].writes);
         CHECK(wtype_from_name(known[i].name) == (int)known[i].id, "from_name %s", known[i].name);
         CHECK(strcmp(wtype_name(known[i].id), known[i].name) == 0, "wtype_name %s", known[i].name);
     }

@@ -5,9 +5,10 @@
 //      -mavx512vl -mavx512dq -mavx512vnni -o /tmp/k5.o        (one line)
 //   cc $F -c engine/cpu/attn_kv_avx2.c -mavx2 -mfma -mf16c -o /tmp/a2.o
 //   cc $F -c engine/cpu/attn_kv_avx512.c (the avx512 flags above) -o /tmp/a5.o
-//   cc $F tools/kbench.c engine/cpu/kernels.c engine/cpu/kernels_scalar.c engine/cpu/attn_kv.c
-//      engine/wtype.c engine/half.c engine/kv_cache.c base/*.c /tmp/k2.o /tmp/k5.o /tmp/a2.o
-//      /tmp/a5.o -lm -o /tmp/kbench    (one line)
+//   cc $F tools/kbench.c engine/cpu/kernels.c engine/cpu/kernels_scalar.c engine/cpu/kernels_dequant.c
+//      engine/cpu/attn_kv.c engine/wtype.c engine/wtype_legacy.c engine/wtype_kquant.c engine/half.c
+//      engine/kv_cache.c base/*.c /tmp/k2.o /tmp/k5.o /tmp/a2.o /tmp/a5.o -lm -o /tmp/kbench
+//      (one line)
 //   /tmp/kbench [table] [threads] [type|all] [decode|prefill|all]
 // Times are the best call of those run in about a second (one thread: its CPU time, so that a
 // shared machine's other work counts less; several: wall time).
@@ -74,15 +75,21 @@ static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t 
     for (int64_t i = 0; i < k; i++) row[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
     for (int c = 0; c < copies; c++) {
         w[c] = xmalloc(wbytes);
-        for (int64_t r = 0; r < rows; r++) ti->from_f32(row, w[c] + (size_t)r * wrb, k);
+        if (ti->from_f32)
+            for (int64_t r = 0; r < rows; r++) ti->from_f32(row, w[c] + (size_t)r * wrb, k);
+        else   // a type cabin reads but does not write: arbitrary bytes time the same
+            for (size_t i = 0; i < wbytes; i++) w[c][i] = (uint8_t)(i * 2654435761u >> 13);
     }
     float *x = xmalloc(sizeof(float) * (size_t)(k * n_tok));
     for (int64_t i = 0; i < k * n_tok; i++) x[i] = (float)((i * 104729 % 2000) - 1000) / 1000.0f;
-    const int quant = kt->act_format[type] == ACT_Q8_0;
-    const size_t xqrb = (size_t)(k / 32) * sizeof(block_q8_0);
-    block_q8_0 *xq = quant ? xmalloc(xqrb * (size_t)n_tok) : NULL;
-    if (quant)
-        for (int64_t t = 0; t < n_tok; t++) kt->quantize_act_q8_0(x + t * k, xq + t * (k / 32), k);
+    const enum act_format af = kt->act_format[type];
+    const int quant = af != ACT_F32;
+    const size_t xqrb = af == ACT_Q8_K ? (size_t)(k / 256) * sizeof(block_q8_k) : (size_t)(k / 32) * sizeof(block_q8_0);
+    uint8_t *xq = quant ? xmalloc(xqrb * (size_t)n_tok) : NULL;
+    for (int64_t t = 0; quant && t < n_tok; t++) {
+        if (af == ACT_Q8_K) quantize_row_q8_k_ref(x + t * k, xq + t * xqrb, k);
+        else kt->quantize_act_q8_0(x + t * k, (block_q8_0 *)(xq + t * xqrb), k);
+    }
     float *y = xmalloc(sizeof(float) * (size_t)(rows * n_tok));
     job base = { kt, type, NULL, wrb, k, 0, rows, n_tok, quant ? (const void *)xq : x,
                  quant ? xqrb : (size_t)k * 4, y, rows };
@@ -123,7 +130,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kbench: table '%s' can't run here (or bad thread count)\n", name);
         return 1;
     }
-    static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_F16, WT_BF16, WT_F32 };
+    static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_F16, WT_BF16, WT_F32, WT_Q4_1, WT_Q5_0, WT_Q5_1,
+                                      WT_IQ4_NL, WT_IQ4_XS, WT_Q2_K, WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K };
     static const int64_t shapes[][2] = { { 2048, 8192 }, { 8192, 2048 } }; // rows, k
     printf("table %s, %d thread(s)\n", kt->name, n_threads);
     if (strcmp(mode, "prefill")) printf("%-6s %12s %10s %10s\n", "type", "rows x k", "decode", "weights");
