@@ -154,14 +154,17 @@ void attn_values_f16_avx512(const float *p, int64_t ldp, int G, const uint16_t *
 // AVX2 and AVX-512 tables.
 #define DQ8_TYPES(X) X(q4_1, WT_Q4_1, ACT_Q8_0) X(q5_0, WT_Q5_0, ACT_Q8_0) X(q5_1, WT_Q5_1, ACT_Q8_0) \
     X(iq4_nl, WT_IQ4_NL, ACT_Q8_0) X(iq4_xs, WT_IQ4_XS, ACT_Q8_K) X(q2_k, WT_Q2_K, ACT_Q8_K)            \
-    X(q3_k, WT_Q3_K, ACT_Q8_K) X(q5_k, WT_Q5_K, ACT_Q8_K) X(q6_k, WT_Q6_K, ACT_Q8_K)
+    X(q3_k, WT_Q3_K, ACT_Q8_K) X(q5_k, WT_Q5_K, ACT_Q8_K)
 #define DQ8_DECLARE(name, type, act) \
     void matmul_##name##_dq8(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                              size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 DQ8_TYPES(DQ8_DECLARE)
 // Table entries: .matmul = { ..., DQ8_TYPES(DQ8_MATMUL) }, .act_format = { ..., DQ8_TYPES(DQ8_ACT) }.
-// Q4_K has its own integer kernel (engine/cpu/kernels_kquant_avx2.c, ACT_Q8_K), in both tables.
+// Q4_K and Q6_K have their own integer kernels (engine/cpu/kernels_kquant_avx2.c, ACT_Q8_K), in
+// both tables.
 void matmul_q4_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                      size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                       size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 #define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
 #define DQ8_ACT(name, type, act) [type] = act,

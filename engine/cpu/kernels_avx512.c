@@ -620,12 +620,12 @@ const cpu_kernels cpu_kernels_avx512_table = {
     .matmul = {
         [WT_F32] = matmul_f32, [WT_F16] = matmul_f16, [WT_BF16] = matmul_bf16,
         [WT_Q8_0] = matmul_q8_0, [WT_Q4_0] = matmul_q4_0,
-        DQ8_TYPES(DQ8_MATMUL) [WT_Q4_K] = matmul_q4_k_avx2,
+        DQ8_TYPES(DQ8_MATMUL) [WT_Q4_K] = matmul_q4_k_avx2, [WT_Q6_K] = matmul_q6_k_avx2,
     },
     .act_format = {
         [WT_F32] = ACT_F32, [WT_F16] = ACT_F32, [WT_BF16] = ACT_F32,
         [WT_Q8_0] = ACT_Q8_0, [WT_Q4_0] = ACT_Q8_0,
-        DQ8_TYPES(DQ8_ACT) [WT_Q4_K] = ACT_Q8_K,
+        DQ8_TYPES(DQ8_ACT) [WT_Q4_K] = ACT_Q8_K, [WT_Q6_K] = ACT_Q8_K,
     },
     .quantize_act_q8_0 = quantize_act_q8_0,
     .dot_f32 = dot_f32,
