@@ -319,7 +319,7 @@ static int drift_score(gov_run *r, session *s, double *kl, double *top1, int *n_
     const int32_t *h, *sh;
     int nh = session_history(s, &h);
     int ns = session_history(r->shadow, &sh);
-    if (ns > nh || memcmp(sh, h, (size_t)ns * sizeof *h) != 0) { session_reset(r->shadow); ns = 0; }
+    if (ns > nh || (ns > 0 && memcmp(sh, h, (size_t)ns * sizeof *h) != 0)) { session_reset(r->shadow); ns = 0; }
     // captures of a conversation since reset (or longer than it now is) cannot be scored
     unsigned conv = session_resets(s);
     int kept = 0;

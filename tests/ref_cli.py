@@ -2,7 +2,7 @@
 """`cabin tokenize`, `cabin logits` and `cabin generate --temp 0 --ids` against the reference
 outputs in ../shared/ref/models (see ../shared/ref/README.md for the tolerances).
 Prints one closing line "N passed, N failed[, N skipped]"."""
-import json, os, subprocess, sys
+import atexit, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytally import Tally  # noqa: E402
@@ -12,6 +12,10 @@ extra = sys.argv[2:]           # e.g. --backend vulkan
 ref = os.environ.get("CABIN_REF_DIR") or "../shared/ref"
 tally = Tally()
 check = tally.check
+# files this run writes: its own folder (runs for cpu and vulkan, or from two checkouts, may run
+# at once)
+tmp = tempfile.mkdtemp(prefix="cabin-ref-")
+atexit.register(shutil.rmtree, tmp, True)
 
 def run(args):
     # extra options (e.g. --backend vulkan) go to the commands that run the model
@@ -58,7 +62,7 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
     # cabin quantize of a file with fused tensors (phi3): the fused ones are kept whole, the rest
     # become Q8_0, and the written file still gives the reference's top logit within tolerance
     if "phi3" in name:
-        q8 = "/tmp/cabin-ref-phi3-q8_0.gguf"
+        q8 = os.path.join(tmp, "phi3-q8_0.gguf")
         rc, out, err = run(["quantize", path, q8, "q8_0"])
         check(rc == 0 and "attn_qkv.weight: a fused tensor" in err, f"{name}: cabin quantize q8_0: rc {rc}: {err}")
         case = spec["cases"][0]
@@ -86,9 +90,10 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
         # within tolerance of the reference too, so fetch them via the full dump when needed
         worst = max(abs(got[t] - v) if t in got else float("inf") for t, v in top)
         if worst == float("inf"):
-            rc, _, _ = run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", "/tmp/cabin-ref-logits.f32"])
+            dump = os.path.join(tmp, "logits.f32")
+            rc, _, _ = run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", dump])
             import array
-            a = array.array("f"); a.frombytes(open("/tmp/cabin-ref-logits.f32", "rb").read())
+            a = array.array("f"); a.frombytes(open(dump, "rb").read())
             worst = max(abs(a[t] - v) for t, v in top)
         check(worst <= tol * scale, f"{name} case {i}: logits max diff {worst:.5f} > {tol * scale:.5f}")
         first = int(out.split()[0])

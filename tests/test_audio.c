@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #define N_STREAM 200000
 static void *producer(void *ud) {
@@ -53,10 +54,13 @@ int main(void) {
     int16_t x[1600];
     for (int i = 0; i < 1600; i++) x[i] = (int16_t)(8000 * sin(2 * M_PI * 440 * i / 16000.0));
     errbuf err = {{0}};
-    CHECK(wav_write("/tmp/cabin_test_audio.wav", x, 1600, 16000, &err) == 0, "%s", err.msg);
+    char wav_path[64];   // this run's own file: two test runs may go at once
+    snprintf(wav_path, sizeof wav_path, "/tmp/cabin_test_audio-%d.wav", (int)getpid());
+    CHECK(wav_write(wav_path, x, 1600, 16000, &err) == 0, "%s", err.msg);
     wav_data w;
-    CHECK(wav_read("/tmp/cabin_test_audio.wav", &w, &err) == 0 && w.n == 1600 && w.rate == 16000 &&
+    CHECK(wav_read(wav_path, &w, &err) == 0 && w.n == 1600 && w.rate == 16000 &&
           memcmp(w.samples, x, sizeof x) == 0, "round trip: %s", err.msg);
+    unlink(wav_path);
     wav_free(&w);
     const uint8_t junk[] = "RIFF\x04\0\0\0WAVEfmt \x10\0\0\0\x03\0\x01\0\x80\x3e\0\0\0\xfa\0\0\x04\0\x20\0data\0\0\0\0";
     CHECK(wav_parse(junk, sizeof junk - 1, "float.wav", &w, &err) != 0 && strstr(err.msg, "float.wav") &&
