@@ -33,9 +33,12 @@ governor log
 governor log $OUT/trace.json
 governor plot $OUT/governor-trace.svg
 plan save $OUT/final-plan.json
+expect metric gov_changes > 0
+expect metric gov_lowered > 0
+expect metric gov_lowered < 112
 EOF
-echo "\$ $CABIN scene $OUT/governor-1b.scene -m $M -t 2 -n 320 --speed 0"
-"$CABIN" scene "$OUT/governor-1b.scene" -m "$M" -t 2 -n 320 --speed 0 >"$OUT/scene.out"
+echo "\$ $CABIN scene $OUT/governor-1b.scene -m $M -t 2 -n 320 --speed 0 --check"
+"$CABIN" scene "$OUT/governor-1b.scene" -m "$M" -t 2 -n 320 --speed 0 --check >"$OUT/scene.out" || echo "the scene failed (exit $?): see $OUT/scene.out"
 grep -a 'governor' "$OUT/scene.out"
 PPL="-m $M -t 2 -f README.md --window 128 --chunks 4"
 echo "\$ $CABIN ppl $PPL --save-base $OUT/base.bin   (then --precision P --kl-base $OUT/base.bin)"
