@@ -252,6 +252,7 @@ int chat_run(const session_opts *o, bool free_actions, const char *governor) {
         }
         if (line[0] == '/') chat_command(&ch, line);
         else if (*line && chat_turn(&ch.c, line)) rc = 1;
+        fflush(stdout);   // a reader at the other end of a pipe gets each answer as it is done
         chat_session = ch.c.as.s;
         free(line);
     }

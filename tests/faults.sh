@@ -11,8 +11,9 @@ fi
 cp "$TINY" "$T/m.gguf"
 size=$(stat -c %s "$T/m.gguf")
 mkfifo "$T/in"
-stdbuf -oL "$CABIN" chat -m "$T/m.gguf" --mmap -t 1 -n 48 --temp 0 <"$T/in" >"$T/out" 2>"$T/err" &
+"$CABIN" chat -m "$T/m.gguf" --mmap -t 1 -n 48 --temp 0 <"$T/in" >"$T/out" 2>"$T/err" &
 pid=$!
+trap "" PIPE   # a write after chat is gone fails instead of ending this script
 exec 3>"$T/in"
 echo "it's cold in here" >&3
 i=0; while [ $i -lt 300 ] && ! grep -q '^\[vehicle\]' "$T/out"; do sleep 0.1; i=$((i + 1)); done
