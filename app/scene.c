@@ -4,8 +4,11 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_INCLUDE_DEPTH 16
+#define MAX_SCENE_BYTES (4u << 20)   // a scene file, read whole: 4 MiB
+#define MAX_LINE_BYTES (64u << 10)   // one line (a `say` of a few thousand words)
 
 static int load_file(scene *sc, const char *path, const char *const *stack, int depth, errbuf *err) {
     char real[PATH_MAX];
@@ -13,6 +16,10 @@ static int load_file(scene *sc, const char *path, const char *const *stack, int 
     for (int i = 0; i < depth; i++)
         if (strcmp(stack[i], real) == 0) return err_set(err, "%s: include loop (the file includes itself)", path);
     if (depth >= MAX_INCLUDE_DEPTH) return err_set(err, "%s: includes nested more than %d deep", path, MAX_INCLUDE_DEPTH);
+    struct stat st;
+    if (stat(real, &st) == 0 && st.st_size > (off_t)MAX_SCENE_BYTES)
+        return err_set(err, "%s: %lld bytes, more than a scene may hold (%u MiB)", path, (long long)st.st_size,
+                       MAX_SCENE_BYTES >> 20);
     size_t len;
     char *text = read_file_all(path, &len, err);
     if (!text) return -1;
@@ -30,6 +37,12 @@ static int load_file(scene *sc, const char *path, const char *const *stack, int 
         char *nl = strchr(p, '\n');
         if (nl) *nl = 0;
         line_no++;
+        size_t ll = strlen(p);
+        if (ll > MAX_LINE_BYTES) {
+            rc = err_set(err, "%s:%d: a line of %zu bytes, longer than a scene line may be (%u KiB)", name, line_no, ll,
+                         MAX_LINE_BYTES >> 10);
+            break;
+        }
         (void)save;
         cmd_line l;
         int r = cmdlang_parse(p, name, line_no, CMD_IN_SCENE, &l, err);

@@ -75,5 +75,12 @@ printf 'note one two three four five six seven eight nine ten eleven twelve thir
 printf 'seed 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n' >"$T/many.scene"
 "$CABIN" scene "$T/many.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "many.scene:1: seed: too many arguments (usage: seed N)" "$T/err" && ok || { bad "too many arguments"; cat "$T/err"; }
+# limits before anything is allocated for them: a line past 64 KiB, a file past 4 MiB
+awk 'BEGIN { printf "say "; for (i = 0; i < 70000; i++) printf "a"; print "" }' >"$T/longline.scene"
+"$CABIN" scene "$T/longline.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "longline.scene:1: a line of 70004 bytes, longer than a scene line may be (64 KiB)" "$T/err" && ok || { bad "a line past the limit"; cat "$T/err"; }
+awk 'BEGIN { for (i = 0; i < 90000; i++) print "note a caption of some fifty bytes to fill the file" }' >"$T/big.scene"
+"$CABIN" scene "$T/big.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "big.scene: [0-9]* bytes, more than a scene may hold (4 MiB)" "$T/err" && ok || { bad "a file past the limit"; cat "$T/err"; }
 
 test_finish
