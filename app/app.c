@@ -242,8 +242,8 @@ int run_backend(app_ctx *c, cmd_line *l, errbuf *err) {
 int run_precision(app_ctx *c, cmd_line *l, errbuf *err) {
     precision_plan p;
     if (plan_parse_any(&p, l->rest, session_model(c->as.s)->hp.n_layer, err)) return -1;
-    if (session_set_plan(c->as.s, &p, err)) return -1;
     app_governor_stop(c, "the plan was set by hand");
+    if (session_set_plan(c->as.s, &p, err)) return -1;
     session_stats st;
     session_get_stats(c->as.s, &st);
     app_print(c, "precision: %s (%d tensors converted, weights %.2f MiB)%s", l->rest, st.last_switch_tensors,
@@ -259,8 +259,9 @@ int run_plan(app_ctx *c, cmd_line *l, errbuf *err) {
         app_print(c, "plan saved to %s", l->argv[1]);
         return 0;
     }
-    if (plan_load(&p, l->argv[1], session_model(c->as.s)->hp.n_layer, err) || session_set_plan(c->as.s, &p, err)) return -1;
+    if (plan_load(&p, l->argv[1], session_model(c->as.s)->hp.n_layer, err)) return -1;
     app_governor_stop(c, "the plan was set by hand");
+    if (session_set_plan(c->as.s, &p, err)) return -1;
     app_print(c, "plan %s loaded", l->argv[1]);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "engine/quality.h"
 #include "engine/wtype.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,8 +135,12 @@ static void free_caps(gov_run *r) {
     r->caps = NULL;
 }
 
+static void say_held(gov_run *r);
+
 void gov_run_free(gov_run *r) {
     if (!r) return;
+    r->in_turn = false;
+    say_held(r);   // stopped mid-reply: what it did is still said
     session_close(r->shadow);
     power_monitor_close(r->pm);
     free_caps(r);
@@ -239,7 +244,12 @@ static void say_decision(gov_run *r, const gov_decision *d) {
 static void apply(gov_run *r, session *s, const gov_decision *d) {
     errbuf e = { { 0 } };
     say_decision(r, d);
-    if (gov_plan(&r->g, &r->source, r->n_layer, d->to, &r->requested, &e) || session_request_plan(s, &r->requested, &e)) {
+    if (gov_plan(&r->g, &r->source, r->n_layer, d->to, &r->requested, &e)) {
+        // a plan this model cannot hold (more rules than a plan has): never that far again
+        if (d->to > d->from) { r->g.block_pos = d->to; r->g.block_until = LONG_MAX; }
+        gov_failed(&r->g);
+        say(r, "governor: the switch was not made: %s", e.msg);
+    } else if (session_request_plan(s, &r->requested, &e)) {
         gov_failed(&r->g);
         say(r, "governor: the switch was not made: %s", e.msg);
     }
@@ -442,10 +452,8 @@ void gov_run_token(gov_run *r, session *s, int32_t token) {
     if (r->pm) { power_monitor_mark(r->pm, &r->out_mark); r->have_out_mark = true; }
 }
 
-void gov_run_turn_end(gov_run *r, session *s) {
-    session_poll_switch(s);        // a switch ready now lands between turns
-    check_switch(r, s, r->tokens);
-    r->in_turn = false;
+// Says the lines held back during a reply.
+static void say_held(gov_run *r) {
     if (r->held.len && r->say) {
         char *p = r->held.s;
         for (char *nl; (nl = strchr(p, '\n')); p = nl + 1) {
@@ -455,4 +463,13 @@ void gov_run_turn_end(gov_run *r, session *s) {
     }
     r->held.len = 0;
     if (r->held.s) r->held.s[0] = 0;
+}
+
+void gov_run_turn_end(gov_run *r, session *s) {
+    // A change still converting lands now, between turns: a switch left in flight would hold
+    // off every plan set by hand until the next reply, and leave the plan in force unknown.
+    if (r->g.pending) session_wait_switch(s);
+    check_switch(r, s, r->tokens);
+    r->in_turn = false;
+    say_held(r);
 }

@@ -14,6 +14,7 @@ static void say_line(void *ud, const char *line) {
 }
 
 int app_governor_start(app_ctx *c, const char *spec, errbuf *err) {
+    session_wait_switch(c->as.s);   // the source is the plan in force, not one still converting
     gov_run *g = NULL;
     if (gov_run_start(c->as.s, &c->opts, spec, c->heatmap, say_line, c, &g, err)) return -1;
     gov_run_free(c->as.gov);   // a new target replaces the running loop

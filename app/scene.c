@@ -17,12 +17,18 @@ static int load_file(scene *sc, const char *path, const char *const *stack, int 
         if (strcmp(stack[i], real) == 0) return err_set(err, "%s: include loop (the file includes itself)", path);
     if (depth >= MAX_INCLUDE_DEPTH) return err_set(err, "%s: includes nested more than %d deep", path, MAX_INCLUDE_DEPTH);
     struct stat st;
-    if (stat(real, &st) == 0 && st.st_size > (off_t)MAX_SCENE_BYTES)
-        return err_set(err, "%s: %lld bytes, more than a scene may hold (%u MiB)", path, (long long)st.st_size,
-                       MAX_SCENE_BYTES >> 20);
+    if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return err_set(err, "%s: not a regular file", path);
+    if ((uint64_t)st.st_size + sc->bytes > MAX_SCENE_BYTES)   // its includes count too
+        return err_set(err, "%s: %lld bytes, more than a scene may hold (%u MiB with its includes)", path,
+                       (long long)st.st_size + (long long)sc->bytes, MAX_SCENE_BYTES >> 20);
     size_t len;
     char *text = read_file_all(path, &len, err);
     if (!text) return -1;
+    sc->bytes += len;
+    if (sc->bytes > MAX_SCENE_BYTES) {   // it grew since stat
+        free(text);
+        return err_set(err, "%s: more than a scene may hold (%u MiB with its includes)", path, MAX_SCENE_BYTES >> 20);
+    }
     if (memchr(text, 0, len)) { free(text); return err_set(err, "%s: not a text file", path); }
     sc->paths = xrealloc(sc->paths, (size_t)(sc->n_paths + 1) * sizeof(char *));
     char *name = sc->paths[sc->n_paths++] = xstrdup(path);

@@ -5,11 +5,14 @@
 
 #include "app/cmdlang.h"
 
+#include <stdint.h>
+
 typedef struct scene {
     cmd_line *lines;
     int n, cap;
     char **paths;          // every file read (owned; lines point at these names)
     int n_paths;
+    uint64_t bytes;        // read so far, the file and its includes (a scene's limit counts all)
 } scene;
 
 // Loads FILE and its includes. On error nothing is kept and err says "FILE:LINE: ...".

@@ -10,22 +10,26 @@
 
 int afile_open(afile *a, const char *path, errbuf *err) {
     struct stat st;
-    a->path = xstrdup(path);
+    // a symbolic link is written through: its target is replaced, the link stays
+    char *real = realpath(path, NULL);
+    a->path = real ? real : xstrdup(path);
     a->tmp = NULL;
-    const char *target = path;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) {
-        size_t n = strlen(path) + 32;
+    const char *target = a->path;
+    bool exists = stat(a->path, &st) == 0;
+    if (!exists || S_ISREG(st.st_mode)) {
+        size_t n = strlen(a->path) + 32;
         a->tmp = xmalloc(n);
-        snprintf(a->tmp, n, "%s.tmp.%d", path, (int)getpid());
+        snprintf(a->tmp, n, "%s.tmp.%d", a->path, (int)getpid());
         target = a->tmp;
     }
     a->f = fopen(target, "wb");
     if (!a->f) {
-        int rc = err_set(err, "%s: %s", a->tmp ? path : target, strerror(errno));
+        int rc = err_set(err, "%s: %s", path, strerror(errno));
         free(a->path);
         free(a->tmp);
         return rc;
     }
+    if (a->tmp && exists) fchmod(fileno(a->f), st.st_mode & 07777);   // the file keeps its mode
     return 0;
 }
 

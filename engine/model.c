@@ -358,6 +358,7 @@ static uint32_t planned_type(const model *m, const precision_plan *p, const tens
 }
 
 int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volatile float *progress, errbuf *err) {
+    if (model_check_file(m, err)) return -1;   // conversions read the file's weights
     memset(st, 0, sizeof *st);
     double t0 = now_sec();
     int n_kinds_total = m->hp.n_layer * TK_LAYER_KINDS + 2;
@@ -601,8 +602,8 @@ typedef struct file_reads { const uint8_t *lo, *hi; bool any; } file_reads;
 
 static void note_file_read(tensor *t, void *ud) {
     file_reads *r = ud;
-    const uint8_t *d = t->data;
-    if (d && d >= r->lo && d < r->hi) r->any = true;
+    const uint8_t *d = t->data, *src = t->src_data;   // src: what a plan's conversion reads
+    if ((d && d >= r->lo && d < r->hi) || (src && src >= r->lo && src < r->hi)) r->any = true;
 }
 
 int model_check_file(const model *m, errbuf *err) {

@@ -74,9 +74,10 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // bytes copied: 0 when nothing is read from the file, or when the copy would not leave 512 MiB
 // of the available memory (the weights then stay in the mapping).
 uint64_t model_copy_weights(model *m, int n_threads);
-// Before a forward pass: when a weight is still read from the mapped file (--mmap, or a copy
-// that did not fit), that the file has not been truncated since (reading past its new end
-// would kill the process with SIGBUS). 0, or -1 with the file named.
+// Before a forward pass or a plan's conversion: when a weight (or the source a conversion
+// reads) is still in the mapped file (--mmap, or a copy that did not fit), that the file has
+// not been truncated since (reading past its new end would kill the process with SIGBUS). 0,
+// or -1 with the file named.
 int model_check_file(const model *m, errbuf *err);
 // ---- precision plans (engine/precision.h) ----
 // The tensor a plan names: layer matrices by (layer, kind); TK_TOKEN_EMBD / TK_OUTPUT with any

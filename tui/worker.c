@@ -202,10 +202,11 @@ static void take_plan_request(worker *w) {
     snprintf(name, sizeof name, "%s", w->plan_name);
     atomic_store(&w->plan_pending, false);
     pthread_mutex_unlock(&w->mu);
-    if (w->c->as.gov) {   // a plan set by hand ends the governor's loop
+    if (w->c->as.gov) {   // a plan set by hand ends the governor's loop (and its change in flight lands first)
         gov_run_free(w->c->as.gov);
         w->c->as.gov = NULL;
         post_line(w, MSG_INFO, "governor: off (the plan was set by hand)");
+        session_wait_switch(w->c->as.s);
     }
     errbuf err = {{0}};
     if (session_request_plan(w->c->as.s, &p, &err)) {
@@ -491,6 +492,7 @@ void worker_free(worker *w) {
     free(w->ev);
     w->c->turn = NULL;
     w->c->notice = NULL;
+    w->c->compare_piece = NULL;
     free(w->turn_reply);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
