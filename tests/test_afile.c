@@ -42,6 +42,16 @@ int main(void) {
     CHECK(afile_close(&a, true, &err) != 0 && strstr(err.msg, "out.txt: write failed"), "%s", err.msg);
     CHECK(strcmp(slurp(path), "second") == 0, "the old file stays: %s", slurp(path));
     CHECK(others(dir, "out.txt") == 0, "no temporary left");
+    // a symbolic link is written through (the link stays a link), and the file keeps its mode
+    char link[300];
+    snprintf(link, sizeof link, "%s/link.txt", dir);
+    CHECK(chmod(path, 0640) == 0 && symlink(path, link) == 0, "setup");
+    CHECK(afile_write_all(link, "third", 5, &err) == 0, "%s", err.msg);
+    struct stat lst;
+    CHECK(lstat(link, &lst) == 0 && S_ISLNK(lst.st_mode), "the link is still a link");
+    CHECK(strcmp(slurp(path), "third") == 0, "its target written: %s", slurp(path));
+    CHECK(stat(path, &lst) == 0 && (lst.st_mode & 0777) == 0640, "mode kept: %o", (unsigned)(lst.st_mode & 0777));
+    unlink(link);
     // a device is written in place, not replaced; a full one says so
     CHECK(afile_write_all("/dev/null", "x", 1, &err) == 0, "%s", err.msg);
     struct stat st;
