@@ -204,10 +204,9 @@ static int load_tensors(model *m, errbuf *err) {
     return 0;
 }
 
-int model_load(model **out, const char *path, errbuf *err) {
-    *out = NULL;
-    model *m = xcalloc(1, sizeof *m);
-    if (gguf_open(&m->file, path, err)) { free(m); return -1; }
+// Everything after the file is open: hyperparameters, tokenizer, tensors, names. path names
+// the model when the file has no general.name. On failure m is freed.
+static int model_load_opened(model **out, model *m, const char *path, errbuf *err) {
     if (load_hparams(m, err)) goto fail;
     m->tok = tokenizer_load(&m->file, err);
     if (!m->tok) goto fail;
@@ -223,6 +222,20 @@ int model_load(model **out, const char *path, errbuf *err) {
 fail:
     model_free(m);
     return -1;
+}
+
+int model_load(model **out, const char *path, errbuf *err) {
+    *out = NULL;
+    model *m = xcalloc(1, sizeof *m);
+    if (gguf_open(&m->file, path, err)) { free(m); return -1; }
+    return model_load_opened(out, m, path, err);
+}
+
+int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err) {
+    *out = NULL;
+    model *m = xcalloc(1, sizeof *m);
+    if (gguf_open_memory(&m->file, data, size, name, err)) { free(m); return -1; }
+    return model_load_opened(out, m, name, err);
 }
 
 static void free_owned(tensor *t, void *ud) {

@@ -62,6 +62,9 @@ typedef struct model {
 } model;
 
 int model_load(model **out, const char *path, errbuf *err);
+// The same over a GGUF in memory the caller keeps alive until model_free (name is used in
+// messages and as the model's name when the file has none): fuzz/fuzz_gguf.c, tests.
+int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err);
 void model_free(model *m);
 const char *model_arch_name(enum model_arch a);
 // Calls fn for every weight tensor (matrices and vectors; output once even when tied).
