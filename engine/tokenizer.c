@@ -270,10 +270,11 @@ static void build_special_index(tokenizer *t) {
 }
 
 // End-of-turn and other end-of-generation token texts, the end-of-turn candidates first in the
-// order they are preferred.
+// order they are preferred. The last is split after its first hex escape, which would otherwise
+// run on into "end"; the parentheses tell clang the split is meant.
 static const char *const end_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "<|eom_id|>", "<EOT>", ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),
 };
 #define N_EOT_CANDIDATES 5
 
