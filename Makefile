@@ -204,10 +204,36 @@ endif
 endef
 $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 
+# ---- fuzz targets (fuzz/, docs/RELIABILITY.md) ----
+# Each fuzz/fuzz_NAME.c is one target. $(BUILD)/fuzz/replay_NAME links it with fuzz/replay.c (a
+# plain main, any compiler, built with `all`): tests/fuzz_replay.sh runs the seeds and the
+# regression inputs of fuzz/regressions/NAME/ through it in make test and make test-asan.
+# `make fuzz` builds $(FUZZ_BUILD)/fuzz/fuzz_NAME with clang and libFuzzer (a text-only build of
+# its own, instrumented with -fsanitize=fuzzer-no-link plus ASan and UBSan) and runs each target
+# FUZZ_SECONDS seconds (fuzz/run.sh). A target links the layers whose headers it includes.
+FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+fuzz_layers = $(foreach l,app tui audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
+fuzz_deps = $(FEATURES_FILE) $(LIB_engine) $(LIB_base) $(if $(call fuzz_layers,$(1)),$(LIB_app) $(LIB_tui) $(LIB_audio))
+FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+define fuzz_rule
+$(BUILD)/fuzz/replay_$(1): fuzz/replay.c fuzz/fuzz_$(1).c $(wildcard fuzz/*.h) $(call fuzz_deps,$(1))
+	@mkdir -p $$(dir $$@)
+	$(CC) $(ALL_CFLAGS) -o $$@ fuzz/replay.c fuzz/fuzz_$(1).c $(call test_link,$(1),$(call fuzz_layers,$(1)))
+$(BUILD)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(wildcard fuzz/*.h) $(call fuzz_deps,$(1))
+	@mkdir -p $$(dir $$@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $$@ fuzz/fuzz_$(1).c $(call test_link,$(1),$(call fuzz_layers,$(1)))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(t))))
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
 MODEL    ?= assets/models/cabin-tiny.gguf
 
-.PHONY: all run test test-asan bench install clean deps model
-all: $(BUILD)/cabin $(TEST_BIN) $(VK_CHECK)
+.PHONY: all run test test-asan fuzz fuzz-targets bench install clean deps model
+all: $(BUILD)/cabin $(TEST_BIN) $(FUZZ_REPLAY_BIN) $(VK_CHECK)
 
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -244,6 +270,13 @@ test: all
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
+# The seeds are made with this build's cabin (make-model); the targets in a build of their own.
+fuzz: $(BUILD)/cabin
+	@sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/cabin "$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
+	    CC=$(FUZZ_CC) VULKAN=0 AUDIO=0 OPT=-O1 SAN='$(FUZZ_SAN)' fuzz-targets"
+
+fuzz-targets: $(FUZZ_BIN)
+
 bench: $(BUILD)/cabin
 	@sh tools/bench.sh $(BUILD)
 
@@ -252,7 +285,7 @@ install: $(BUILD)/cabin
 	install -m 755 $(BUILD)/cabin $(DESTDIR)$(PREFIX)/bin/cabin
 
 clean:
-	rm -rf build build-asan build-text
+	rm -rf build build-asan build-text build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

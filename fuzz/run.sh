@@ -1,0 +1,56 @@
+#!/bin/sh
+# make fuzz: builds the fuzz targets with clang and libFuzzer, then runs each for SECONDS on a
+# copy of its seed corpus (fuzz/seeds.sh), printing libFuzzer's final figures per target
+# (executions per second, coverage: edges "cov" and features "ft", corpus size). A crash (or a
+# leak, a timeout past 10 s, more than 2 GiB) fails the run; its input is minimised into
+# fuzz/regressions/TARGET/, where make test replays it (tests/fuzz_replay.sh).
+# Usage: fuzz/run.sh SECONDS FUZZ_BUILD CABIN "MAKE COMMAND THAT BUILDS THE TARGETS"
+SECONDS_EACH=$1; FB=$2; CABIN=$3; BUILD_CMD=$4
+case "$SECONDS_EACH" in ''|*[!0-9]*) echo "make fuzz: FUZZ_SECONDS=$SECONDS_EACH: a whole number of seconds" >&2; exit 2 ;; esac
+probe=$(mktemp -d /tmp/cabin-fuzz-probe-XXXXXX)
+trap 'rm -rf "$probe"' EXIT
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
+if ! command -v clang >/dev/null 2>&1; then
+    echo "skipped: make fuzz: clang not found (apt-get install clang libfuzzer-14-dev; tools/debian-packages.txt, group tests)"
+    exit 0
+fi
+if ! clang -fsanitize=fuzzer,address "$probe/p.c" -o "$probe/p" >"$probe/log" 2>&1; then
+    echo "skipped: make fuzz: clang cannot link libFuzzer (apt-get install libfuzzer-14-dev): $(head -1 "$probe/log")"
+    exit 0
+fi
+sh -c "$BUILD_CMD" || { echo "make fuzz: building the targets failed" >&2; exit 1; }
+sh fuzz/seeds.sh "$CABIN" "$FB/seeds" || { echo "make fuzz: making the seed corpora failed" >&2; exit 1; }
+failed=""
+for src in fuzz/fuzz_*.c; do
+    t=$(basename "$src" .c); t=${t#fuzz_}
+    corpus="$FB/corpus/$t"; crashes="$FB/crashes/$t"; log="$FB/logs/$t.log"
+    rm -rf "$corpus" "$crashes"; mkdir -p "$corpus" "$crashes" "$(dirname "$log")"
+    cp "$FB/seeds/$t/"* "$corpus/" 2>/dev/null
+    "$FB/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
+    rc=$?
+    grep '^skipped:' "$log" | sort -u
+    done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
+    execs=$(sed -n 's/^stat::average_exec_per_sec:[[:space:]]*//p' "$log")
+    runs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$log")
+    cov=$(printf '%s' "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+    ft=$(printf '%s' "$done_line" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
+    corp=$(printf '%s' "$done_line" | sed -n 's/.*corp: \([0-9]*\).*/\1/p')
+    printf '%-14s %8s execs/s %10s runs   cov %6s   ft %6s   corpus %5s   (%ss, exit %d)\n' \
+        "$t" "${execs:-?}" "${runs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$SECONDS_EACH" "$rc"
+    if [ "$rc" -ne 0 ]; then
+        failed="$failed $t"
+        grep -E 'ERROR: |SUMMARY: |runtime error|FUZZ_CHECK|: Assertion|abort' "$log" | head -5
+        for c in "$crashes"/*; do
+            [ -f "$c" ] || continue
+            mkdir -p "fuzz/regressions/$t"
+            out="fuzz/regressions/$t/$(basename "$c")"
+            "$FB/fuzz/fuzz_$t" -minimize_crash=1 -runs=20000 -max_total_time=60 -exact_artifact_path="$out" "$c" \
+                >"$log.min" 2>&1 || true
+            [ -f "$out" ] || cp "$c" "$out"
+            echo "  input kept as $out ($(wc -c <"$out") bytes; full log $log)"
+        done
+    fi
+done
+if [ -n "$failed" ]; then echo "make fuzz: failed:$failed"; exit 1; fi
+echo "make fuzz: every target ran ${SECONDS_EACH}s without a crash"
