@@ -44,6 +44,9 @@ int action_parse(const char *reply, action *a, char *sentence, size_t sentence_l
         if (q == s || q >= end || *q != '=' || (size_t)(q - s) >= sizeof sl->key) FAIL("malformed slot");
         memcpy(sl->key, s, (size_t)(q - s));
         sl->key[q - s] = 0;
+        // One value a key: action_slot_value, action_equal and the vehicle read the first only.
+        for (int i = 0; i < a->n_slots; i++)
+            if (strcmp(a->slots[i].key, sl->key) == 0) FAIL("slot %s given twice", sl->key);
         s = ++q;
         while (q < end && value_char(*q)) q++;
         if (q == s || (size_t)(q - s) >= sizeof sl->value) FAIL("slot %s has no valid value", sl->key);
