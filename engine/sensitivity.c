@@ -3,6 +3,7 @@
 #include "wtype.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,28 +165,42 @@ static double num(const cJSON *o, const char *key, double dflt) {
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+// A count or index field: dflt when absent; false when it lies outside [lo, hi] (or is NaN),
+// where converting it to the integer it is stored in would be undefined.
+static bool num_within(const cJSON *o, const char *key, double dflt, double lo, double hi, double *out) {
+    *out = num(o, key, dflt);
+    return *out >= lo && *out <= hi;
+}
+
 int sensitivity_from_json(sensitivity_map *m, const char *json, errbuf *err) {
     const char *at = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &at, true);   // text after the object is an error too
     if (!root) return err_set(err, "sensitivity map: not JSON (near offset %ld)", at ? (long)(at - json) : -1L);
     int rc = 0;
+    double v = 0;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
     const cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
     if (!cJSON_IsString(type) || wtype_from_name(type->valuestring) != (int)m->type)
         rc = err_set(err, "sensitivity map: type is not %s", wtype_name(m->type));
-    else if ((int)num(root, "layers", -1) != m->n_layer || !cJSON_IsArray(cells))
+    else if (!num_within(root, "layers", -1, -1, INT_MAX, &v) || (int)v != m->n_layer || !cJSON_IsArray(cells))
         rc = err_set(err, "sensitivity map: not for a model of %d layers", m->n_layer);
+    else if (!num_within(root, "scored", 0, 0, LONG_MAX / 2, &v))
+        rc = err_set(err, "sensitivity map: scored: %g is not a token count", v);
     if (!rc) {
         m->base_nll = num(root, "base_nll", 0);
-        m->scored = (long)num(root, "scored", 0);
+        m->scored = (long)v;
         int i = 0;
         const cJSON *c;
         cJSON_ArrayForEach(c, cells) {
-            int l = (int)num(c, "layer", -1);
+            int l = num_within(c, "layer", -1, -1, INT_MAX, &v) ? (int)v : -1;
             const cJSON *kn = cJSON_GetObjectItemCaseSensitive(c, "kind");
             int k = cJSON_IsString(kn) ? tensor_kind_from_name(kn->valuestring) : -1;
             if (l < 0 || l >= m->n_layer || k < 0 || k >= TK_LAYER_KINDS) {
                 rc = err_set(err, "sensitivity map: cells[%d]: bad layer or kind", i);
+                break;
+            }
+            if (!num_within(c, "n_weights", 0, 0, (double)(UINT64_MAX / 2), &v)) {
+                rc = err_set(err, "sensitivity map: cells[%d]: n_weights: %g is not a weight count", i, v);
                 break;
             }
             sens_cell *s = sens_at(m, l, k);
@@ -193,7 +208,7 @@ int sensitivity_from_json(sensitivity_map *m, const char *json, errbuf *err) {
             s->kl_max = num(c, "kl_max", 0);
             s->dnll = num(c, "dnll", 0);
             s->top1 = num(c, "top1", 0);
-            s->n_weights = (uint64_t)num(c, "n_weights", 0);
+            s->n_weights = (uint64_t)v;
             const cJSON *ft = cJSON_GetObjectItemCaseSensitive(c, "file_type");
             int t = cJSON_IsString(ft) ? wtype_from_name(ft->valuestring) : -1;
             s->file_type = t >= 0 ? (uint32_t)t : WT_F32;
