@@ -20,6 +20,7 @@ if ! clang -fsanitize=fuzzer,address "$probe/p.c" -o "$probe/p" >"$probe/log" 2>
 fi
 sh -c "$BUILD_CMD" || { echo "make fuzz: building the targets failed" >&2; exit 1; }
 sh fuzz/seeds.sh "$CABIN" "$FB/seeds" || { echo "make fuzz: making the seed corpora failed" >&2; exit 1; }
+FB=$(cd "$FB" && pwd)   # absolute: a target may change directory (fuzz_scene works in a temporary one)
 failed=""
 for src in fuzz/fuzz_*.c; do
     t=$(basename "$src" .c); t=${t#fuzz_}
@@ -44,7 +45,7 @@ for src in fuzz/fuzz_*.c; do
         for c in "$crashes"/*; do
             [ -f "$c" ] || continue
             mkdir -p "fuzz/regressions/$t"
-            out="fuzz/regressions/$t/$(basename "$c")"
+            out="$(pwd)/fuzz/regressions/$t/$(basename "$c")"
             "$FB/fuzz/fuzz_$t" -minimize_crash=1 -runs=20000 -max_total_time=60 -exact_artifact_path="$out" "$c" \
                 >"$log.min" 2>&1 || true
             [ -f "$out" ] || cp "$c" "$out"
