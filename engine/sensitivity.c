@@ -166,7 +166,8 @@ static double num(const cJSON *o, const char *key, double dflt) {
 }
 
 // A count or index field: dflt when absent; false when it lies outside [lo, hi] (or is NaN),
-// where converting it to the integer it is stored in would be undefined.
+// where converting it to the integer it is stored in would be undefined (the bounds: powers of
+// two within long and uint64_t, exact in a double).
 static bool num_within(const cJSON *o, const char *key, double dflt, double lo, double hi, double *out) {
     *out = num(o, key, dflt);
     return *out >= lo && *out <= hi;
@@ -184,7 +185,7 @@ int sensitivity_from_json(sensitivity_map *m, const char *json, errbuf *err) {
         rc = err_set(err, "sensitivity map: type is not %s", wtype_name(m->type));
     else if (!num_within(root, "layers", -1, -1, INT_MAX, &v) || (int)v != m->n_layer || !cJSON_IsArray(cells))
         rc = err_set(err, "sensitivity map: not for a model of %d layers", m->n_layer);
-    else if (!num_within(root, "scored", 0, 0, LONG_MAX / 2, &v))
+    else if (!num_within(root, "scored", 0, 0, 0x1p62, &v))
         rc = err_set(err, "sensitivity map: scored: %g is not a token count", v);
     if (!rc) {
         m->base_nll = num(root, "base_nll", 0);
@@ -199,7 +200,7 @@ int sensitivity_from_json(sensitivity_map *m, const char *json, errbuf *err) {
                 rc = err_set(err, "sensitivity map: cells[%d]: bad layer or kind", i);
                 break;
             }
-            if (!num_within(c, "n_weights", 0, 0, (double)(UINT64_MAX / 2), &v)) {
+            if (!num_within(c, "n_weights", 0, 0, 0x1p63, &v)) {
                 rc = err_set(err, "sensitivity map: cells[%d]: n_weights: %g is not a weight count", i, v);
                 break;
             }
