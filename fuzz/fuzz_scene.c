@@ -13,11 +13,22 @@
 
 static char scene_dir[64];
 
+// At exit: the one file the target writes, then its directory.
+static void remove_scene_dir(void) {
+    if (chdir("/") == 0) {
+        char path[96];
+        snprintf(path, sizeof path, "%s/fuzz.scene", scene_dir);
+        unlink(path);
+        rmdir(scene_dir);
+    }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
     snprintf(scene_dir, sizeof scene_dir, "/tmp/cabin-fuzz-scene-XXXXXX");
     FUZZ_CHECK(mkdtemp(scene_dir) != NULL, "mkdtemp %s", scene_dir);
     FUZZ_CHECK(chdir(scene_dir) == 0, "chdir %s", scene_dir);
+    atexit(remove_scene_dir);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make fuzz: builds the fuzz targets with clang and libFuzzer, then runs each for SECONDS on a
-# copy of its seed corpus (fuzz/seeds.sh), printing libFuzzer's final figures per target
+# copy of its seed corpus (fuzz/seeds.sh) and its regression inputs, printing libFuzzer's final figures per target
 # (executions per second, coverage: edges "cov" and features "ft", corpus size). A crash (or a
 # leak, a timeout past 10 s, more than 2 GiB) fails the run; its input is minimised into
 # fuzz/regressions/TARGET/, where make test replays it (tests/fuzz_replay.sh).
@@ -27,6 +27,7 @@ for src in fuzz/fuzz_*.c; do
     corpus="$FB/corpus/$t"; crashes="$FB/crashes/$t"; log="$FB/logs/$t.log"
     rm -rf "$corpus" "$crashes"; mkdir -p "$corpus" "$crashes" "$(dirname "$log")"
     cp "$FB/seeds/$t/"* "$corpus/" 2>/dev/null
+    cp "fuzz/regressions/$t/"* "$corpus/" 2>/dev/null   # every regression input runs first, under ASan
     "$FB/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
     rc=$?
