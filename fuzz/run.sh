@@ -1,9 +1,9 @@
 #!/bin/sh
 # make fuzz: builds the fuzz targets with clang and libFuzzer, then runs each for SECONDS on a
-# copy of its seed corpus (fuzz/seeds.sh) and its regression inputs, printing libFuzzer's final figures per target
-# (executions per second, coverage: edges "cov" and features "ft", corpus size). A crash (or a
-# leak, a timeout past 10 s, more than 2 GiB) fails the run; its input is minimised into
-# fuzz/regressions/TARGET/, where make test replays it (tests/fuzz_replay.sh).
+# copy of its seed corpus (fuzz/seeds.sh) and its regression inputs, printing libFuzzer's final
+# figures per target (executions per second, coverage: edges "cov" and features "ft", corpus
+# size). A crash (or a leak, a timeout past 10 s, more than 2 GiB) fails the run; its input is
+# minimised into fuzz/regressions/TARGET/, where make test replays it (tests/fuzz_replay.sh).
 # Usage: fuzz/run.sh SECONDS FUZZ_BUILD CABIN "MAKE COMMAND THAT BUILDS THE TARGETS"
 SECONDS_EACH=$1; FB=$2; CABIN=$3; BUILD_CMD=$4
 case "$SECONDS_EACH" in ''|*[!0-9]*) echo "make fuzz: FUZZ_SECONDS=$SECONDS_EACH: a whole number of seconds" >&2; exit 2 ;; esac
