@@ -272,7 +272,7 @@ test-asan:
 
 # The seeds are made with this build's cabin (make-model); the targets in a build of their own.
 fuzz: $(BUILD)/cabin
-	@sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/cabin "$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
+	@sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/cabin $(FUZZ_CC) "$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
 	    CC=$(FUZZ_CC) VULKAN=0 AUDIO=0 OPT=-O1 SAN='$(FUZZ_SAN)' fuzz-targets"
 
 fuzz-targets: $(FUZZ_BIN)

@@ -4,18 +4,18 @@
 # figures per target (executions per second, coverage: edges "cov" and features "ft", corpus
 # size). A crash (or a leak, a timeout past 10 s, more than 2 GiB) fails the run; its input is
 # minimised into fuzz/regressions/TARGET/, where make test replays it (tests/fuzz_replay.sh).
-# Usage: fuzz/run.sh SECONDS FUZZ_BUILD CABIN "MAKE COMMAND THAT BUILDS THE TARGETS"
-SECONDS_EACH=$1; FB=$2; CABIN=$3; BUILD_CMD=$4
+# Usage: fuzz/run.sh SECONDS FUZZ_BUILD CABIN FUZZ_CC "MAKE COMMAND THAT BUILDS THE TARGETS"
+SECONDS_EACH=$1; FB=$2; CABIN=$3; FCC=$4; BUILD_CMD=$5
 case "$SECONDS_EACH" in ''|*[!0-9]*) echo "make fuzz: FUZZ_SECONDS=$SECONDS_EACH: a whole number of seconds" >&2; exit 2 ;; esac
 probe=$(mktemp -d /tmp/cabin-fuzz-probe-XXXXXX)
 trap 'rm -rf "$probe"' EXIT
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
-if ! command -v clang >/dev/null 2>&1; then
-    echo "skipped: make fuzz: clang not found (apt-get install clang libfuzzer-14-dev; tools/debian-packages.txt, group tests)"
+if ! command -v "$FCC" >/dev/null 2>&1; then
+    echo "skipped: make fuzz: $FCC not found (apt-get install clang libfuzzer-14-dev; tools/debian-packages.txt, group tests)"
     exit 0
 fi
-if ! clang -fsanitize=fuzzer,address "$probe/p.c" -o "$probe/p" >"$probe/log" 2>&1; then
-    echo "skipped: make fuzz: clang cannot link libFuzzer (apt-get install libfuzzer-14-dev): $(head -1 "$probe/log")"
+if ! "$FCC" -fsanitize=fuzzer,address "$probe/p.c" -o "$probe/p" >"$probe/log" 2>&1; then
+    echo "skipped: make fuzz: $FCC cannot link libFuzzer (apt-get install libfuzzer-14-dev): $(head -1 "$probe/log")"
     exit 0
 fi
 sh -c "$BUILD_CMD" || { echo "make fuzz: building the targets failed" >&2; exit 1; }
