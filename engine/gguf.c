@@ -234,9 +234,9 @@ static int gguf_parse(gguf_file *g, errbuf *err) {
         if (al->type != GGUF_U32)
             return err_set(err, "%s: general.alignment has type %s (u32 expected)", g->path,
                            gguf_vtype_name(al->type));
-        if (al->v.u == 0 || (al->v.u & (al->v.u - 1)))
-            return err_set(err, "%s: general.alignment %" PRIu64 " is not a power of two",
-                           g->path, al->v.u);
+        if (!gguf_alignment_ok(al->v.u))
+            return err_set(err, "%s: general.alignment %" PRIu64 " is not a power of two of at "
+                           "least 8 (tensor data is read in place)", g->path, al->v.u);
         g->alignment = al->v.u;
     }
     g->tensors = xcalloc((size_t)(n_t ? n_t : 1), sizeof(gguf_tensor));
@@ -282,6 +282,11 @@ int gguf_open_memory(gguf_file *g, const void *data, uint64_t size, const char *
     g->base = data;
     g->size = size;
     g->fd = -1;
+    if ((uintptr_t)data % 8) {
+        err_set(err, "%s: the buffer does not start on an 8-byte boundary", name);
+        gguf_close(g);
+        return fail_one_line(err);
+    }
     if (gguf_parse(g, err)) { gguf_close(g); return fail_one_line(err); }
     return 0;
 }
@@ -754,8 +759,8 @@ static void write_all(gguf_writer *w, sink *s) {
 // What would make the written file unreadable: an alignment that is not a power of two, a
 // general.alignment key of a type other than u32, an empty or over-long key.
 static int writer_check(const gguf_writer *w, const char *path, errbuf *err) {
-    if (w->alignment == 0 || (w->alignment & (w->alignment - 1)))
-        return err_set(err, "%s: alignment %u is not a power of two", path, w->alignment);
+    if (!gguf_alignment_ok(w->alignment))
+        return err_set(err, "%s: alignment %u is not a power of two of at least 8", path, w->alignment);
     for (size_t i = 0; i < w->n_kv; i++)
         if (strcmp(w->kv[i].key, "general.alignment") == 0 && w->kv[i].type != GGUF_U32)
             return err_set(err, "%s: general.alignment has type %s (u32 expected)", path,

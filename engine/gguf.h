@@ -16,6 +16,10 @@ enum gguf_vtype {
 };
 
 #define GGUF_DEFAULT_ALIGNMENT 32
+
+// A usable general.alignment: a power of two of at least 8 (the format asks for a multiple of 8;
+// tensor data is read in place, so an F32 tensor must start on a 4-byte boundary at least).
+static inline bool gguf_alignment_ok(uint64_t a) { return a >= 8 && (a & (a - 1)) == 0; }
 #define GGUF_MAX_DIMS 4
 
 // A string inside the file: not NUL-terminated, points into the mapping.
@@ -70,7 +74,8 @@ typedef struct gguf_file {
 
 // Opens and validates a file. On failure *g is left closed and err says why.
 int gguf_open(gguf_file *g, const char *path, errbuf *err);
-// The same over memory the caller keeps alive (name is used in messages).
+// The same over memory the caller keeps alive (name is used in messages); data must start on an
+// 8-byte boundary (malloc's blocks do), else it is refused.
 int gguf_open_memory(gguf_file *g, const void *data, uint64_t size, const char *name, errbuf *err);
 void gguf_close(gguf_file *g);
 // Whether the mapped file still holds every byte that was mapped: reading a page past a

@@ -509,8 +509,8 @@ static void test_round_trip(const char *tmpdir) {
     gguf_writer_free(w);
 
     // Settings that would make an unreadable file are refused at write time, with a message.
-    static const uint32_t bad_align[] = { 0, 48, 0xffffffffu };
-    for (int i = 0; i < 3; i++) {
+    static const uint32_t bad_align[] = { 0, 2, 4, 48, 0xffffffffu };
+    for (size_t i = 0; i < sizeof bad_align / sizeof bad_align[0]; i++) {
         w = gguf_writer_new();
         gguf_writer_set_alignment(w, bad_align[i]);
         buf = NULL;
@@ -705,6 +705,8 @@ static void test_hostile(const char *tmpdir) {
     b_hdr(&b, 3, 0, 1); b_kv_head(&b, "general.alignment", GGUF_STRING); b_str(&b, "32"); expect_reject_b(&b, "align-str", "general.alignment");
     b_hdr(&b, 3, 0, 1); b_kv_u32(&b, "general.alignment", 0); expect_reject_b(&b, "align-0", "power of two");
     b_hdr(&b, 3, 0, 1); b_kv_u32(&b, "general.alignment", 48); expect_reject_b(&b, "align-48", "power of two");
+    b_hdr(&b, 3, 0, 1); b_kv_u32(&b, "general.alignment", 1); expect_reject_b(&b, "align-1", "at least 8");
+    b_hdr(&b, 3, 0, 1); b_kv_u32(&b, "general.alignment", 2); expect_reject_b(&b, "align-2", "at least 8");
     b_hdr(&b, 3, 0, 1); b_kv_u32(&b, "general.alignment", 0xffffffffu); expect_reject_b(&b, "align-max", "power of two");
 
     // tensor infos: one tensor "t" after a header with no kvs; data section at 64 (aligned 32)
