@@ -210,7 +210,8 @@ $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 # regression inputs of fuzz/regressions/NAME/ through it in make test and make test-asan.
 # `make fuzz` builds $(FUZZ_BUILD)/fuzz/fuzz_NAME with clang and libFuzzer (a text-only build of
 # its own, instrumented with -fsanitize=fuzzer-no-link plus ASan and UBSan) and runs each target
-# FUZZ_SECONDS seconds (fuzz/run.sh). A target links the layers whose headers it includes.
+# FUZZ_SECONDS seconds, or FUZZ_RUNS inputs, from seed FUZZ_SEED (fuzz/run.sh). A target links
+# the layers whose headers it includes.
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 fuzz_layers = $(foreach l,app tui audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
 fuzz_deps = $(FEATURES_FILE) $(LIB_engine) $(LIB_base) $(if $(call fuzz_layers,$(1)),$(LIB_app) $(LIB_tui) $(LIB_audio))
@@ -226,6 +227,8 @@ $(BUILD)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(wildcard fuzz/*.h) $(call fuzz_deps,
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(t))))
 FUZZ_SECONDS ?= 30
+FUZZ_RUNS    ?=
+FUZZ_SEED    ?= 1
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -272,7 +275,7 @@ test-asan:
 
 # The seeds are made with this build's cabin (make-model); the targets in a build of their own.
 fuzz: $(BUILD)/cabin
-	@sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/cabin $(FUZZ_CC) "$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
+	@sh fuzz/run.sh "$(FUZZ_SECONDS)" "$(FUZZ_RUNS)" "$(FUZZ_SEED)" $(FUZZ_BUILD) $(BUILD)/cabin $(FUZZ_CC) "$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
 	    CC=$(FUZZ_CC) VULKAN=0 AUDIO=0 OPT=-O1 SAN='$(FUZZ_SAN)' fuzz-targets"
 
 fuzz-targets: $(FUZZ_BIN)
