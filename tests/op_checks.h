@@ -41,8 +41,8 @@ static int op_matmul_types(backend *b[2], uint32_t *types) {
     return n;
 }
 
-// A host tensor of `type` from (ne1, ne0) floats.
-static tensor op_make_tensor(uint32_t type, int64_t ne0, int64_t ne1, const float *src) {
+// A host tensor of `type`, ne1 rows of ne0 elements, its bytes allocated and not set.
+static tensor op_alloc_tensor(uint32_t type, int64_t ne0, int64_t ne1) {
     tensor t;
     memset(&t, 0, sizeof t);
     t.name = "test";
@@ -52,9 +52,15 @@ static tensor op_make_tensor(uint32_t type, int64_t ne0, int64_t ne1, const floa
     t.row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)ne0);
     t.n_bytes = t.row_bytes * (size_t)ne1;
     t.owned = xmalloc(t.n_bytes);
+    t.data = t.owned;
+    return t;
+}
+
+// A host tensor of `type` from (ne1, ne0) floats.
+static tensor op_make_tensor(uint32_t type, int64_t ne0, int64_t ne1, const float *src) {
+    tensor t = op_alloc_tensor(type, ne0, ne1);
     for (int64_t r = 0; r < ne1; r++)
         wtype_get(type)->from_f32(src + r * ne0, (uint8_t *)t.owned + (size_t)r * t.row_bytes, ne0);
-    t.data = t.owned;
     return t;
 }
 
@@ -75,15 +81,7 @@ static tensor op_rand_blocks(uint32_t type, int64_t ne0, int64_t ne1, float scal
     const op_block_scales *bsc = NULL;
     for (size_t i = 0; i < sizeof op_rand_block_types / sizeof op_rand_block_types[0]; i++)
         if (op_rand_block_types[i].type == type) bsc = &op_rand_block_types[i];
-    tensor t;
-    memset(&t, 0, sizeof t);
-    t.name = "test";
-    t.type = type;
-    t.ne0 = ne0;
-    t.ne1 = ne1;
-    t.row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)ne0);
-    t.n_bytes = t.row_bytes * (size_t)ne1;
-    t.owned = xmalloc(t.n_bytes);
+    tensor t = op_alloc_tensor(type, ne0, ne1);
     uint8_t *p = t.owned;
     for (size_t i = 0; i < t.n_bytes; i++) p[i] = (uint8_t)rng_int(256);
     const wtype_info *ti = wtype_get(type);
@@ -92,7 +90,6 @@ static tensor op_rand_blocks(uint32_t type, int64_t ne0, int64_t ne1, float scal
             uint16_t h = f32_to_fp16((float)(rng_uniform() * scale / bsc->max_code));
             memcpy(p + b * ti->block_bytes + bsc->off[k], &h, 2);
         }
-    t.data = t.owned;
     return t;
 }
 
