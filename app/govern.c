@@ -388,10 +388,14 @@ static void drift_check(gov_run *r, session *s) {
     int rc = drift_score(r, s, &kl, &top1, &n, &e);
     r->n_caps = r->cap_at = 0;
     if (rc) {
-        if (!r->said_too_long) say(r, "governor: drift check skipped: %s", e.msg);
-        r->said_too_long = true;
+        // Said once per run of failures: a check that runs again re-arms it.
+        if (!r->said_drift_skipped)
+            say(r, "governor: drift check skipped: %s%s", e.msg,
+                r->g.target.kl_max >= 0 ? " (under a kl bound nothing is lowered further until a check runs)" : "");
+        r->said_drift_skipped = true;
         return;
     }
+    r->said_drift_skipped = false;
     if (n == 0) return;
     if (r->n_drift == r->cap_drift) {
         r->cap_drift = r->cap_drift ? r->cap_drift * 2 : 64;

@@ -57,7 +57,7 @@ struct gov_run {
     long last_check;
     double *lsm_a, *lsm_b;        // n_vocab each
     float *rows;                  // FEED_CHUNK × n_vocab
-    bool said_too_long;
+    bool said_drift_skipped;      // a failed drift check was said (until one runs again)
     // the trace
     trace_row *trace;
     long n_trace, cap_trace;
