@@ -308,10 +308,15 @@ void compare_table(const compare_result *r, strbuf *out) {
                   j[5] ? "A J/tok~" : "A J/tok", j[5] ? "B J/tok~" : "B J/tok", "KL(A||B)", "top-1", "same");
     for (int i = 0; i < r->n; i++) {
         const compare_prompt *p = &r->p[i];
+        char ja[16] = "-", jb[16] = "-";   // no power monitor: no energy figure, not a zero
+        if (r->energy_from[0]) {
+            snprintf(ja, sizeof ja, "%.4f", p->j_per_token[0]);
+            snprintf(jb, sizeof jb, "%.4f", p->j_per_token[1]);
+        }
         strbuf_printf(out, "| %3d | ", i + 1);
         put_clipped(out, p->prompt, 28, 28);
-        strbuf_printf(out, " | %8.2f | %8.2f | %8.4f | %8.4f | %9.6f | %5.1f%% | %-4s |\n", p->tps[0], p->tps[1],
-                      p->j_per_token[0], p->j_per_token[1], p->kl_mean, 100.0 * p->top1, p->same ? "yes" : "no");
+        strbuf_printf(out, " | %8.2f | %8.2f | %8s | %8s | %9.6f | %5.1f%% | %-4s |\n", p->tps[0], p->tps[1], ja, jb,
+                      p->kl_mean, 100.0 * p->top1, p->same ? "yes" : "no");
     }
 }
 
@@ -354,7 +359,7 @@ void compare_summary(const compare_result *r, strbuf *out) {
                   "mean A", "mean B", "mean B-A", "p (t)", "p (sign)", "verdict");
     const paired_result *pr[2] = { &r->tps, &r->jpt };
     const char *names[2] = { "decode tok/s", r->energy_measured ? "J/token" : "J/token (est)" };
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < (r->energy_from[0] ? 2 : 1); k++)   // no power monitor: no J/token row
         strbuf_printf(out, "| %-14s | %6d | %6d | %4d | %10.4f | %10.4f | %+10.4f | %7.3g | %7.3g | %s\n", names[k],
                       pr[k]->a_wins, pr[k]->b_wins, pr[k]->ties, pr[k]->mean_a, pr[k]->mean_b, pr[k]->mean_diff, pr[k]->p_t,
                       pr[k]->p_sign, winner(pr[k], k == 0, v[k], sizeof v[k]));
@@ -412,7 +417,8 @@ char *compare_json(const compare_result *r) {
             cJSON_AddStringToObject(side, "reply", p->reply[k] ? p->reply[k] : "");
             cJSON_AddNumberToObject(side, "tokens", p->tokens[k]);
             cJSON_AddNumberToObject(side, "tps", p->tps[k]);
-            cJSON_AddNumberToObject(side, "j_per_token", p->j_per_token[k]);
+            if (r->energy_from[0]) cJSON_AddNumberToObject(side, "j_per_token", p->j_per_token[k]);
+            else cJSON_AddNullToObject(side, "j_per_token");   // no power monitor
         }
         cJSON_AddNumberToObject(o, "kl", p->kl_mean);
         cJSON_AddNumberToObject(o, "kl_max", p->kl_max);
@@ -424,7 +430,8 @@ char *compare_json(const compare_result *r) {
     cJSON *s = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(s, "prompts", r->n);
     cJSON_AddItemToObject(s, "tps", json_paired(&r->tps));
-    cJSON_AddItemToObject(s, "j_per_token", json_paired(&r->jpt));
+    if (r->energy_from[0]) cJSON_AddItemToObject(s, "j_per_token", json_paired(&r->jpt));
+    else cJSON_AddNullToObject(s, "j_per_token");
     cJSON_AddNumberToObject(s, "kl_mean", r->kl_mean);
     cJSON_AddNumberToObject(s, "kl_max", r->kl_max);
     cJSON_AddNumberToObject(s, "top1", r->top1_mean);
