@@ -5,7 +5,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // A job is n slots (slot ith of nth: the caller's share function); any thread may run any slot,
 // each slot runs once. A thread claims slots until none is left, so when a worker is not
@@ -75,7 +77,16 @@ threadpool *threadpool_new(int n_threads) {
         worker_arg *wa = xmalloc(sizeof *wa);
         wa->p = p;
         wa->ith = i;
-        pthread_create(&p->threads[i], NULL, worker_main, wa);
+        int e = pthread_create(&p->threads[i], NULL, worker_main, wa);
+        if (e != 0) {
+            // The pool runs on the threads it has: a job splits into p->n slots, so fewer is
+            // slower, never wrong. No worker reads p->n before the first job.
+            free(wa);
+            fprintf(stderr, "cabin: thread %d of %d could not start (%s); running on %d\n", i + 1, p->n,
+                    strerror(e), i);
+            p->n = i;
+            break;
+        }
     }
     return p;
 }
