@@ -79,6 +79,8 @@ static int v_expect(cmd_line *l, errbuf *err) {
     const char *kind = l->argv[0];
     if (strcmp(kind, "reply") == 0) {
         // the regex is everything between the first and the last '/' after "reply"
+        if (strncmp(l->rest, "reply", 5) != 0)
+            return err_set(err, "%s:%d: expect reply: the pattern must be written /REGEX/", WHERE(l));
         const char *r = l->rest + 5;
         while (*r == ' ') r++;
         const char *end = strrchr(r, '/');
@@ -276,9 +278,10 @@ static int split_words(char *buf, char **words, int max, char **name_end) {
         if (n < max) words[n] = start;
         n++;
         if (n == 1) *name_end = p;
+        bool comment = *p == '#';   // read before the terminator below may overwrite it
         if (*p) p++;
         *w++ = 0;
-        if (*(p - 1) == '#') break;
+        if (comment) break;
     }
     return n;
 }
@@ -291,8 +294,6 @@ int cmdlang_parse(const char *text, const char *file, int line, unsigned where, 
     const char *p = text;
     while (*p == ' ' || *p == '\t') p++;
     if (!*p || *p == '#' || *p == '\n' || *p == '\r') return 0;
-    const char *name_end = p;
-    while (*name_end && *name_end != ' ' && *name_end != '\t' && *name_end != '\n' && *name_end != '\r') name_end++;
     char *buf = xstrdup(p);
     size_t bl = strlen(buf);
     while (bl && (buf[bl - 1] == '\n' || buf[bl - 1] == '\r')) buf[--bl] = 0;
@@ -300,6 +301,7 @@ int cmdlang_parse(const char *text, const char *file, int line, unsigned where, 
     int n = split_words(buf, words, CMD_MAX_ARGS + 1, &ne);
     if (n == -1) { free(buf); return err_set(err, "%s:%d: unterminated quote", file, line); }
     if (n == 0) { free(buf); return 0; }
+    const char *name_end = p + (ne - buf);   // where the name ended in text (a blank or a comment)
     const cmd_def *def = find_any(words[0]);
     if (!def) {
         int r = err_set(err, "%s:%d: unknown command '%s' (help lists them)", file, line, words[0]);

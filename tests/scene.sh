@@ -31,6 +31,11 @@ printf 'snapshot %s/ran.txt\nexpect state climate.colour=red\n' "$T" >"$T/state.
 check_refused state "unknown vehicle field" 2
 printf 'snapshot %s/ran.txt\nprecision q4_0:layers=0-3,ffn_middle\n' "$T" >"$T/prec.scene"
 check_refused prec "ffn_middle" 2
+# a comment glued to the name ends the line there: "expect#reply ." has no arguments
+printf 'snapshot %s/ran.txt\nexpect#reply .\n' "$T" >"$T/glued.scene"
+check_refused glued "expect: wrong number of arguments" 2
+printf 'snapshot %s/ran.txt\nexpect replyx /a/\n' "$T" >"$T/replyx.scene"
+check_refused replyx "expect" 2
 printf 'snapshot %s/ran.txt\nclear\n' "$T" >"$T/front.scene"   # a row of the table the workbench alone offers
 check_refused front "clear: not offered in scene files" 2
 "$CABIN" scene "$T/nonexistent.scene" >/dev/null 2>"$T/err"; rc=$?
