@@ -9,6 +9,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/half.h"
 #include "engine/wtype.h"
+#include "engine/wtype_codes.h"
 
 #include <math.h>
 
@@ -272,8 +273,52 @@ static void check_kernels(void) {
     }
 }
 
+// Every quantized type's codes (engine/wtype_codes.h) give back, as scale * code - min in float,
+// exactly the weights its dequantization gives, bit for bit, with codes inside the stated range:
+// random blocks of 1, 2 and 3 super-blocks (Q4_0/Q8_0 from their quantizer on random rows).
+static void check_codes(void) {
+    static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0, WT_Q5_1, WT_IQ4_NL, WT_IQ4_XS,
+                                      WT_Q2_K, WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t t = types[ti];
+        const wtype_info *info = wtype_get(t);
+        const wtype_codes *c = wtype_codes_get(t);
+        CHECK(c != NULL, "%s: codes", info->name);
+        if (!c) continue;
+        for (int64_t n = 256; n <= 768; n += 256) {
+            uint8_t *w = xmalloc((size_t)wtype_row_bytes(t, (uint64_t)n));
+            float *want = xmalloc(sizeof(float) * (size_t)n), *scale = xmalloc(sizeof(float) * (size_t)(n / c->group));
+            float *min = xmalloc(sizeof(float) * (size_t)(n / c->group));
+            int8_t *code = xmalloc((size_t)n);
+            if (t == WT_Q4_0 || t == WT_Q8_0) {
+                for (int64_t i = 0; i < n; i++) want[i] = rng_uniform() - 0.5f;
+                info->from_f32(want, w, n);
+            } else {
+                rand_blocks(t, w, (size_t)(n / info->block_size));
+            }
+            info->to_f32(w, want, n);
+            c->to_codes(w, code, scale, c->has_min ? min : NULL, n);
+            int bad = -1, range = -1;
+            for (int64_t i = 0; i < n && bad < 0; i++) {
+                const int64_t g = i / c->group;
+                const float got = scale[g] * (float)code[i] - (c->has_min ? min[g] : 0.0f);
+                if (memcmp(&got, &want[i], sizeof got) != 0) bad = (int)i;
+                if (range < 0 && (code[i] < c->code_lo || code[i] > c->code_hi)) range = (int)i;
+            }
+            CHECK(bad < 0, "%s n=%lld: scale * code - min differs from the dequantized weight at %d", info->name,
+                  (long long)n, bad);
+            CHECK(range < 0, "%s n=%lld: code %d at %d outside %d..%d", info->name, (long long)n,
+                  range < 0 ? 0 : code[range], range, c->code_lo, c->code_hi);
+            free(w); free(want); free(scale); free(min); free(code);
+        }
+    }
+    CHECK(wtype_codes_get(WT_F16) == NULL && wtype_codes_get(WT_F32) == NULL && wtype_codes_get(WT_BF16) == NULL,
+          "float types have no codes");
+}
+
 int main(void) {
     test_seed();
+    check_codes();
     check_legacy();
     check_k_low();
     check_k_high();
