@@ -5,6 +5,7 @@
 #include "engine/half.h"
 #include "vulkan/vulkan_backend.h"
 #include "engine/wtype.h"
+#include "engine/wtype_codes.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -16,22 +17,13 @@ int vk_type_slot(uint32_t t) {
     case WT_F32: return VT_F32;
     case WT_F16: return VT_F16;
     case WT_BF16: return VT_BF16;
-    case WT_Q8_0: return VT_Q8_0;
-    case WT_Q4_0: return VT_Q4_0;
-    default: return -1;
+    default: break;
     }
-}
-
-// The type a tensor of type t is uploaded as: t where a shader takes it; the types cabin reads
-// without a shader yet (Q4_1 .. IQ4_XS) as F16, converted row by row at upload: an announced
-// fallback that keeps the file's weights to fp16 precision (a Q8_0 conversion would add its own
-// rounding, enough to leave the reference's tolerance on the d256 Q4_K_M file) at 16 bits per
-// weight on the device; anything else stays t and is refused.
-#define VK_CONVERT_TYPE WT_F16
-static uint32_t vk_upload_type(uint32_t t) {
-    if (vk_type_slot(t) >= 0) return t;
-    const wtype_info *ti = wtype_get(t);
-    return ti && ti->to_f32 ? VK_CONVERT_TYPE : t;
+    const wtype_codes *c = wtype_codes_get(t);
+    if (!c) return -1;
+    if (c->group == 32 && !c->has_min) return c->code_lo >= -8 && c->code_hi <= 7 ? VT_Q4_0 : VT_Q8_0;
+    if (c->group == 32 && c->code_lo >= 0 && c->code_hi <= 15) return VT_Q4M;
+    return VT_I8M;
 }
 
 void vk_fail(vk_backend *v, const char *fmt, ...) {
@@ -86,57 +78,74 @@ static void weight_free(vk_backend *v, vk_weight *w) {
     free(w);
 }
 
-// Words of one repacked row, and words of scales per row (Q types).
-static void row_layout(uint32_t type, int64_t ne0, uint64_t *row_words, uint64_t *scale_words) {
+// Words of one repacked row, and words of scales (and mins) per row, in device layout `slot`.
+static void row_layout(int slot, int64_t ne0, uint64_t *row_words, uint64_t *scale_words) {
+    const uint64_t k = (uint64_t)ne0;
     *scale_words = 0;
-    switch (type) {
-    case WT_F32: *row_words = (uint64_t)ne0; break;
-    case WT_F16: case WT_BF16: *row_words = ((uint64_t)ne0 + 1) / 2; break;
-    case WT_Q8_0: *row_words = (uint64_t)ne0 / 32 * 8; *scale_words = (uint64_t)ne0 / 32; break;
-    default: *row_words = (uint64_t)ne0 / 32 * 4; *scale_words = (uint64_t)ne0 / 32; break;   // Q4_0
+    switch (slot) {
+    case VT_F32: *row_words = k; break;
+    case VT_F16: case VT_BF16: *row_words = (k + 1) / 2; break;
+    case VT_Q8_0: *row_words = k / 4; *scale_words = k / 32; break;
+    case VT_Q4_0: *row_words = k / 8; *scale_words = k / 32; break;
+    case VT_Q4M: *row_words = k / 8; *scale_words = 2 * (k / 32); break;
+    default: *row_words = k / 4; *scale_words = 2 * (k / 16); break;   // VT_I8M
     }
 }
 
-// Repacks rows [r0, r0+n) of t into dst: rows of row_words words, then the scales (Q types);
-// rows of a type without a shader are first converted to `type` (vk_upload_type).
-static void repack(const tensor *t, uint32_t type, int64_t r0, int64_t n, uint64_t row_words, uint32_t *dst) {
+// One row's codes in device layout `slot` (not a float one): codes at row (words), the scales
+// (and mins, interleaved) at sm. Q4_0 and Q4M: 32 codes in 16 bytes, byte j holding code j
+// (low nibble) and code j+16 (high), Q4_0's biased by 8; Q8_0 and I8M: a byte per code.
+static void repack_codes(int slot, int64_t k, const int8_t *code, const float *scale, const float *min, int group,
+                         uint8_t *row, float *sm) {
+    switch (slot) {
+    case VT_Q4_0: case VT_Q4M: {
+        const int bias = slot == VT_Q4_0 ? 8 : 0;
+        for (int64_t b = 0; b < k / 32; b++) {
+            for (int j = 0; j < 16; j++)
+                row[b * 16 + j] = (uint8_t)((code[b * 32 + j] + bias) | (code[b * 32 + j + 16] + bias) << 4);
+            if (slot == VT_Q4_0) sm[b] = scale[b];
+            else sm[2 * b] = scale[b], sm[2 * b + 1] = min[b];
+        }
+        break;
+    }
+    case VT_Q8_0:
+        memcpy(row, code, (size_t)k);
+        for (int64_t b = 0; b < k / 32; b++) sm[b] = scale[b];
+        break;
+    default:   // VT_I8M: a (scale, min) per 16, a group of 32's pair written twice
+        memcpy(row, code, (size_t)k);
+        for (int64_t g = 0; g < k / 16; g++) {
+            const int64_t src = g * 16 / group;
+            sm[2 * g] = scale[src];
+            sm[2 * g + 1] = min ? min[src] : 0.0f;
+        }
+        break;
+    }
+}
+
+// Repacks rows [r0, r0+n) of t into dst in device layout `slot`: rows of row_words words, then
+// the scales (quantized layouts, scale_words per row).
+static void repack(const tensor *t, int slot, int64_t r0, int64_t n, uint64_t row_words, uint64_t scale_words,
+                   uint32_t *dst) {
     const uint8_t *file_row = (const uint8_t *)t->data + (size_t)r0 * t->row_bytes;
-    const size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
-    int64_t nb = t->ne0 / 32;
     float *scales = (float *)(dst + (size_t)n * row_words);
-    float *conv_f = type != t->type ? xmalloc((size_t)t->ne0 * sizeof(float)) : NULL;
-    uint8_t *conv = type != t->type ? xmalloc(row_bytes) : NULL;
+    const wtype_codes *c = wtype_codes_get(t->type);
+    int8_t *code = c ? xmalloc((size_t)t->ne0) : NULL;
+    float *scale = c ? xmalloc((size_t)(t->ne0 / c->group) * sizeof(float)) : NULL;
+    float *min = c && c->has_min ? xmalloc((size_t)(t->ne0 / c->group) * sizeof(float)) : NULL;
     for (int64_t r = 0; r < n; r++, file_row += t->row_bytes) {
         uint32_t *row = dst + (size_t)r * row_words;
-        const uint8_t *src = file_row;
-        if (conv) {
-            wtype_get(t->type)->to_f32(file_row, conv_f, t->ne0);
-            wtype_get(type)->from_f32(conv_f, conv, t->ne0);
-            src = conv;
-        }
-        switch (type) {
-        case WT_F32: case WT_F16: case WT_BF16:
+        if (!c) {   // F32, F16, BF16 as they are
             row[row_words - 1] = 0;   // the padding half of an odd-length 16-bit row
-            memcpy(row, src, row_bytes);
-            break;
-        case WT_Q8_0:
-            for (int64_t b = 0; b < nb; b++) {
-                const block_q8_0 *blk = (const block_q8_0 *)src + b;
-                memcpy(row + b * 8, blk->qs, 32);
-                scales[r * nb + b] = fp16_to_f32(blk->d);
-            }
-            break;
-        default:   // Q4_0
-            for (int64_t b = 0; b < nb; b++) {
-                const block_q4_0 *blk = (const block_q4_0 *)src + b;
-                memcpy(row + b * 4, blk->qs, 16);
-                scales[r * nb + b] = fp16_to_f32(blk->d);
-            }
-            break;
+            memcpy(row, file_row, t->row_bytes);
+            continue;
         }
+        c->to_codes(file_row, code, scale, min, t->ne0);
+        repack_codes(slot, t->ne0, code, scale, min, c->group, (uint8_t *)row, scales + (size_t)r * scale_words);
     }
-    free(conv_f);
-    free(conv);
+    free(code);
+    free(scale);
+    free(min);
 }
 
 typedef struct copy_job { VkBuffer src, dst; VkDeviceSize bytes; } copy_job;
@@ -159,19 +168,14 @@ static int vkb_weight_prepare(backend *b, tensor *t, errbuf *err) {
         weight_free(v, old);   // converted (precision switch) since the upload
     }
     t->bk = NULL;
-    const uint32_t type = vk_upload_type(t->type);
-    if (vk_type_slot(type) < 0)
+    const int slot = vk_type_slot(t->type);
+    if (slot < 0)
         return err_set(err, "vulkan: tensor %s has type %s, which this backend cannot use", t->name ? t->name : "?",
                        wtype_name(t->type));
-    if (type != WT_F32 && type != WT_F16 && type != WT_BF16 && t->ne0 % 32)
+    if (slot != VT_F32 && slot != VT_F16 && slot != VT_BF16 && t->ne0 % 32)
         return err_set(err, "vulkan: tensor %s: row length %lld is not a multiple of 32", t->name, (long long)t->ne0);
-    if (type != t->type && !(v->noted_converted >> t->type & 1)) {
-        v->noted_converted |= 1ull << t->type;
-        fprintf(stderr, "cabin: vulkan has no shader for %s yet: its tensors are converted to %s at upload (%.1f bits "
-                "per weight on the device)\n", wtype_name(t->type), wtype_name(type), wtype_bpw(type));
-    }
     uint64_t row_words, scale_words;
-    row_layout(type, t->ne0, &row_words, &scale_words);
+    row_layout(slot, t->ne0, &row_words, &scale_words);
     uint64_t row_bytes = (row_words + scale_words) * 4;
     // Parts of whole rows, each within one storage-buffer binding (and at most 1 GiB).
     uint64_t max_bytes = v->d.props.limits.maxStorageBufferRange;
@@ -184,7 +188,7 @@ static int vkb_weight_prepare(backend *b, tensor *t, errbuf *err) {
     w->owner = t;
     w->src = t->data;
     w->src_type = t->type;
-    w->type = type;
+    w->slot = slot;
     w->ne0 = t->ne0;
     w->ne1 = t->ne1;
     w->row_words = (uint32_t)row_words;
@@ -200,12 +204,12 @@ static int vkb_weight_prepare(backend *b, tensor *t, errbuf *err) {
         VkDeviceSize bytes = (VkDeviceSize)p->rows * row_bytes;
         if (vk_buf_create(&v->d, &p->buf, bytes, VKM_DEVICE, err)) goto fail;
         if (p->buf.map) {   // device-local and host-visible (integrated GPUs, lavapipe): in place
-            repack(t, type, p->row0, p->rows, row_words, p->buf.map);
+            repack(t, slot, p->row0, p->rows, row_words, scale_words, p->buf.map);
             continue;
         }
         vk_buf stage;
         if (vk_buf_create(&v->d, &stage, bytes, VKM_HOST, err)) goto fail;
-        repack(t, type, p->row0, p->rows, row_words, stage.map);
+        repack(t, slot, p->row0, p->rows, row_words, scale_words, stage.map);
         copy_job j = { stage.buf, p->buf.buf, bytes };
         int rc = vk_run_once(&v->d, record_copy, &j, err);
         vk_buf_destroy(&v->d, &stage);
@@ -226,7 +230,7 @@ static void vkb_weight_release(backend *b, tensor *t) {
     t->bk = NULL;
 }
 
-static bool vkb_supports_type(backend *b, uint32_t t) { (void)b; return vk_type_slot(vk_upload_type(t)) >= 0; }
+static bool vkb_supports_type(backend *b, uint32_t t) { (void)b; return vk_type_slot(t) >= 0; }
 
 // ---- activations ----
 
@@ -564,7 +568,7 @@ static void vkb_destroy(backend *b) {
 }
 
 static void name_pipes(vk_backend *v) {
-    static const char *const tn[VT_COUNT] = { "f32", "f16", "bf16", "q8_0", "q4_0" };
+    static const char *const tn[VT_COUNT] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q4m", "i8m" };
     const char *red = v->d.subgroup_arith ? "sg" : "sh";
     char n[64];
     for (int t = 0; t < VT_COUNT; t++) {
@@ -654,9 +658,6 @@ backend *backend_vulkan_new(int device_index, errbuf *err) {
     b->weight_prepare = vkb_weight_prepare;
     b->weight_release = vkb_weight_release;
     b->supports_type = vkb_supports_type;
-    for (uint32_t t = 0; t < WT_COUNT; t++)
-        if (vk_upload_type(t) != t && vk_type_slot(vk_upload_type(t)) >= 0) b->converts_types |= 1ull << t;
-    b->convert_type = VK_CONVERT_TYPE;
     b->act_new = vkb_act_new;
     b->act_free = vkb_act_free;
     b->act_read = vkb_act_read;

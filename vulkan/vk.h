@@ -113,9 +113,13 @@ bool vk_have_shaders(void);
 
 // ---- the backend (backend_vulkan.c, vk_ops.c) ----
 
-// Weight type slots of the per-type pipelines.
-enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_COUNT };
-int vk_type_slot(uint32_t wtype);   // -1: not supported
+// Device layouts of weights, each with its pipelines (shaders/common.glsl describes them). The
+// float types keep their own; every quantized type is repacked from its codes
+// (engine/wtype_codes.h) into the smallest layout that holds them exactly: Q4_0 (4-bit codes,
+// a scale per 32), Q8_0 (8-bit codes, a scale per 32), Q4M (4-bit codes, scale and min per 32)
+// or I8M (8-bit codes, scale and min per 16).
+enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_Q4M, VT_I8M, VT_COUNT };
+int vk_type_slot(uint32_t wtype);   // the layout a weight type is uploaded in; -1: none
 
 struct bk_act {
     vk_buf buf;          // (rows, cols) float32, rows are tokens
@@ -134,8 +138,7 @@ typedef struct vk_weight {
     const tensor *owner;  // the tensor whose bk points here (checked: bk may be stale)
     const void *src;      // its host data when uploaded (a precision switch changes it)
     uint32_t src_type;    // its type when uploaded
-    uint32_t type;        // the type on the device: src_type, or Q8_0 where no shader takes
-                          // src_type (vk_upload_type)
+    int slot;             // its device layout (vk_type_slot of src_type)
     int64_t ne0, ne1;
     uint32_t row_words;
     vk_part *parts;
@@ -217,7 +220,6 @@ typedef struct vk_backend {
     bool rows_matmul;        // matmul_rows.comp (CPU devices) instead of matmul.comp; CABIN_VK_MATMUL
                              // = rows | wg overrides
     vk_weight *weights;
-    uint64_t noted_converted;   // types whose conversion at upload was announced (bit t: wtype t)
     vk_kv *kvs;
     // profiling
     bool profiling;

@@ -49,7 +49,7 @@ static void op_embed(backend *b, const tensor *emb, const int32_t *ids, int n, b
             (uint32_t)w->ne0, w->row_words, p->scale_off, (uint32_t)out->cols, (int32_t)p->row0,
             (int32_t)(p->row0 + p->rows) };
         vk_bind bind[3] = { whole(&p->buf, false), ib, whole(&out->buf, true) };
-        vk_dispatch(v, &v->embed[vk_type_slot(w->type)], bind, 3, &pc, sizeof pc, GROUPS(w->ne0, 64), (uint32_t)n, 1);
+        vk_dispatch(v, &v->embed[w->slot], bind, 3, &pc, sizeof pc, GROUPS(w->ne0, 64), (uint32_t)n, 1);
     }
     vk_prof_end(v, OP_EMBED);
 }
@@ -61,7 +61,7 @@ static void op_rmsnorm(backend *b, const bk_act *x, const tensor *g, float eps, 
     if (!w) return;
     // Groups of w->ne0 (per-head norm): rows of that length over x and out alike.
     const bool grouped = w->ne0 * w->ne1 < x->cols;
-    if (w->type != WT_F32 || out->cols < x->cols ||
+    if (w->slot != VT_F32 || out->cols < x->cols ||
         (grouped && (w->ne1 != 1 || x->cols % w->ne0 || out->cols != x->cols))) {
         vk_fail(v, "vulkan: rmsnorm: weight %s does not fit rows of %lld", g->name, (long long)x->cols);
         return;
@@ -85,7 +85,7 @@ static void op_matmul(backend *b, const tensor *t, const bk_act *x, int64_t x_ro
                 (long long)x->rows, (long long)x->cols, (long long)x_row0, (long long)out->rows, (long long)out->cols);
         return;
     }
-    int slot = vk_type_slot(w->type);
+    int slot = w->slot;
     vk_pipe *pipe = v->rows_matmul ? &v->matmul_rows[slot][n > 1] : &v->matmul[slot][n > 1];
     int64_t per_group = v->rows_matmul ? 64 : 2;   // rows per workgroup
     uint32_t max_x = v->d.props.limits.maxComputeWorkGroupCount[0];
@@ -107,7 +107,7 @@ static void op_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
     if (n <= 0 || !act_ok(v, x, n, "bias")) return;
     vk_weight *w = weight(v, bias, "bias");
     if (!w) return;
-    if (w->type != WT_F32 || w->ne0 > x->cols) { vk_fail(v, "vulkan: bias %s does not fit", bias->name); return; }
+    if (w->slot != VT_F32 || w->ne0 > x->cols) { vk_fail(v, "vulkan: bias %s does not fit", bias->name); return; }
     struct { uint32_t cols, x_stride; } pc = { (uint32_t)w->ne0, (uint32_t)x->cols };
     vk_bind bind[2] = { whole(&x->buf, true), whole(&w->parts[0].buf, false) };
     vk_prof_begin(v);

@@ -72,11 +72,19 @@ float wg_max(float v) {
 //   Q8_0: per row K/32 blocks of 8 words (32 int8, weight j in byte j); scales as f32 words
 //         at scale_off + row*(K/32) + block
 //   Q4_0: per row K/32 blocks of 4 words (the GGUF 16 nibble bytes); scales as for Q8_0
+//   Q4M:  per row K/32 blocks of 4 words of 4-bit codes, byte j: code j (low nibble), code j+16
+//         (high); (scale, min) f32 word pairs at scale_off + 2*(row*(K/32) + block):
+//         w = scale * code - min (Q4_1, Q4_K)
+//   I8M:  per row K/16 groups of 4 words of int8 codes; (scale, min) f32 word pairs at
+//         scale_off + 2*(row*(K/16) + group): w = scale * code - min (Q5_1, Q2_K, Q3_K, Q5_K, Q6_K)
+// Q8_0 and Q4_0 also hold the types whose codes fit them (Q5_0, IQ4_NL, IQ4_XS: Q8_0).
 #define WT_F32 0
 #define WT_F16 1
 #define WT_Q4_0 2
 #define WT_Q8_0 8
 #define WT_BF16 30
+#define WT_Q4M 3      // the id of Q4_1, whose layout it extends
+#define WT_I8M 64     // a device layout only, no GGUF type
 
 vec2 bf16x2(uint w) { return vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u)); }
 

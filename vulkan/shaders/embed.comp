@@ -40,6 +40,17 @@ void main() {
     uint byte = (W[row * pc.row_words + b * 4u + jb / 4u] >> (8u * (jb % 4u))) & 0xffu;
     uint q = j < 16u ? (byte & 15u) : (byte >> 4u);
     v = d * (float(q) - 8.0);
+#elif WTYPE == WT_Q4M
+    uint b = i / 32u, j = i % 32u, jb = j % 16u;
+    uint so = pc.scale_off + 2u * (row * (pc.K / 32u) + b);
+    uint byte = (W[row * pc.row_words + b * 4u + jb / 4u] >> (8u * (jb % 4u))) & 0xffu;
+    uint q = j < 16u ? (byte & 15u) : (byte >> 4u);
+    precise float p = uintBitsToFloat(W[so]) * float(q);   // not fused: the host's arithmetic
+    v = p - uintBitsToFloat(W[so + 1u]);
+#elif WTYPE == WT_I8M
+    uint so = pc.scale_off + 2u * (row * (pc.K / 16u) + i / 16u);
+    precise float p = uintBitsToFloat(W[so]) * i8(W[row * pc.row_words + i / 4u], i % 4u);
+    v = p - uintBitsToFloat(W[so + 1u]);
 #else
 #error unknown WTYPE
 #endif

@@ -104,6 +104,52 @@ void main() {
             }
         }
     }
+#elif WTYPE == WT_Q4M
+    uint nb = pc.K / 32u;
+    for (uint b = tid; b < nb; b += WG) {
+        for (uint r = 0u; r < NR; r++) {
+            uint base = rows[r] * pc.row_words + b * 4u;
+            uint q[4];
+            for (uint k = 0u; k < 4u; k++) q[k] = W[base + k];
+            uint so = pc.scale_off + 2u * (rows[r] * nb + b);
+            float d = uintBitsToFloat(W[so]), m = uintBitsToFloat(W[so + 1u]);
+            for (uint t = 0u; t < NT; t++) {
+                uint xi = xb[t] + b * 32u;
+                float s = 0.0, sx = 0.0;
+                for (uint k = 0u; k < 4u; k++)
+                    for (uint e = 0u; e < 4u; e++) {
+                        uint byte = (q[k] >> (8u * e)) & 0xffu;
+                        uint j = 4u * k + e;
+                        float x0 = X[xi + j], x1 = X[xi + j + 16u];
+                        s += float(byte & 15u) * x0 + float(byte >> 4u) * x1;
+                        sx += x0 + x1;
+                    }
+                acc[r * NT + t] += d * s - m * sx;
+            }
+        }
+    }
+#elif WTYPE == WT_I8M
+    uint ng = pc.K / 16u;
+    for (uint g = tid; g < ng; g += WG) {
+        for (uint r = 0u; r < NR; r++) {
+            uint base = rows[r] * pc.row_words + g * 4u;
+            uint q[4];
+            for (uint k = 0u; k < 4u; k++) q[k] = W[base + k];
+            uint so = pc.scale_off + 2u * (rows[r] * ng + g);
+            float d = uintBitsToFloat(W[so]), m = uintBitsToFloat(W[so + 1u]);
+            for (uint t = 0u; t < NT; t++) {
+                uint xi = xb[t] + g * 16u;
+                float s = 0.0, sx = 0.0;
+                for (uint k = 0u; k < 4u; k++)
+                    for (uint e = 0u; e < 4u; e++) {
+                        float xv = X[xi + 4u * k + e];
+                        s += i8(q[k], e) * xv;
+                        sx += xv;
+                    }
+                acc[r * NT + t] += d * s - m * sx;
+            }
+        }
+    }
 #else
 #error unknown WTYPE
 #endif

@@ -73,6 +73,48 @@ void main() {
             acc[t] += d * s;
         }
     }
+#elif WTYPE == WT_Q4M
+    uint nb = pc.K / 32u;
+    for (uint b = 0u; b < nb; b++) {
+        uint so = pc.scale_off + 2u * (r * nb + b);
+        float d = uintBitsToFloat(W[so]), m = uintBitsToFloat(W[so + 1u]);
+        uint q[4];
+        for (uint k = 0u; k < 4u; k++) q[k] = W[r * pc.row_words + b * 4u + k];
+        for (uint t = 0u; t < NT; t++) {
+            if (t >= nt) continue;
+            uint xi = xb + t * pc.x_stride + b * 32u;
+            float s = 0.0, sx = 0.0;
+            for (uint k = 0u; k < 4u; k++)
+                for (uint e = 0u; e < 4u; e++) {
+                    uint byte = (q[k] >> (8u * e)) & 0xffu;
+                    uint j = 4u * k + e;
+                    float x0 = X[xi + j], x1 = X[xi + j + 16u];
+                    s += float(byte & 15u) * x0 + float(byte >> 4u) * x1;
+                    sx += x0 + x1;
+                }
+            acc[t] += d * s - m * sx;
+        }
+    }
+#elif WTYPE == WT_I8M
+    uint ng = pc.K / 16u;
+    for (uint g = 0u; g < ng; g++) {
+        uint so = pc.scale_off + 2u * (r * ng + g);
+        float d = uintBitsToFloat(W[so]), m = uintBitsToFloat(W[so + 1u]);
+        uint q[4];
+        for (uint k = 0u; k < 4u; k++) q[k] = W[r * pc.row_words + g * 4u + k];
+        for (uint t = 0u; t < NT; t++) {
+            if (t >= nt) continue;
+            uint xi = xb + t * pc.x_stride + g * 16u;
+            float s = 0.0, sx = 0.0;
+            for (uint k = 0u; k < 4u; k++)
+                for (uint e = 0u; e < 4u; e++) {
+                    float xv = X[xi + 4u * k + e];
+                    s += i8(q[k], e) * xv;
+                    sx += xv;
+                }
+            acc[t] += d * s - m * sx;
+        }
+    }
 #else
 #error unknown WTYPE
 #endif
