@@ -85,7 +85,7 @@ $(VK_SPV_DIR)/$(1).spv: $(VK_SRC_DIR)/$(2).comp $(VK_INC)
 	@mkdir -p $$(dir $$@)
 	$(GLSLC) --target-env=vulkan1.1 -O $(3) -o $$@ $$<
 endef
-VK_WTYPES := f32:0 f16:1 bf16:30 q8_0:8 q4_0:2 q4m:3 i8m:64
+VK_WTYPES := f32:0 f16:1 bf16:30 q8_0:8 q4_0:2 q4m:3 i8m:64 f8:63
 VK_RED    := sg:1 sh:0
 VK_KV     := f16:1 f32:0
 ifneq ($(GLSLC),)

@@ -167,8 +167,8 @@ static int read_tensor_info(cursor *c, gguf_tensor *t, uint64_t idx) {
     t->n_elements = n;
     if (rd_u32(c, &t->type, t->name) || rd_u64(c, &t->offset, t->name)) return -1;
     const wtype_info *ti = wtype_get(t->type);
-    if (!ti) return err_set(c->err, "%s: tensor %s: unknown tensor type %u", c->path, t->name,
-                            t->type);
+    if (!ti || ti->in_memory_only)
+        return err_set(c->err, "%s: tensor %s: unknown tensor type %u", c->path, t->name, t->type);
     if (t->ne[0] % ti->block_size)
         return err_set(c->err, "%s: tensor %s: row length %" PRIu64 " is not a multiple of the "
                        "%s block size %u", c->path, t->name, t->ne[0], ti->name, ti->block_size);
@@ -650,6 +650,9 @@ int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_
         return err_set(err, "tensor name of length %zu (1 to %u allowed)", name_len, GGUF_MAX_KEY_LEN);
     const wtype_info *ti = wtype_get(type);
     if (!ti) return err_set(err, "tensor %s: unknown type %u", name, type);
+    if (ti->in_memory_only)
+        return err_set(err, "tensor %s: %s is cabin's own in-memory type; files keep standard types "
+                       "(write q8_0, q4_0, f16, ...)", name, ti->name);
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS)
         return err_set(err, "tensor %s: %u dimensions", name, n_dims);
     uint64_t n = 1, n_bytes;

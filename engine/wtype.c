@@ -106,6 +106,7 @@ static const wtype_info table[WT_COUNT] = {
     [WT_I64]    = { "I64",    1,   8,   NULL, NULL },
     [WT_F64]    = { "F64",    1,   8,   NULL, NULL },
     [WT_BF16]   = { "BF16",   1,   2,   bf16_to_f32_row,     bf16_from_f32_row },
+    [WT_FP8]    = { "FP8",    32,  34,  dequantize_row_fp8,  quantize_row_fp8, true },
 };
 
 const wtype_info *wtype_get(uint32_t type) {
@@ -136,7 +137,8 @@ uint64_t wtype_row_bytes(uint32_t type, uint64_t n) {
 }
 
 const char *wtype_supported_list(void) {
-    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS "
+           "(and FP8 in memory)";
 }
 
 _Static_assert(sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 && sizeof(block_q5_1) == 24 &&

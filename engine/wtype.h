@@ -5,6 +5,7 @@
 #ifndef CABIN_WTYPE_H
 #define CABIN_WTYPE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -13,7 +14,8 @@ enum wtype {
     WT_Q8_1 = 9, WT_Q2_K = 10, WT_Q3_K = 11, WT_Q4_K = 12, WT_Q5_K = 13, WT_Q6_K = 14,
     WT_Q8_K = 15, WT_IQ4_NL = 20, WT_IQ4_XS = 23, WT_I8 = 24, WT_I16 = 25, WT_I32 = 26,
     WT_I64 = 27, WT_F64 = 28, WT_BF16 = 30,
-    WT_COUNT = 40 // upper bound of type ids in the table
+    WT_FP8 = 63,  // cabin's own, in memory only (engine/wtype_fp8.c): never in a GGUF file
+    WT_COUNT = 64 // upper bound of type ids in the table (type masks are 64-bit)
 };
 
 // Q4_0: 32 weights = fp16 scale d, then 16 bytes; byte j holds weight j (low nibble) and
@@ -54,6 +56,14 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t q
 // w = d * scale * q.
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_k;
 #define QK_K 256
+// FP8: 32 weights = fp16 scale d, then 32 E4M3 bytes (sign, 4 exponent bits biased by 7, 3
+// mantissa bits; no infinities, S.1111.111 is NaN, largest 448); w = d * e4m3(q). A type of
+// cabin's own for precision plans, the heat map and live switching: files keep standard types.
+typedef struct { uint16_t d; uint8_t qs[32]; } block_fp8;
+float e4m3_to_f32(uint8_t q);
+uint8_t f32_to_e4m3(float x);   // nearest, ties to even; beyond ±448 saturates to ±448
+void dequantize_row_fp8(const void *src, float *dst, int64_t n);
+void quantize_row_fp8(const float *src, void *dst, int64_t n);
 // Q8_K: 256 int8 with a float scale (w = d * q) and the sums of each 16: the activation format
 // the reference multiplies K-quant weights by (cabin never stores weights in it).
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } block_q8_k;
@@ -69,6 +79,7 @@ typedef struct wtype_info {
     uint32_t block_bytes;    // bytes per block
     wtype_to_f32_fn to_f32;      // NULL: layout known but not supported for compute
     wtype_from_f32_fn from_f32;  // NULL: cabin cannot produce this type
+    bool in_memory_only;     // cabin's own type: GGUF files never hold it (reader and writer refuse)
 } wtype_info;
 
 // NULL for an id cabin does not know.

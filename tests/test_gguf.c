@@ -731,6 +731,7 @@ static void test_hostile(const char *tmpdir) {
         TENSOR_FILE("bytes-overflow", NULL, 2, ne_bytes_ovf, WT_F32, 0, 128);
         TENSOR_FILE("type-99", "unknown tensor type 99", 1, ne1, 99, 0, 128);
         TENSOR_FILE("type-4", "unknown tensor type 4", 1, ne1, 4, 0, 128);
+        TENSOR_FILE("type-fp8", "unknown tensor type 63", 1, ne1, WT_FP8, 0, 128);   // cabin's own, never in a file
         TENSOR_FILE("type-max", "unknown tensor type", 1, ne1, 0xffffffffu, 0, 128);
         TENSOR_FILE("q4_0-row-33", "block size", 2, ne33, WT_Q4_0, 0, 128);
         TENSOR_FILE("offset-misaligned", "not aligned", 1, ne1, WT_F32, 4, 256);

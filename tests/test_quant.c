@@ -401,8 +401,60 @@ static void test_ref_identity(void) {
     gguf_close(&f16);
 }
 
+// FP8 (E4M3 under an fp16 scale per 32, cabin's own): known codes both ways, ties to even,
+// saturation, every finite code back to itself, the block quantizer's error bound, and GGUF
+// files that never hold it (the writer refuses it with its reason; the reader sees type 63 as
+// unknown).
+static void test_fp8(void) {
+    static const struct { float v; uint8_t code; } known[] = {
+        { 0.0f, 0x00 }, { 0x1p-9f, 0x01 }, { 7 * 0x1p-9f, 0x07 }, { 0x1p-6f, 0x08 }, { 0.5f, 0x30 },
+        { 1.0f, 0x38 }, { 1.125f, 0x39 }, { 1.75f, 0x3e }, { 2.0f, 0x40 }, { 240.0f, 0x77 },
+        { 256.0f, 0x78 }, { 448.0f, 0x7e }, { -1.0f, 0xb8 }, { -448.0f, 0xfe },
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        CHECK(f32_to_e4m3(known[i].v) == known[i].code, "e4m3(%g) = 0x%02x, expected 0x%02x", known[i].v,
+              f32_to_e4m3(known[i].v), known[i].code);
+        CHECK(e4m3_to_f32(known[i].code) == known[i].v, "e4m3 0x%02x = %g, expected %g", known[i].code,
+              e4m3_to_f32(known[i].code), known[i].v);
+    }
+    // ties go to the even code; past 448 saturates; NaN stays NaN
+    CHECK(f32_to_e4m3(1.0625f) == 0x38 && f32_to_e4m3(1.1875f) == 0x3a, "ties to even (normal)");
+    CHECK(f32_to_e4m3(0x1p-10f) == 0x00 && f32_to_e4m3(3 * 0x1p-10f) == 0x02, "ties to even (subnormal)");
+    CHECK(f32_to_e4m3(15.5f * 0x1p-4f) == 0x38, "a tie at the top of a binade carries into the next exponent (1.0)");
+    CHECK(f32_to_e4m3(464.0f) == 0x7e && f32_to_e4m3(1e9f) == 0x7e && f32_to_e4m3(-1e9f) == 0xfe, "saturation");
+    CHECK(isnan(e4m3_to_f32(0x7f)) && isnan(e4m3_to_f32(0xff)) && f32_to_e4m3(NAN) == 0x7f, "NaN");
+    int back = 0;
+    for (int c = 0; c < 256; c++)
+        if ((c & 0x7f) != 0x7f) back += f32_to_e4m3(e4m3_to_f32((uint8_t)c)) == c;
+    CHECK(back == 254, "every finite code encodes back to itself (%d of 254)", back);
+    // a block: within half a step of its binade (relative 1/16) plus fp16 rounding of the scale
+    float x[64], y[64];
+    block_fp8 b[2];
+    for (int i = 0; i < 64; i++) x[i] = (rng_uniform() - 0.5f) * (i < 32 ? 1.0f : 1e-3f);
+    quantize_row_fp8(x, b, 64);
+    dequantize_row_fp8(b, y, 64);
+    double worst = 0;
+    for (int i = 0; i < 64; i++) {
+        float amax = 0;
+        for (int j = i / 32 * 32; j < i / 32 * 32 + 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        double err = fabs((double)y[i] - x[i]) / (fabs(x[i]) / 16 + amax / 448 * 0x1p-9 * 2 + 1e-30);
+        if (err > worst) worst = err;
+    }
+    CHECK(worst <= 1.0, "FP8 block round trip within half a step (worst error / bound %g)", worst);
+    const wtype_info *t = wtype_get(WT_FP8);
+    CHECK(t && t->in_memory_only && t->to_f32 && t->from_f32 && wtype_from_name("fp8") == WT_FP8 &&
+          fabs(wtype_bpw(WT_FP8) - 8.5) < 1e-12, "FP8 in the table, cabin's own");
+    gguf_writer *w = gguf_writer_new();
+    errbuf err = {{0}};
+    const uint64_t ne[2] = { 32, 2 };
+    CHECK(gguf_add_tensor(w, "blk.0.ffn_up.weight", WT_FP8, 2, ne, b, &err) == -1 &&
+          strstr(err.msg, "in-memory") && strstr(err.msg, "blk.0.ffn_up.weight"), "the writer refuses FP8: %s", err.msg);
+    gguf_writer_free(w);
+}
+
 int main(void) {
     test_seed();
+    test_fp8();
     test_fp16();
     test_bf16();
     test_quant_bounds();

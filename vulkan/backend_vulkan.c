@@ -17,6 +17,7 @@ int vk_type_slot(uint32_t t) {
     case WT_F32: return VT_F32;
     case WT_F16: return VT_F16;
     case WT_BF16: return VT_BF16;
+    case WT_FP8: return VT_F8;
     default: break;
     }
     const wtype_codes *c = wtype_codes_get(t);
@@ -85,7 +86,7 @@ static void row_layout(int slot, int64_t ne0, uint64_t *row_words, uint64_t *sca
     switch (slot) {
     case VT_F32: *row_words = k; break;
     case VT_F16: case VT_BF16: *row_words = (k + 1) / 2; break;
-    case VT_Q8_0: *row_words = k / 4; *scale_words = k / 32; break;
+    case VT_Q8_0: case VT_F8: *row_words = k / 4; *scale_words = k / 32; break;
     case VT_Q4_0: *row_words = k / 8; *scale_words = k / 32; break;
     case VT_Q4M: *row_words = k / 8; *scale_words = 2 * (k / 32); break;
     default: *row_words = k / 4; *scale_words = 2 * (k / 16); break;   // VT_I8M
@@ -135,6 +136,14 @@ static void repack(const tensor *t, int slot, int64_t r0, int64_t n, uint64_t ro
     float *min = c && c->has_min ? xmalloc((size_t)(t->ne0 / c->group) * sizeof(float)) : NULL;
     for (int64_t r = 0; r < n; r++, file_row += t->row_bytes) {
         uint32_t *row = dst + (size_t)r * row_words;
+        if (slot == VT_F8) {   // the E4M3 bytes as they are, the scales as floats
+            const block_fp8 *blk = (const block_fp8 *)file_row;
+            for (int64_t b = 0; b < t->ne0 / 32; b++) {
+                memcpy((uint8_t *)row + b * 32, blk[b].qs, 32);
+                scales[(size_t)r * scale_words + (size_t)b] = fp16_to_f32(blk[b].d);
+            }
+            continue;
+        }
         if (!c) {   // F32, F16, BF16 as they are
             row[row_words - 1] = 0;   // the padding half of an odd-length 16-bit row
             memcpy(row, file_row, t->row_bytes);
@@ -568,7 +577,7 @@ static void vkb_destroy(backend *b) {
 }
 
 static void name_pipes(vk_backend *v) {
-    static const char *const tn[VT_COUNT] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q4m", "i8m" };
+    static const char *const tn[VT_COUNT] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q4m", "i8m", "f8" };
     const char *red = v->d.subgroup_arith ? "sg" : "sh";
     char n[64];
     for (int t = 0; t < VT_COUNT; t++) {

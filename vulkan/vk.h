@@ -117,8 +117,9 @@ bool vk_have_shaders(void);
 // float types keep their own; every quantized type is repacked from its codes
 // (engine/wtype_codes.h) into the smallest layout that holds them exactly: Q4_0 (4-bit codes,
 // a scale per 32), Q8_0 (8-bit codes, a scale per 32), Q4M (4-bit codes, scale and min per 32)
-// or I8M (8-bit codes, scale and min per 16).
-enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_Q4M, VT_I8M, VT_COUNT };
+// or I8M (8-bit codes, scale and min per 16). FP8 has a layout of its own, F8 (E4M3 bytes, a
+// scale per 32).
+enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_Q4M, VT_I8M, VT_F8, VT_COUNT };
 int vk_type_slot(uint32_t wtype);   // the layout a weight type is uploaded in; -1: none
 
 struct bk_act {

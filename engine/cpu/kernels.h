@@ -154,7 +154,7 @@ void attn_values_f16_avx512(const float *p, int64_t ldp, int G, const uint16_t *
 // AVX2 and AVX-512 tables.
 #define DQ8_TYPES(X) X(q4_1, WT_Q4_1, ACT_Q8_0) X(q5_0, WT_Q5_0, ACT_Q8_0) X(q5_1, WT_Q5_1, ACT_Q8_0) \
     X(iq4_nl, WT_IQ4_NL, ACT_Q8_0) X(iq4_xs, WT_IQ4_XS, ACT_Q8_K) X(q2_k, WT_Q2_K, ACT_Q8_K)            \
-    X(q3_k, WT_Q3_K, ACT_Q8_K) X(q5_k, WT_Q5_K, ACT_Q8_K)
+    X(q3_k, WT_Q3_K, ACT_Q8_K) X(q5_k, WT_Q5_K, ACT_Q8_K) X(fp8, WT_FP8, ACT_Q8_0)
 #define DQ8_DECLARE(name, type, act) \
     void matmul_##name##_dq8(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                              size_t xrb, int64_t n_tok, float *y, int64_t ldy);

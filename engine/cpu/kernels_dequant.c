@@ -1,5 +1,5 @@
 // Matmul for the weight types without a SIMD kernel of their own (DQ8_TYPES in kernels.h: Q4_1,
-// Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K..Q6_K), shared by the AVX2 and AVX-512 tables: weights
+// Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q5_K, FP8), shared by the AVX2 and AVX-512 tables: weights
 // dequantized to float a chunk at a time (the wtype.h reference functions), activations as the
 // reference implementation rounds them for these weights: Q8_0 blocks of 32 (ACT_Q8_0) for the
 // 32-weight types, Q8_K blocks of 256 (ACT_Q8_K) for the 256-weight ones. Float sums; compiled

@@ -63,6 +63,7 @@ REF_MATMUL(matmul_q3_k, WT_Q3_K)
 REF_MATMUL(matmul_q4_k, WT_Q4_K)
 REF_MATMUL(matmul_q5_k, WT_Q5_K)
 REF_MATMUL(matmul_q6_k, WT_Q6_K)
+REF_MATMUL(matmul_fp8, WT_FP8)
 
 static void quantize_act_q8_0(const float *x, block_q8_0 *y, int64_t k) {
     quantize_row_q8_0_ref(x, y, k);
@@ -204,6 +205,7 @@ const cpu_kernels cpu_kernels_scalar_table = {
         [WT_Q5_0] = matmul_q5_0, [WT_Q5_1] = matmul_q5_1, [WT_IQ4_NL] = matmul_iq4_nl,
         [WT_IQ4_XS] = matmul_iq4_xs, [WT_Q2_K] = matmul_q2_k, [WT_Q3_K] = matmul_q3_k,
         [WT_Q4_K] = matmul_q4_k, [WT_Q5_K] = matmul_q5_k, [WT_Q6_K] = matmul_q6_k,
+        [WT_FP8] = matmul_fp8,
     },
     .act_format = { 0 },   // ACT_F32 for every type
     .quantize_act_q8_0 = quantize_act_q8_0,

@@ -77,6 +77,7 @@ float wg_max(float v) {
 //         w = scale * code - min (Q4_1, Q4_K)
 //   I8M:  per row K/16 groups of 4 words of int8 codes; (scale, min) f32 word pairs at
 //         scale_off + 2*(row*(K/16) + group): w = scale * code - min (Q5_1, Q2_K, Q3_K, Q5_K, Q6_K)
+//   F8:   FP8, cabin's own: as Q8_0 with E4M3 bytes (e4m3 below) for the int8 codes
 // Q8_0 and Q4_0 also hold the types whose codes fit them (Q5_0, IQ4_NL, IQ4_XS: Q8_0).
 #define WT_F32 0
 #define WT_F16 1
@@ -85,6 +86,23 @@ float wg_max(float v) {
 #define WT_BF16 30
 #define WT_Q4M 3      // the id of Q4_1, whose layout it extends
 #define WT_I8M 64     // a device layout only, no GGUF type
+#define WT_F8 63      // WT_FP8
+
+// E4M3 byte k (0..3) of word w (engine/wtype_fp8.c): sign, exponent (bias 7), 3 mantissa bits;
+// exponent 0 subnormal; S.1111.111 NaN. ldexp keeps it exact.
+float e4m3(uint w, uint k) {
+    uint b = (w >> (8u * k)) & 0xffu, e = (b >> 3u) & 15u, m = b & 7u;
+    float v = e == 0u ? ldexp(float(m), -9) : ldexp(float(8u + m), int(e) - 10);
+    if ((b & 0x7fu) == 0x7fu) v = uintBitsToFloat(0x7fc00000u);
+    return (b & 0x80u) != 0u ? -v : v;
+}
+
+// Byte k of word w as the value it codes: an int8 (Q8_0 layout) or an E4M3 byte (F8).
+#if defined(WTYPE) && WTYPE == WT_F8
+#define BYTE8(w, k) e4m3(w, k)
+#else
+#define BYTE8(w, k) i8(w, k)
+#endif
 
 vec2 bf16x2(uint w) { return vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u)); }
 

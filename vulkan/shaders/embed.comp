@@ -30,10 +30,10 @@ void main() {
     v = unpackHalf2x16(W[row * pc.row_words + i / 2u])[i & 1u];
 #elif WTYPE == WT_BF16
     v = bf16x2(W[row * pc.row_words + i / 2u])[i & 1u];
-#elif WTYPE == WT_Q8_0
+#elif WTYPE == WT_Q8_0 || WTYPE == WT_F8
     uint b = i / 32u, j = i % 32u;
     float d = uintBitsToFloat(W[pc.scale_off + row * (pc.K / 32u) + b]);
-    v = d * i8(W[row * pc.row_words + b * 8u + j / 4u], j % 4u);
+    v = d * BYTE8(W[row * pc.row_words + b * 8u + j / 4u], j % 4u);
 #elif WTYPE == WT_Q4_0
     uint b = i / 32u, j = i % 32u, jb = j % 16u;
     float d = uintBitsToFloat(W[pc.scale_off + row * (pc.K / 32u) + b]);

@@ -66,7 +66,7 @@ void main() {
             for (uint r = 0u; r < NR; r++) acc[r * NT + t] += dot(w[r], xv);
         }
     }
-#elif WTYPE == WT_Q8_0
+#elif WTYPE == WT_Q8_0 || WTYPE == WT_F8
     uint nb = pc.K / 32u;
     for (uint b = tid; b < nb; b += WG) {
         for (uint r = 0u; r < NR; r++) {
@@ -78,7 +78,7 @@ void main() {
                 uint xi = xb[t] + b * 32u;
                 float s = 0.0;
                 for (uint k = 0u; k < 8u; k++)
-                    for (uint e = 0u; e < 4u; e++) s += i8(q[k], e) * X[xi + 4u * k + e];
+                    for (uint e = 0u; e < 4u; e++) s += BYTE8(q[k], e) * X[xi + 4u * k + e];
                 acc[r * NT + t] += d * s;
             }
         }

@@ -44,11 +44,11 @@ void main() {
         for (uint t = 0u; t < NT; t++)
             if (t < nt) acc[t] += w.x * X[xb + t * pc.x_stride + i] + (two ? w.y * X[xb + t * pc.x_stride + i + 1u] : 0.0);
     }
-#elif WTYPE == WT_Q8_0 || WTYPE == WT_Q4_0
+#elif WTYPE == WT_Q8_0 || WTYPE == WT_Q4_0 || WTYPE == WT_F8
     uint nb = pc.K / 32u;
     for (uint b = 0u; b < nb; b++) {
         float d = uintBitsToFloat(W[pc.scale_off + r * nb + b]);
-#if WTYPE == WT_Q8_0
+#if WTYPE == WT_Q8_0 || WTYPE == WT_F8
         uint q[8];
         for (uint k = 0u; k < 8u; k++) q[k] = W[r * pc.row_words + b * 8u + k];
 #else
@@ -59,9 +59,9 @@ void main() {
             if (t >= nt) continue;
             uint xi = xb + t * pc.x_stride + b * 32u;
             float s = 0.0;
-#if WTYPE == WT_Q8_0
+#if WTYPE == WT_Q8_0 || WTYPE == WT_F8
             for (uint k = 0u; k < 8u; k++)
-                for (uint e = 0u; e < 4u; e++) s += i8(q[k], e) * X[xi + 4u * k + e];
+                for (uint e = 0u; e < 4u; e++) s += BYTE8(q[k], e) * X[xi + 4u * k + e];
 #else
             for (uint k = 0u; k < 4u; k++)
                 for (uint e = 0u; e < 4u; e++) {
