@@ -1,7 +1,7 @@
 // The weight types cabin reads but does not write (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K..Q6_K):
 // each dequantization on hand-made blocks (known scales, mins and codes, packed here from the
 // GGUF layout's description: known values), the Q8_K activation quantizer on known rows, and
-// each type's CPU matmul kernel (engine/cpu/kernels_dequant.c) against the double dot product
+// each type's CPU matmul kernel (engine/cpu/kernels_dequant_avx2.c) against the double dot product
 // of the dequantized weights and the dequantized 8-bit activations on random blocks.
 #include "test.h"
 #include "rng.h"

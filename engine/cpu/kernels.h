@@ -148,7 +148,7 @@ void attn_values_q_avx512(const float *p, int64_t ldp, int G, const uint8_t *cod
                           int c0, const uint16_t *sm, int64_t smstride, int ns, int nc, float *o, int64_t ldo);
 void attn_values_f16_avx512(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns, int hd,
                             float *o);
-// The types without a SIMD kernel of their own (engine/cpu/kernels_dequant.c): weights
+// The types without a SIMD kernel of their own (engine/cpu/kernels_dequant_avx2.c): weights
 // dequantized a chunk at a time against 8-bit activations, blocked as the reference blocks them
 // for each type (ACT_Q8_0 for the 32-weight types, ACT_Q8_K for the 256-weight ones); in the
 // AVX2 and AVX-512 tables.
