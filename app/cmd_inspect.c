@@ -7,6 +7,7 @@
 #include "engine/wtype.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,40 @@ static int64_t arch_int(const gguf_file *g, const char *arch, const char *name, 
     int64_t x;
     errbuf e = {{0}};
     return gguf_get_i64(g, key, &x, &e) == 1 ? x : def;
+}
+
+// Appends "; TEXT" (or "TEXT" first) to the line of extras.
+__attribute__((format(printf, 2, 3))) static void add_extra(strbuf *line, const char *fmt, ...) {
+    if (line->len) strbuf_puts(line, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(line, fmt, ap);
+    va_end(ap);
+}
+
+// What the architecture adds to the plain llama block, read from the file's tensors and keys:
+// one line, or nothing for a plain llama file.
+static void print_extras(const gguf_file *g, const char *arch) {
+    strbuf line = { 0 };
+    const int64_t dim = arch_int(g, arch, "embedding_length", 0), n_head = arch_int(g, arch, "attention.head_count", 0);
+    const int64_t head_dim = arch_int(g, arch, "attention.key_length", n_head ? dim / n_head : 0);
+    if (gguf_find_tensor(g, "blk.0.attn_qkv.weight")) add_extra(&line, "fused attn_qkv (rows q, k, v)");
+    if (gguf_find_tensor(g, "blk.0.ffn_up.weight") && !gguf_find_tensor(g, "blk.0.ffn_gate.weight"))
+        add_extra(&line, "ffn_up holds gate and up");
+    if (gguf_find_tensor(g, "blk.0.attn_q_norm.weight")) add_extra(&line, "per-head RMSNorm of q and k before rope");
+    if (gguf_find_tensor(g, "blk.0.attn_q.bias")) add_extra(&line, "q/k/v biases");
+    if (n_head && head_dim != dim / n_head) add_extra(&line, "head dim %lld (key_length)", (long long)head_dim);
+    if (!gguf_find_tensor(g, "output.weight")) add_extra(&line, "tied embeddings");
+    if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "phi3") == 0)
+        add_extra(&line, "NeoX rope");
+    char key[128], *scaling = NULL;
+    errbuf e = {{0}};
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (gguf_get_strdup(g, key, &scaling, &e) == 1 && scaling) add_extra(&line, "rope scaling %s", scaling);
+    free(scaling);
+    if (gguf_find_tensor(g, "rope_factors_long.weight")) add_extra(&line, "long-context rope factors (not supported yet)");
+    if (line.len) printf("  %-22s %s\n", "extras", strbuf_str(&line));
+    strbuf_free(&line);
 }
 
 // KV-cache bytes of this model's shape in every format (docs/KV.md): per token per layer (the
@@ -119,6 +154,7 @@ int cmd_info(int argc, char **argv) {
         snprintf(k, sizeof k, "%s.%s", arch, keys[i][0]);
         print_kv_if(&g, k, keys[i][1]);
     }
+    if (arch) print_extras(&g, arch);
     int rc = 0;
     if (kv_sizes) rc = print_kv_sizes(&g, arch ? arch : "llama");
     free(arch);

@@ -58,6 +58,13 @@ for name in sorted(os.listdir(os.path.join(ref, "models"))):
     named = any(t != "F32" for t in type_lines) if wtype.endswith("_M") else wtype in type_lines
     check(rc == 0 and named and "bits per weight" in out,
           f"{name}: cabin info lacks the type mix or the bits per weight: {out}{err}")
+    # ... and what the architecture adds to the llama block, from the file itself
+    extras = {"phi3": ["fused attn_qkv", "ffn_up holds gate and up", "NeoX rope"],
+              "qwen3": ["per-head RMSNorm of q and k", "tied embeddings", "NeoX rope"],
+              "qwen2": ["q/k/v biases", "NeoX rope"]}.get(name.split("-")[0], [])
+    extras_line = next((line for line in out.splitlines() if line.strip().startswith("extras")), "")
+    check(all(x in extras_line for x in extras) and (extras or "fused" not in extras_line),
+          f"{name}: cabin info's extras line {extras_line!r} lacks {extras}")
     tol = {"F32": 0.003, "F16": 0.003, "BF16": 0.006}.get(wtype, 0.025)
     # cabin quantize of a file with fused tensors (phi3): the fused ones are kept whole, the rest
     # become Q8_0, and the written file still gives the reference's top logit within tolerance
