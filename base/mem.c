@@ -1,5 +1,6 @@
 #include "base/mem.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,41 @@ void *xrealloc(void *p, size_t n) {
     return q;
 }
 
-void *malloc_large(size_t n) {
+static atomic_long fault_calls, fault_at;   // calls since arm; the call that fails (0: none)
+static atomic_bool fault_fired;
+
+void mem_fault_arm(long n) {
+    atomic_store(&fault_calls, 0);
+    atomic_store(&fault_fired, false);
+    atomic_store(&fault_at, n);
+}
+
+long mem_fault_count(void) { return atomic_load(&fault_calls); }
+bool mem_fault_fired(void) { return atomic_load(&fault_fired); }
+
+// Counts one fallible allocation; true when it is the one armed to fail.
+static bool fault_now(void) {
+    long k = atomic_fetch_add(&fault_calls, 1) + 1;
+    if (k != atomic_load(&fault_at)) return false;
+    atomic_store(&fault_fired, true);
+    return true;
+}
+
+void *try_malloc(size_t n) { return fault_now() ? NULL : malloc(n ? n : 1); }
+
+void *try_calloc(size_t n, size_t size) {
+    return fault_now() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
+void *try_realloc(void *p, size_t n) { return fault_now() ? NULL : realloc(p, n ? n : 1); }
+
+void *try_aligned_alloc(size_t align, size_t n) {
+    if (fault_now()) return NULL;
+    size_t rounded = (n ? n : 1) + align - 1;   // aligned_alloc wants a multiple of align
+    return aligned_alloc(align, rounded - rounded % align);
+}
+
+static void *large_alloc(size_t n) {
     const size_t huge = (size_t)2 << 20;
     if (n < 2 * huge) return malloc(n ? n : 1);
     void *p = NULL;
@@ -39,8 +74,10 @@ void *malloc_large(size_t n) {
     return p;
 }
 
+void *malloc_large(size_t n) { return fault_now() ? NULL : large_alloc(n); }
+
 void *xmalloc_large(size_t n) {
-    void *p = malloc_large(n);
+    void *p = large_alloc(n);
     if (!p) out_of_memory(n);
     return p;
 }

@@ -17,7 +17,8 @@ static inline bool align_up_u64(uint64_t x, uint64_t a, uint64_t *out) {
     return add_u64(x, a - r, out);
 }
 
-// Allocation that never returns NULL for n > 0 (out of memory is the one fatal condition).
+// Allocation that never returns NULL for n > 0: for small bookkeeping (a struct, a name, a list
+// that grows by a few items), where running out is fatal ("cabin: out of memory", exit 3).
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
@@ -27,6 +28,21 @@ char *xstrndup(const char *s, size_t n);
 // so first touch costs one fault per 2 MiB instead of per 4 KiB. Free with free().
 void *xmalloc_large(size_t n);
 void *malloc_large(size_t n);       // the same, NULL when there is no memory
+
+// Allocation that may fail (NULL): for buffers sized by a file or a request (vocabulary and
+// tensor tables, the KV cache, activations, token and logit buffers), whose caller returns an
+// error naming what it could not allocate and leaves what existed usable.
+void *try_malloc(size_t n);
+void *try_calloc(size_t n, size_t size);
+void *try_realloc(void *p, size_t n);   // NULL: p is untouched and still owned by the caller
+void *try_aligned_alloc(size_t align, size_t n);   // align: a power of two; free with free()
+
+// Fault injection for tests. Every call of the try_* functions and of malloc_large
+// is counted; after mem_fault_arm(n) the nth such call from then on (1-based) fails as if memory
+// had run out, once; n = 0 counts without failing. mem_fault_count: calls since the last arm.
+void mem_fault_arm(long n);
+long mem_fault_count(void);
+bool mem_fault_fired(void);             // the armed failure has happened
 // Memory the system can give without swapping (MemAvailable), bytes; 0 when unknown.
 uint64_t mem_available_bytes(void);
 

@@ -126,7 +126,10 @@ static int read_kv(cursor *c, gguf_kv *kv, uint64_t idx) {
             return err_set(c->err, "%s: key %s: array of %" PRIu64 " strings cannot fit in the "
                            "remaining %" PRIu64 " bytes", c->path, kv->key, kv->arr_n,
                            c->size - c->pos);
-        kv->arr_strs = xmalloc((size_t)(kv->arr_n ? kv->arr_n : 1) * sizeof(gguf_str));
+        kv->arr_strs = try_malloc((size_t)(kv->arr_n ? kv->arr_n : 1) * sizeof(gguf_str));
+        if (!kv->arr_strs)
+            return err_set(c->err, "%s: key %s: out of memory for an array of %" PRIu64 " strings",
+                           c->path, kv->key, kv->arr_n);
         for (uint64_t i = 0; i < kv->arr_n; i++)
             if (rd_str(c, &kv->arr_strs[i], kv->key)) return -1;
         return 0;
@@ -186,7 +189,8 @@ static int cmp_names(const void *a, const void *b) {
 static int check_unique(gguf_file *g, bool kv, errbuf *err) {
     uint64_t n = kv ? g->n_kv : g->n_tensors;
     if (n < 2) return 0;
-    const char **names = xmalloc((size_t)n * sizeof *names);
+    const char **names = try_malloc((size_t)n * sizeof *names);
+    if (!names) return err_set(err, "%s: out of memory checking %" PRIu64 " names", g->path, n);
     for (uint64_t i = 0; i < n; i++) names[i] = kv ? g->kv[i].key : g->tensors[i].name;
     qsort(names, (size_t)n, sizeof *names, cmp_names);
     int r = 0;
@@ -222,7 +226,8 @@ static int gguf_parse(gguf_file *g, errbuf *err) {
     if (n_t > (g->size - c.pos) / 33)
         return err_set(err, "%s: tensor count %" PRIu64 " cannot fit in a %" PRIu64
                        "-byte file", g->path, n_t, g->size);
-    g->kv = xcalloc((size_t)(n_kv ? n_kv : 1), sizeof(gguf_kv));
+    g->kv = try_calloc((size_t)(n_kv ? n_kv : 1), sizeof(gguf_kv));
+    if (!g->kv) return err_set(err, "%s: out of memory for %" PRIu64 " key/values", g->path, n_kv);
     for (uint64_t i = 0; i < n_kv; i++) {
         g->n_kv = i + 1;
         if (read_kv(&c, &g->kv[i], i)) return -1;
@@ -239,7 +244,8 @@ static int gguf_parse(gguf_file *g, errbuf *err) {
                            "least 8 (tensor data is read in place)", g->path, al->v.u);
         g->alignment = al->v.u;
     }
-    g->tensors = xcalloc((size_t)(n_t ? n_t : 1), sizeof(gguf_tensor));
+    g->tensors = try_calloc((size_t)(n_t ? n_t : 1), sizeof(gguf_tensor));
+    if (!g->tensors) return err_set(err, "%s: out of memory for %" PRIu64 " tensor infos", g->path, n_t);
     for (uint64_t i = 0; i < n_t; i++) {
         g->n_tensors = i + 1;
         if (read_tensor_info(&c, &g->tensors[i], i)) return -1;

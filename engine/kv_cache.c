@@ -110,26 +110,29 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
     kv->res_cap = rows;
     kv->vcap = vrows;
     kv->row_bytes = (size_t)kv_dim * elem_bytes(format);
-    kv->k = xcalloc((size_t)n_layer, sizeof(void *));
-    kv->v = xcalloc((size_t)n_layer, sizeof(void *));
-    kv->nq = xcalloc((size_t)n_layer, sizeof(int));
-    kv->nqv = xcalloc((size_t)n_layer, sizeof(int));
-    for (int l = 0; l < n_layer; l++) {
-        kv->k[l] = xcalloc(1, (size_t)bytes);
-        kv->v[l] = xcalloc((size_t)vrows, kv->row_bytes);
-    }
-    if (kv_format_quantized(format)) {
+    bool ok = (kv->k = try_calloc((size_t)n_layer, sizeof(void *))) &&
+              (kv->v = try_calloc((size_t)n_layer, sizeof(void *))) &&
+              (kv->nq = try_calloc((size_t)n_layer, sizeof(int))) &&
+              (kv->nqv = try_calloc((size_t)n_layer, sizeof(int)));
+    for (int l = 0; ok && l < n_layer; l++)
+        ok = (kv->k[l] = try_calloc(1, (size_t)bytes)) && (kv->v[l] = try_calloc((size_t)vrows, kv->row_bytes));
+    if (ok && kv_format_quantized(format)) {
         size_t cap = (size_t)groups * KV_GROUP, vcap_q = (size_t)(n_ctx - vrows);
-        kv->kq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
-        kv->kp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
-        kv->vq = xcalloc((size_t)n_layer, sizeof(uint8_t *));
-        kv->vp = xcalloc((size_t)n_layer, sizeof(uint16_t *));
-        for (int l = 0; l < n_layer; l++) {
-            kv->kq[l] = xcalloc(1, kv_format_code_bytes(format, cap * (size_t)kv_dim) + 1);
-            kv->kp[l] = xcalloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t));
-            kv->vq[l] = xcalloc(1, vcap_q * kv_format_code_bytes(format, (size_t)kv_dim) + 1);
-            kv->vp[l] = xcalloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t));
-        }
+        ok = (kv->kq = try_calloc((size_t)n_layer, sizeof(uint8_t *))) &&
+             (kv->kp = try_calloc((size_t)n_layer, sizeof(uint16_t *))) &&
+             (kv->vq = try_calloc((size_t)n_layer, sizeof(uint8_t *))) &&
+             (kv->vp = try_calloc((size_t)n_layer, sizeof(uint16_t *)));
+        for (int l = 0; ok && l < n_layer; l++)
+            ok = (kv->kq[l] = try_calloc(1, kv_format_code_bytes(format, cap * (size_t)kv_dim) + 1)) &&
+                 (kv->kp[l] = try_calloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t))) &&
+                 (kv->vq[l] = try_calloc(1, vcap_q * kv_format_code_bytes(format, (size_t)kv_dim) + 1)) &&
+                 (kv->vp[l] = try_calloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t)));
+    }
+    if (!ok) {
+        uint64_t total = kv_format_cache_bytes(format, recent, n_layer, n_ctx, kv_dim);
+        kv_cache_free(kv);
+        return err_set(err, "kv cache: out of memory for %d positions x %d layers (%.1f MiB)", n_ctx, n_layer,
+                       (double)total / (1 << 20));
     }
     return 0;
 }
@@ -140,10 +143,15 @@ static void free_stats(kv_cache *kv) {
     kv->mask = NULL;
 }
 
+// Frees what exists, also after an allocation failed half-way (NULL tables and rows).
 static void free_storage(kv_cache *kv) {
     for (int l = 0; l < kv->n_layer; l++) {
-        free(kv->k[l]); free(kv->v[l]);
-        if (kv->kq) { free(kv->kq[l]); free(kv->kp[l]); free(kv->vq[l]); free(kv->vp[l]); }
+        if (kv->k) free(kv->k[l]);
+        if (kv->v) free(kv->v[l]);
+        if (kv->kq) free(kv->kq[l]);
+        if (kv->kp) free(kv->kp[l]);
+        if (kv->vq) free(kv->vq[l]);
+        if (kv->vp) free(kv->vp[l]);
     }
     free(kv->k); free(kv->v); free(kv->nq); free(kv->nqv);
     free(kv->kq); free(kv->kp); free(kv->vq); free(kv->vp);
@@ -170,12 +178,16 @@ void kv_cache_clear(kv_cache *kv) {
 
 // ---- shape, rope table, statistics ----
 
-static void alloc_stats(kv_cache *kv) {
-    if (!kv->track || kv->shape.n_head <= 0 || kv->mass) return;
+// -1 with err when there is no memory for them (err may be NULL: then they stay off).
+static int alloc_stats(kv_cache *kv, errbuf *err) {
+    if (!kv->track || kv->shape.n_head <= 0 || kv->mass) return 0;
     size_t per = (size_t)kv->n_layer * (size_t)kv->shape.n_head * (size_t)kv->n_ctx;
-    kv->mass = xcalloc(per, sizeof(float));
-    kv->last = xcalloc(per, sizeof(float));
+    kv->mass = try_calloc(per, sizeof(float));
+    kv->last = try_calloc(per, sizeof(float));
     kv->last_n = 0;
+    if (kv->mass && kv->last) return 0;
+    free_stats(kv);
+    return err ? err_set(err, "kv cache: out of memory for attention statistics (%zu floats)", 2 * per) : -1;
 }
 
 int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
@@ -195,8 +207,14 @@ int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
         int half = sh->rope_dim / 2;
         if (half > 0) {
             size_t n = (size_t)kv->n_ctx;
-            kv->rope_cs = xmalloc(n * (size_t)half * 2 * sizeof(float));
-            kv->rope_t = xmalloc(n * (size_t)half * 2 * sizeof(float));
+            kv->rope_cs = try_malloc(n * (size_t)half * 2 * sizeof(float));
+            kv->rope_t = try_malloc(n * (size_t)half * 2 * sizeof(float));
+            if (!kv->rope_cs || !kv->rope_t) {
+                free(kv->rope_cs);
+                free(kv->rope_t);
+                kv->rope_cs = kv->rope_t = NULL;
+                return err_set(err, "kv cache: out of memory for the rope table (%zu positions)", n);
+            }
             for (size_t s = 0; s < n; s++) {   // the angles the rope op gives position s
                 float *cs = kv->rope_cs + s * half * 2;
                 rope_cos_sin((int64_t)s, sh->rope_dim, sh->rope_base, cs);
@@ -207,13 +225,12 @@ int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
             }
         }
     }
-    alloc_stats(kv);
-    return 0;
+    return alloc_stats(kv, err);
 }
 
 void kv_cache_set_tracking(kv_cache *kv, bool on) {
     kv->track = on;
-    if (on) alloc_stats(kv);
+    if (on) alloc_stats(kv, NULL);
 }
 
 void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld) {

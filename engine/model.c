@@ -176,7 +176,8 @@ static int load_tensors(model *m, errbuf *err) {
         m->output = m->tok_embd;
         m->output.owned = NULL;
     }
-    m->layers = xcalloc((size_t)hp->n_layer, sizeof(layer_weights));
+    m->layers = try_calloc((size_t)hp->n_layer, sizeof(layer_weights));
+    if (!m->layers) return err_set(err, "%s: out of memory for %d layers", m->file.path, hp->n_layer);
     for (int l = 0; l < hp->n_layer; l++) {
         layer_weights *L = &m->layers[l];
         char n[96];
@@ -513,7 +514,7 @@ int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, i
     fc->logits = b->act_new(b, logits_rows, hp->n_vocab);
     if (!fc->x || !fc->h || !fc->q || !fc->k || !fc->v || !fc->att || !fc->gate || !fc->up || !fc->logits) {
         forward_ctx_free(fc);
-        return err_set(err, "backend %s: cannot allocate activations for batch %d", b->name, n_batch);
+        return err_set(err, "backend %s: out of memory for the activations of a batch of %d", b->name, n_batch);
     }
     return 0;
 }

@@ -34,9 +34,10 @@ sampler *sampler_new(const sampler_params *p, int n_vocab) {
     s->p = *p;
     s->n_vocab = n_vocab;
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
-    s->history = xcalloc((size_t)(s->p.repeat_last_n + 1), sizeof(int32_t));
-    s->idx = xmalloc((size_t)n_vocab * sizeof(int32_t));
-    s->val = xmalloc((size_t)n_vocab * sizeof(float));
+    s->history = try_calloc((size_t)(s->p.repeat_last_n + 1), sizeof(int32_t));
+    s->idx = try_malloc((size_t)n_vocab * sizeof(int32_t));
+    s->val = try_malloc((size_t)n_vocab * sizeof(float));
+    if (!s->history || !s->idx || !s->val) { sampler_free(s); return NULL; }
     sampler_reset(s, p->seed);
     return s;
 }

@@ -19,7 +19,7 @@ sampler_params sampler_defaults(void);   // temp 0.7, top_k 40, top_p 0.95, min_
 
 typedef struct sampler sampler;
 
-sampler *sampler_new(const sampler_params *p, int n_vocab);
+sampler *sampler_new(const sampler_params *p, int n_vocab);   // NULL: out of memory
 void sampler_free(sampler *s);
 void sampler_reset(sampler *s, uint64_t seed);
 // Records a token in the penalty history (prompt and generated tokens alike).

@@ -97,7 +97,11 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->opts.system_prompt = s->system_prompt;
     s->opts.model_path = NULL;
     s->smp = sampler_new(&o->sampling, hp->n_vocab);
-    s->logits = xmalloc((size_t)hp->n_vocab * sizeof(float));
+    s->logits = try_malloc((size_t)hp->n_vocab * sizeof(float));
+    if (!s->smp || !s->logits) {
+        err_set(err, "%s: out of memory for the sampler and logits of %d tokens", s->m->file.path, hp->n_vocab);
+        goto fail;
+    }
     snprintf(s->st.backend, sizeof s->st.backend, "%s", s->b->description);
     snprintf(s->st.template_name, sizeof s->st.template_name, "%s", s->tmpl->name);
     return s;
@@ -203,11 +207,18 @@ static int batch_of(const session *s) {
     return mb < s->opts.n_batch ? mb : s->opts.n_batch;
 }
 
+// Room for n more tokens in the history, made before they enter the cache so that the two agree.
+static int history_reserve(session *s, int n, errbuf *err) {
+    if (s->n_hist + n <= s->cap_hist) return 0;
+    int cap = (s->n_hist + n) * 2 + 64;
+    int32_t *h = try_realloc(s->hist, (size_t)cap * sizeof *s->hist);
+    if (!h) return err_set(err, "out of memory for a history of %d tokens", s->n_hist + n);
+    s->hist = h;
+    s->cap_hist = cap;
+    return 0;
+}
+
 static void history_append(session *s, const int32_t *tokens, int n) {
-    if (s->n_hist + n > s->cap_hist) {
-        s->cap_hist = (s->n_hist + n) * 2 + 64;
-        s->hist = xrealloc(s->hist, (size_t)s->cap_hist * sizeof *s->hist);
-    }
     memcpy(s->hist + s->n_hist, tokens, (size_t)n * sizeof *tokens);
     s->n_hist += n;
 }
@@ -222,7 +233,7 @@ unsigned session_resets(const session *s) { return s->resets; }
 const float *session_last_logits(const session *s) { return s->have_logits ? s->logits : NULL; }
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
-    if (model_check_file(s->m, err)) return -1;
+    if (model_check_file(s->m, err) || history_reserve(s, n, err)) return -1;
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
         int chunk = n - i < nb ? n - i : nb;
@@ -238,7 +249,7 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
 }
 
 int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err) {
-    if (model_check_file(s->m, err)) return -1;
+    if (model_check_file(s->m, err) || history_reserve(s, n, err)) return -1;
     if (!s->fc_all.b && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err))
         return -1;
     size_t nv = (size_t)s->m->hp.n_vocab;
@@ -315,7 +326,9 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     if (!evicting && s->kv.n_used + n > s->kv.n_ctx)
         return err_set(err, "context full: %d tokens in the cache + %d new exceed the context "
                        "length %d (use /reset or a larger --ctx)", s->kv.n_used, n, s->kv.n_ctx);
-    if (session_eval(s, tokens, n, NULL, err)) return -1;
+    float *scratch = try_malloc((size_t)s->m->hp.n_vocab * sizeof(float));   // the logits a sample may mask
+    if (!scratch) return err_set(err, "out of memory for the logits of %d tokens", s->m->hp.n_vocab);
+    if (session_eval(s, tokens, n, NULL, err)) { free(scratch); return -1; }
     double t1 = now_sec();
     s->st.prefill_ms = (t1 - t0) * 1e3;
     s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
@@ -323,7 +336,6 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     if (s->profiling) s->b->profile_read(s->b, op_prefilled, calls_prefilled);
     int n_decoded = 0;       // decode forward passes
     double t_prev = 0.0;
-    float *scratch = xmalloc((size_t)s->m->hp.n_vocab * sizeof(float));
     double t_first = 0.0;
     int rc = 0;
     char piece[256];
@@ -388,14 +400,18 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
 
 static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err) {
     size_t len = strlen(text);
+    if (len > (size_t)INT32_MAX - 16) return err_set(err, "text of %zu bytes is too long to tokenize", len);
     int32_t cap = (int32_t)(len + 16);
-    int32_t *ids = xmalloc((size_t)cap * sizeof(int32_t));
-    int32_t n = tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap);
+    int32_t *ids = try_malloc((size_t)cap * sizeof(int32_t));
+    int32_t n = ids ? tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap) : 0;
     if (n < 0) {
         cap = -n;
-        ids = xrealloc(ids, (size_t)cap * sizeof(int32_t));
-        n = tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap);
+        int32_t *more = try_realloc(ids, (size_t)cap * sizeof(int32_t));
+        if (!more) free(ids);
+        ids = more;
+        n = ids ? tokenizer_encode(s->m->tok, text, len, add_special, true, ids, cap) : 0;
     }
+    if (!ids) return err_set(err, "out of memory for the tokens of %zu bytes of text", len);
     if (n < 0) { free(ids); return err_set(err, "tokenizer failed"); }
     *out = ids;
     return n;
@@ -409,8 +425,11 @@ int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbu
     free(text);
     if (n < 0) return -1;
     bool eog = false;
+    int n_before = s->kv.n_used;
     int rc = run_generation(s, ids, n, s->opts.max_reply_tokens, cb, ud, &eog, err);
     free(ids);
+    // A turn that failed before its prompt entered the cache leaves the conversation as it was.
+    if (rc && s->kv.n_used == n_before) return rc;
     s->reply_open = !eog;
     s->st.turns++;
     return rc;
@@ -444,11 +463,12 @@ void session_set_seed(session *s, uint64_t seed) {
 }
 
 int session_set_sampling(session *s, const sampler_params *p, int max_reply_tokens, errbuf *err) {
-    (void)err;
+    sampler *smp = sampler_new(p, s->m->hp.n_vocab);
+    if (!smp) return err_set(err, "out of memory for a sampler over %d tokens", s->m->hp.n_vocab);
     sampler_free(s->smp);
+    s->smp = smp;
     s->opts.sampling = *p;
     if (max_reply_tokens > 0) s->opts.max_reply_tokens = max_reply_tokens;
-    s->smp = sampler_new(p, s->m->hp.n_vocab);
     return 0;
 }
 

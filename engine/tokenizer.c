@@ -38,11 +38,13 @@ int32_t tok_hash_find(const tokenizer *t, const tok_hash *h, const char *p, size
     }
 }
 
-static void hash_init(tok_hash *h, size_t count) {
+// false when there is no memory for the table.
+static bool hash_init(tok_hash *h, size_t count) {
     size_t cap = 16;
     while (cap < 2 * count) cap *= 2;
-    h->slots = xcalloc(cap, sizeof *h->slots);
+    h->slots = try_calloc(cap, sizeof *h->slots);
     h->mask = (uint32_t)(cap - 1);
+    return h->slots != NULL;
 }
 
 // Inserts id; an id with the same text already there is replaced (the last one wins).
@@ -164,10 +166,13 @@ static int load_tokens(const gguf_file *g, tokenizer *t, errbuf *err) {
                            "long (at most %u)", t->path, i, len, (unsigned)TOK_MAX_TOKEN_TEXT);
     }
     t->n_vocab = n;
-    t->pool = xmalloc((size_t)pool);
-    t->text_off = xmalloc((size_t)n * sizeof *t->text_off);
-    t->text_len = xmalloc((size_t)n * sizeof *t->text_len);
-    t->text_hash = xmalloc((size_t)n * sizeof *t->text_hash);
+    t->pool = try_malloc((size_t)pool);
+    t->text_off = try_malloc((size_t)n * sizeof *t->text_off);
+    t->text_len = try_malloc((size_t)n * sizeof *t->text_len);
+    t->text_hash = try_malloc((size_t)n * sizeof *t->text_hash);
+    if (!t->pool || !t->text_off || !t->text_len || !t->text_hash)
+        return err_set(err, "%s: out of memory for a vocabulary of %d tokens (%" PRIu64 " bytes of text)",
+                       t->path, n, pool);
     size_t off = 0;
     for (int32_t i = 0; i < n; i++) {
         const gguf_str *s = &kv->arr_strs[i];
@@ -178,7 +183,8 @@ static int load_tokens(const gguf_file *g, tokenizer *t, errbuf *err) {
         t->text_hash[i] = tok_hash_bytes(s->ptr, (size_t)s->len);
         off += (size_t)s->len + 1;
     }
-    hash_init(&t->vocab, (size_t)n);
+    if (!hash_init(&t->vocab, (size_t)n))
+        return err_set(err, "%s: out of memory for the index of %d tokens", t->path, n);
     for (int32_t i = 0; i < n; i++) hash_insert(t, &t->vocab, i);
     return 0;
 }
@@ -199,8 +205,10 @@ static int parse_byte_token(const char *s, size_t len) {
 
 static int load_types_scores(const gguf_file *g, tokenizer *t, errbuf *err) {
     int32_t n = t->n_vocab;
-    t->types = xmalloc((size_t)n);
-    t->scores = xcalloc((size_t)n, sizeof *t->scores);
+    t->types = try_malloc((size_t)n);
+    t->scores = try_calloc((size_t)n, sizeof *t->scores);
+    if (!t->types || !t->scores)
+        return err_set(err, "%s: out of memory for the types and scores of %d tokens", t->path, n);
     const gguf_kv *kv;
     int r = gguf_get_arr(g, "tokenizer.ggml.token_type", GGUF_I64, &kv, err);
     if (r < 0) return -1;
@@ -241,13 +249,17 @@ static int cmp_u64_desc(const void *a, const void *b) {
 }
 
 // Indexes the tokens that can be recognised in text by first byte and length.
-static void build_special_index(tokenizer *t) {
+static int build_special_index(tokenizer *t, errbuf *err) {
     size_t count = 0;
     for (int32_t i = 0; i < t->n_vocab; i++)
         if (is_special_type(t->types[i]) && t->text_len[i] > 0) count++;
-    hash_init(&t->special, count);
     // (first byte, length) keys, sorted so each byte's lengths come longest first.
-    uint64_t *keys = xmalloc((count ? count : 1) * sizeof *keys);
+    uint64_t *keys = hash_init(&t->special, count) ? try_malloc((count ? count : 1) * sizeof *keys) : NULL;
+    if (keys) t->sp_lens = try_malloc((count ? count : 1) * sizeof *t->sp_lens);
+    if (!keys || !t->sp_lens) {
+        free(keys);
+        return err_set(err, "%s: out of memory for the index of %zu special tokens", t->path, count);
+    }
     size_t k = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
         if (!is_special_type(t->types[i]) || t->text_len[i] == 0) continue;
@@ -256,7 +268,6 @@ static void build_special_index(tokenizer *t) {
         keys[k++] = (uint64_t)(255 - b) << 32 | t->text_len[i];
     }
     qsort(keys, k, sizeof *keys, cmp_u64_desc);  // byte ascending, then length descending
-    t->sp_lens = xmalloc((k ? k : 1) * sizeof *t->sp_lens);
     size_t n = 0;
     memset(t->sp_first, 0, sizeof t->sp_first);
     for (size_t i = 0; i < k; i++) {
@@ -267,6 +278,7 @@ static void build_special_index(tokenizer *t) {
     }
     for (int b = 0; b < 256; b++) t->sp_first[b + 1] += t->sp_first[b];
     free(keys);
+    return 0;
 }
 
 // End-of-turn and other end-of-generation token texts, the end-of-turn candidates first in the
@@ -318,8 +330,7 @@ tokenizer *tokenizer_load(const gguf_file *g, errbuf *err) {
                  t->path, shown);
     }
 
-    if (load_tokens(g, t, err) || load_types_scores(g, t, err)) goto fail;
-    build_special_index(t);
+    if (load_tokens(g, t, err) || load_types_scores(g, t, err) || build_special_index(t, err)) goto fail;
 
     if (t->kind == TOK_SPM) {
         // SentencePiece's fixed ids, unless the file says otherwise.

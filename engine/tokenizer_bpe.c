@@ -57,7 +57,8 @@ int bpe_load_merges(tokenizer *t, const gguf_kv *kv, errbuf *err) {
                        t->path, n, INT32_MAX);
     uint64_t cap = 16;
     while (cap < 2 * n) cap *= 2;
-    t->merges = xmalloc(cap * sizeof *t->merges);
+    t->merges = try_malloc(cap * sizeof *t->merges);
+    if (!t->merges) return err_set(err, "%s: out of memory for %" PRIu64 " merges", t->path, n);
     for (uint64_t i = 0; i < cap; i++) t->merges[i].left = -1;
     t->merges_mask = (uint32_t)(cap - 1);
     for (uint64_t i = 0; i < n; i++) {

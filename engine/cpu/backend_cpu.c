@@ -55,7 +55,7 @@ static bk_act *cpu_act_new(backend *b, int64_t rows, int64_t cols) {
     bk_act *a = xcalloc(1, sizeof *a);
     a->rows = rows;
     a->cols = cols;
-    a->data = aligned_alloc(64, ((size_t)(rows * cols) * sizeof(float) + 63) / 64 * 64);
+    a->data = try_aligned_alloc(64, (size_t)(rows * cols) * sizeof(float));
     if (!a->data) { free(a); return NULL; }
     memset(a->data, 0, (size_t)(rows * cols) * sizeof(float));
     return a;
