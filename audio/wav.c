@@ -37,6 +37,9 @@ int wav_parse(const uint8_t *b, size_t len, const char *name, wav_data *out, err
             // A truncated file (or a streaming writer's 0xFFFFFFFF) keeps what is there.
             size_t bytes = csize > avail ? avail : csize;
             size_t frames = bytes / (size_t)(2 * channels);
+            if (frames > (size_t)WAV_MAX_SECONDS * rate)
+                return err_set(err, "%s: %zu samples at %u Hz (%zu s), longer than the %d s a recording may last",
+                               name, frames, rate, frames / rate, WAV_MAX_SECONDS);
             out->samples = xmalloc((frames ? frames : 1) * sizeof(int16_t));
             for (size_t i = 0; i < frames; i++) {
                 const uint8_t *s = c + i * (size_t)(2 * channels);
@@ -58,7 +61,7 @@ int wav_parse(const uint8_t *b, size_t len, const char *name, wav_data *out, err
 int wav_read(const char *path, wav_data *out, errbuf *err) {
     size_t len;
     errbuf e = {{0}};
-    char *bytes = read_file_all(path, &len, &e);
+    char *bytes = read_file_max(path, WAV_MAX_FILE_BYTES, "WAV file", &len, &e);
     if (!bytes) return err_set(err, "%s", e.msg);
     int rc = wav_parse((const uint8_t *)bytes, len, path, out, err);
     free(bytes);

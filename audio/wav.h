@@ -13,8 +13,13 @@ typedef struct wav_data {
     int rate;            // Hz
 } wav_data;
 
-// Reads a PCM16 WAV (1 or 2 channels, any rate 4000..192000). Malformed files: -1 and one line
-// naming the file and what is wrong.
+// Longest recording read (seconds), and so the largest file: WAV_MAX_SECONDS at 192 kHz stereo.
+#define WAV_MAX_SECONDS 600
+#define WAV_MAX_FILE_BYTES ((size_t)WAV_MAX_SECONDS * 192000 * 4 + 4096)
+
+// Reads a PCM16 WAV (1 or 2 channels, any rate 4000..192000, at most WAV_MAX_SECONDS). Malformed
+// or longer files: -1 and one line naming the file and what is wrong, before the samples are
+// allocated (a file over WAV_MAX_FILE_BYTES is not read at all).
 int wav_read(const char *path, wav_data *out, errbuf *err);
 // Same, from bytes in memory (name is used in messages).
 int wav_parse(const uint8_t *bytes, size_t len, const char *name, wav_data *out, errbuf *err);

@@ -94,6 +94,11 @@ uint64_t mem_available_bytes(void) {
     return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
+bool mem_fits(uint64_t bytes, uint64_t *avail) {
+    *avail = mem_available_bytes();
+    return *avail == 0 || bytes <= *avail;
+}
+
 char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
 char *xstrndup(const char *s, size_t n) {

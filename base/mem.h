@@ -45,5 +45,9 @@ long mem_fault_count(void);
 bool mem_fault_fired(void);             // the armed failure has happened
 // Memory the system can give without swapping (MemAvailable), bytes; 0 when unknown.
 uint64_t mem_available_bytes(void);
+// Whether a buffer of `bytes` fits in the memory available now (true when that is unknown), so a
+// size claimed by a file or asked for is refused with a clear error before it is allocated;
+// *avail gets the figure compared against (0: unknown).
+bool mem_fits(uint64_t bytes, uint64_t *avail);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void strbuf_reserve(strbuf *b, size_t extra) {
     size_t need = b->len + extra + 1;
@@ -56,8 +57,19 @@ void strbuf_free(strbuf *b) {
 }
 
 char *read_file_all(const char *path, size_t *len, errbuf *err) {
+    return read_file_max(path, SIZE_MAX - 1, NULL, len, err);
+}
+
+char *read_file_max(const char *path, size_t max_bytes, const char *file_kind, size_t *len, errbuf *err) {
     FILE *f = fopen(path, "rb");
     if (!f) { err_set(err, "%s: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
+        fclose(f);
+        err_set(err, "%s: %llu bytes, more than the %zu a %s may have", path, (unsigned long long)st.st_size,
+                max_bytes, file_kind);
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = xmalloc(cap);
     for (;;) {
@@ -65,6 +77,12 @@ char *read_file_all(const char *path, size_t *len, errbuf *err) {
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0) break;
+        if (n > max_bytes) {   // not a regular file, or one that grew while read
+            fclose(f);
+            free(buf);
+            err_set(err, "%s: more than the %zu bytes a %s may have", path, max_bytes, file_kind);
+            return NULL;
+        }
     }
     int bad = ferror(f);
     fclose(f);

@@ -28,5 +28,8 @@ void str_cut_printf(char *buf, size_t cap, const char *fmt, ...) __attribute__((
 
 // Reads a whole file into memory (NUL-terminated for convenience). Returns NULL and sets err.
 char *read_file_all(const char *path, size_t *len, errbuf *err);
+// The same for a file of at most max_bytes: a larger one is refused before it is read
+// ("PATH: N bytes, more than the M a FILE_KIND may have").
+char *read_file_max(const char *path, size_t max_bytes, const char *file_kind, size_t *len, errbuf *err);
 
 #endif

@@ -339,10 +339,12 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     }
 }
 
-// Converts a tensor's source weights to `type` into a new buffer (rows in parallel).
+// Converts a tensor's source weights to `type` into a new buffer (rows in parallel); NULL when
+// there is no memory for it.
 static void *convert_from_source(const tensor *t, uint32_t type, size_t *row_bytes_out) {
     size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
-    uint8_t *dst = xmalloc_large(row_bytes * (size_t)t->ne1);
+    uint8_t *dst = malloc_large(row_bytes * (size_t)t->ne1);
+    if (!dst) return NULL;
     convert_rows(t->src_data, t->src_type, t->src_row_bytes, dst, type, row_bytes, t->ne0, t->ne1, 0);
     *row_bytes_out = row_bytes;
     return dst;
@@ -377,8 +379,14 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
     double t0 = now_sec();
     int n_kinds_total = m->hp.n_layer * TK_LAYER_KINDS + 2;
     st->changes = xcalloc((size_t)n_kinds_total, sizeof(plan_change));
-    // First pass: validate every target before converting anything.
+    uint64_t convert_bytes = 0;   // what the second pass allocates
+    // First pass: validate every target and add up the conversions before converting anything.
     for (int pass = 0; pass < 2; pass++) {
+        uint64_t avail;
+        if (pass == 1 && !mem_fits(convert_bytes, &avail))
+            return model_plan_discard(st), err_set(err, "plan: the converted weights need %.1f MiB, more than the "
+                                                   "%.1f MiB of memory available", (double)convert_bytes / (1 << 20),
+                                                   (double)avail / (1 << 20));
         int done = 0;
         for (int l = -1; l < m->hp.n_layer; l++) {
             for (int k = 0; k < TK_COUNT; k++) {
@@ -393,6 +401,8 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
                     if (t->ne0 % ti->block_size)
                         return model_plan_discard(st), err_set(err, "plan: tensor %s: row length %lld is not a multiple of "
                                        "the %s block size %u", t->name, (long long)t->ne0, ti->name, ti->block_size);
+                    if (type != t->type && type != t->src_type)
+                        convert_bytes += wtype_row_bytes(type, (uint64_t)t->ne0) * (uint64_t)t->ne1;
                     continue;
                 }
                 done++;
@@ -404,8 +414,10 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
                 if (type == t->src_type) {
                     c->data = NULL;   // back to the file's weights
                     c->row_bytes = t->src_row_bytes;
-                } else {
-                    c->data = convert_from_source(t, type, &c->row_bytes);
+                } else if (!(c->data = convert_from_source(t, type, &c->row_bytes))) {
+                    st->n--;
+                    return model_plan_discard(st), err_set(err, "plan: out of memory converting tensor %s to %s",
+                                                           t->name, wtype_name(type));
                 }
                 if (wtype_bpw(type) > wtype_bpw(t->src_type)) st->n_upcast++;
             }

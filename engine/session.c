@@ -55,6 +55,19 @@ session_opts session_opts_default(void) {
     return o;
 }
 
+// Refuses a context whose KV cache (and the attention statistics kept beside it) would not fit
+// in the memory available, before any of it is allocated.
+static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_ctx, errbuf *err) {
+    const model_hparams *hp = &m->hp;
+    uint64_t kv = kv_format_cache_bytes(kvf, recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim);
+    uint64_t stats = 2 * (uint64_t)hp->n_layer * (uint64_t)hp->n_head * (uint64_t)n_ctx * sizeof(float);
+    uint64_t per_pos = (kv + stats) / (uint64_t)n_ctx, avail;
+    if (mem_fits(kv + stats, &avail)) return 0;
+    return err_set(err, "%s: a context of %d positions needs %.1f MiB of KV cache, more than the %.1f MiB of "
+                   "memory available (--ctx %llu at most)", m->file.path, n_ctx, (double)(kv + stats) / (1 << 20),
+                   (double)avail / (1 << 20), (unsigned long long)(per_pos ? avail / per_pos : 0));
+}
+
 session *session_open(const session_opts *o, errbuf *err) {
     session *s = xcalloc(1, sizeof *s);
     s->opts = *o;
@@ -78,6 +91,7 @@ session *session_open(const session_opts *o, errbuf *err) {
     kv_policy kvp;
     if (o->kv_format && kv_format_parse(o->kv_format, &kvf, err)) goto fail;
     if (kv_policy_parse(o->kv_policy, &kvp, err)) goto fail;
+    if (check_kv_fits(s->m, kvf, o->kv_recent, n_ctx, err)) goto fail;
     if (kv_cache_init_ex(&s->kv, kvf, o->kv_recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, err)) goto fail;
     s->kv.policy = kvp;
     kv_cache_set_tracking(&s->kv, true);   // attention weights for policies and the heat map

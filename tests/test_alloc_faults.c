@@ -3,7 +3,7 @@
 // once for each N with the Nth failing: either the failure is absorbed (the weights stay read
 // from the file's mapping when their copy cannot be made) or an error that says "out of memory"
 // comes back; a session that existed before the failing turn answers the next turn; nothing
-// leaks (ASan, make test-asan).
+// leaks (ASan, make test-asan). Then the limits checked before a large allocation.
 #include "test.h"
 #include "base/mem.h"
 #include "engine/modelgen.h"
@@ -103,6 +103,17 @@ int main(void) {
     CHECK(n_open > 0 && n_turn > 0, "failures both while opening (%d) and in the turn (%d)", n_open, n_turn);
     printf("%ld fallible allocations: %d fail the open, %d fail the turn, %d absorbed\n", total, n_open,
            n_turn, n_absorbed);
+
+    // Limits before allocation: a context whose KV cache cannot fit in memory is refused naming
+    // the file, the size and the largest context that fits, and nothing is counted as allocated
+    // for it.
+    session_opts o = opts_for(path);
+    o.n_ctx = 1 << 30;
+    mem_fault_arm(0);
+    session *s = session_open(&o, &err);
+    CHECK(!s && strstr(err.msg, path) && strstr(err.msg, "memory available") && strstr(err.msg, "--ctx"),
+          "a context larger than memory: %s", err.msg);
+    session_close(s);
     unlink(path);
     rmdir(dir);
     return test_finish();

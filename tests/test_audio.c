@@ -70,6 +70,24 @@ int main(void) {
     CHECK(wav_parse(nodata, sizeof nodata - 1, "nodata.wav", &w, &err) != 0 && strstr(err.msg, "no data"), "%s", err.msg);
     const uint8_t huge[] = "RIFF\x04\0\0\0WAVEfmt \xff\xff\xff\x7f\x01\0\x01\0";
     CHECK(wav_parse(huge, sizeof huge - 1, "huge.wav", &w, &err) != 0 && strstr(err.msg, "huge.wav"), "%s", err.msg);
+    // Limits before allocation: a recording longer than WAV_MAX_SECONDS, and a file larger than
+    // any such recording (sparse: nothing is read), are refused with the limit named.
+    size_t long_n = (size_t)WAV_MAX_SECONDS * 4000 + 1;
+    uint8_t *long_wav = calloc(44 + 2 * long_n, 1);
+    memcpy(long_wav, "RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\xa0\x0f\0\0\x40\x1f\0\0\x02\0\x10\0data", 40);
+    for (int i = 0; i < 4; i++) long_wav[40 + i] = (uint8_t)((2 * long_n) >> (8 * i));
+    CHECK(wav_parse(long_wav, 44 + 2 * long_n, "long.wav", &w, &err) != 0 && strstr(err.msg, "long.wav") &&
+          strstr(err.msg, "600 s"), "recording over the limit: %s", err.msg);
+    CHECK(wav_parse(long_wav, 44 + 2 * (long_n - 1), "limit.wav", &w, &err) == 0 && w.n == long_n - 1,
+          "a recording of exactly the limit is read: %s", err.msg);
+    wav_free(&w);
+    free(long_wav);
+    FILE *sparse = fopen(wav_path, "wb");
+    CHECK(sparse && ftruncate(fileno(sparse), (off_t)WAV_MAX_FILE_BYTES + 1) == 0, "sparse file");
+    if (sparse) fclose(sparse);
+    CHECK(wav_read(wav_path, &w, &err) != 0 && strstr(err.msg, wav_path) && strstr(err.msg, "a WAV file may have"),
+          "file over the limit: %s", err.msg);
+    unlink(wav_path);
 
     // resampler: 22050 -> 16000 keeps a 440 Hz tone's amplitude and length; chunked = whole
     int16_t tone[22050], *whole, chunked[20000];
