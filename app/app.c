@@ -1,6 +1,7 @@
 // The application layer behind the command language: the assistant (session, simulated vehicle,
 // grammar; app/turn.h), a transcript, expectations. Scenes, the workbench and chat share it.
 #include "app/cmdlang.h"
+#include "base/afile.h"
 #include "app/cmdlang_run.h"
 #include "app/compare.h"
 #include "app/eval_text.h"
@@ -499,10 +500,9 @@ int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
 
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
     if (c->snapshot) return c->snapshot(c, l->argv[0], err);
-    FILE *f = fopen(l->argv[0], "w");
-    if (!f) return err_set(err, "%s:%d: snapshot: %s: %s", l->file, l->line, l->argv[0], strerror(errno));
-    fputs(strbuf_str(&c->transcript), f);
-    if (fclose(f) != 0) return err_set(err, "%s:%d: snapshot: %s: write failed", l->file, l->line, l->argv[0]);
+    // whole or not at all: a snapshot taken over an older one never leaves half of each
+    if (afile_write_all(l->argv[0], strbuf_str(&c->transcript), c->transcript.len, err))
+        return err_prefix(err, "%s:%d: snapshot", l->file, l->line);
     return 0;
 }
 

@@ -1,8 +1,10 @@
 #include "app/args.h"
 
+#include "base/afile.h"
 #include "base/mem.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,16 +225,33 @@ void opts_free_list(char **items, int n) {
     for (int i = 0; i < n; i++) free(items[i]);
 }
 
+// The outputs open now: a command writes one or two at a time, each closed before it ends.
+#define MAX_OPEN_OUTS 8
+static afile open_outs[MAX_OPEN_OUTS];
+static pthread_mutex_t open_outs_lock = PTHREAD_MUTEX_INITIALIZER;
+
 FILE *opts_open_out(const char *path, errbuf *err) {
     if (opts_out_is_stdout(path)) return stdout;
-    FILE *f = fopen(path, "w");
-    if (!f) err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    pthread_mutex_lock(&open_outs_lock);
+    afile *slot = NULL;
+    for (int i = 0; i < MAX_OPEN_OUTS && !slot; i++)
+        if (!open_outs[i].f) slot = &open_outs[i];
+    FILE *f = NULL;
+    if (!slot) err_set(err, "%s: cannot write (more than %d outputs open)", path, MAX_OPEN_OUTS);
+    else if (afile_open(slot, path, NULL)) err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    else f = slot->f;
+    pthread_mutex_unlock(&open_outs_lock);
     return f;
 }
 
 int opts_close_out(FILE *f, const char *path, errbuf *err) {
     if (f == stdout) return fflush(f) == 0 ? 0 : err_set(err, "standard output: write failed");
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) return err_set(err, "%s: write failed", path);
-    return 0;
+    pthread_mutex_lock(&open_outs_lock);
+    afile *slot = NULL;
+    for (int i = 0; i < MAX_OPEN_OUTS && !slot; i++)
+        if (open_outs[i].f == f) slot = &open_outs[i];
+    int rc = slot ? afile_close(slot, ferror(f) != 0, err)
+                  : fclose(f) != 0 ? err_set(err, "%s: write failed", path) : 0;
+    pthread_mutex_unlock(&open_outs_lock);
+    return rc;
 }

@@ -69,9 +69,11 @@ void opts_help(FILE *f, const cmd_spec *c, const opt_table *tables, int n_tables
 int opts_split_list(const char *s, char **out, int max);
 void opts_free_list(char **items, int n);
 
-// --json [FILE]: opens FILE for writing, or gives stdout for "-"; NULL with err on failure.
+// --json [FILE]: opens FILE for writing, or gives stdout for "-"; NULL with err on failure. The
+// file is written whole or not at all (base/afile.h): a failed write leaves the old one as it was.
 FILE *opts_open_out(const char *path, errbuf *err);
-// Closes what opts_open_out gave (stdout is flushed, not closed); -1 with err on a write error.
+// Closes what opts_open_out gave (stdout is flushed, not closed) and puts the file in place; -1
+// with err on a write error.
 int opts_close_out(FILE *f, const char *path, errbuf *err);
 static inline bool opts_out_is_stdout(const char *path) { return path && path[0] == '-' && !path[1]; }
 

@@ -4,11 +4,13 @@
 #include "app/commands.h"
 #include "app/eval_actions.h"
 #include "app/eval_text.h"
+#include "base/afile.h"
 #include "engine/chat_template.h"
 #include "engine/quality.h"
 #include "engine/wtype.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -100,10 +102,13 @@ int cmd_ppl(int argc, char **argv) {
     quality_base base = {0}, cmp = {0};
     uint64_t hash = quality_hash_tokens(ids, n);
     int nv = session_n_vocab(s);
-    if (o.save_base) {   // fail before the run, not after it
-        FILE *f = fopen(o.save_base, "wb");
-        if (!f) { rc = err_set(&err, "%s: cannot write", o.save_base); goto out; }
-        fclose(f);
+    if (o.save_base) {   // fail before the run, not after it; an older file stays until the new one is whole
+        afile probe;
+        if (afile_open(&probe, o.save_base, NULL)) {
+            rc = err_set(&err, "%s: cannot write (%s)", o.save_base, strerror(errno));
+            goto out;
+        }
+        afile_close(&probe, true, NULL);
     } else if (o.kl_base && quality_base_load(o.kl_base, &cmp, nv, o.window, hash, &err)) {
         rc = -1;
         goto out;

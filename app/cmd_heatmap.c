@@ -3,6 +3,7 @@
 #include "app/commands.h"
 #include "app/eval_text.h"
 #include "app/heatmap.h"
+#include "base/afile.h"
 #include "engine/sensitivity.h"
 #include "engine/wtype.h"
 
@@ -84,8 +85,9 @@ static void print_grid(const sensitivity_map *m, int depth) {
 }
 
 static int write_csv(const sensitivity_map *m, const char *path, errbuf *err) {
-    FILE *f = fopen(path, "w");
-    if (!f) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    afile a;
+    if (afile_open(&a, path, NULL)) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    FILE *f = a.f;
     fprintf(f, "layer,kind,type,kl_mean,kl_max,dnll,top1,n_weights\n");
     for (int l = 0; l < m->n_layer; l++)
         for (int k = 0; k < TK_LAYER_KINDS; k++) {
@@ -93,15 +95,15 @@ static int write_csv(const sensitivity_map *m, const char *path, errbuf *err) {
             fprintf(f, "%d,%s,%s,%.9g,%.9g,%.9g,%.6f,%llu\n", l, tensor_kind_name(k), wtype_name(m->type),
                     c->kl_mean, c->kl_max, c->dnll, c->top1, (unsigned long long)c->n_weights);
         }
-    return fclose(f) == 0 ? 0 : err_set(err, "%s: write failed", path);
+    return afile_close(&a, ferror(f) != 0, err);
 }
 
 static int write_text(const char *path, const char *text, errbuf *err) {
-    FILE *f = fopen(path, "w");
-    if (!f) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
-    fputs(text, f);
-    fputc('\n', f);
-    return fclose(f) == 0 ? 0 : err_set(err, "%s: write failed", path);
+    afile a;
+    if (afile_open(&a, path, NULL)) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    fputs(text, a.f);
+    fputc('\n', a.f);
+    return afile_close(&a, ferror(a.f) != 0, err);
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {

@@ -2,6 +2,7 @@
 #include "app/chat.h"
 #include "app/cmdlang.h"
 #include "app/commands.h"
+#include "base/afile.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -235,9 +236,8 @@ int cmd_logits(int argc, char **argv) {
         for (int i = 0; i < top && i < nv; i++) printf("%d %.6f\n", all[i].id, (double)all[i].v);
         free(all);
         if (out_path) {
-            FILE *f = fopen(out_path, "wb");
-            if (!f || fwrite(logits, sizeof(float), (size_t)nv, f) != (size_t)nv || fclose(f) != 0) {
-                fprintf(stderr, "cabin logits: %s: %s\n", out_path, strerror(errno));
+            if (afile_write_all(out_path, logits, (size_t)nv * sizeof(float), &err)) {
+                fprintf(stderr, "cabin logits: %s\n", err.msg);
                 rc = -1;
             }
         }

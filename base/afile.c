@@ -24,9 +24,11 @@ int afile_open(afile *a, const char *path, errbuf *err) {
     }
     a->f = fopen(target, "wb");
     if (!a->f) {
-        int rc = err_set(err, "%s: %s", path, strerror(errno));
+        int e = errno;
+        int rc = err_set(err, "%s: %s", path, strerror(e));
         free(a->path);
         free(a->tmp);
+        errno = e;   // for a caller that words the error its own way
         return rc;
     }
     if (a->tmp && exists) fchmod(fileno(a->f), st.st_mode & 07777);   // the file keeps its mode

@@ -17,7 +17,7 @@ typedef struct afile {
     char *path, *tmp;        // tmp NULL: written in place
 } afile;
 
-int afile_open(afile *a, const char *path, errbuf *err);
+int afile_open(afile *a, const char *path, errbuf *err);   // failed: errno says why
 // Flushes, syncs and renames; failed: true when a write already failed (e.g. fwrite returned
 // short), so the file is not kept. 0, or -1 with err.
 int afile_close(afile *a, bool failed, errbuf *err);

@@ -1,7 +1,9 @@
 // NLL, perplexity and KL against a base run (engine/quality.h).
 #include "quality.h"
 #include "tokenizer.h"
+#include "base/afile.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,15 +143,15 @@ uint64_t quality_hash_tokens(const int32_t *ids, int n) {
 
 int quality_base_save(const char *path, const quality_base *b, int n_vocab, int ctx, int n_tokens,
                       uint64_t hash, errbuf *err) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return err_set(err, "%s: cannot write", path);
+    afile a;
+    if (afile_open(&a, path, NULL)) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
+    FILE *f = a.f;
     uint32_t hdr[5] = { 0, 1, (uint32_t)n_vocab, QUALITY_TOP_K, (uint32_t)ctx };
     memcpy(hdr, "CBKL", 4);
     uint64_t hdr64[3] = { (uint64_t)n_tokens, hash, (uint64_t)b->n };
     bool ok = fwrite(hdr, 4, 5, f) == 5 && fwrite(hdr64, 8, 3, f) == 3 &&
               (b->n == 0 || fwrite(b->rec, sizeof(kl_record), (size_t)b->n, f) == (size_t)b->n);
-    if (fclose(f) != 0) ok = false;
-    return ok ? 0 : err_set(err, "%s: write failed", path);
+    return afile_close(&a, !ok, err);
 }
 
 int quality_base_load(const char *path, quality_base *b, int n_vocab, int ctx, uint64_t hash,

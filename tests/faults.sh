@@ -3,6 +3,9 @@
 #  - the model file truncated on disk while its weights are read from the mapping (--mmap): the
 #    next turn fails with one line naming the file (reading past the new end would be SIGBUS),
 #    and chat goes on to the end of its input
+#  - the disk full (a file-size limit of 0: every write fails, EFBIG) or the folder read-only
+#    while a scene saves its transcript and plan and while quantize writes a GGUF: one line naming
+#    the file, the older file is left as it was, no temporary is left beside it
 TAG=faults; . "$(dirname "$0")/lib.sh"
 TINY=assets/models/cabin-tiny.gguf
 if [ ! -f "$TINY" ]; then
@@ -26,4 +29,52 @@ if [ $rc -ne 135 ] && [ $rc -lt 128 ]; then ok; else bad "chat died (exit $rc) a
 if grep -q "m.gguf: the file shrank on disk ($size -> 4096 bytes) while in use; reopen the model" "$T/err"; then ok
 else bad "the truncated file is named"; cat "$T/err"; fi
 if grep -q '^\[action\] climate' "$T/out"; then ok; else bad "the first turn answered"; cat "$T/out"; fi
+# --- saving with the disk full or the folder read-only ---
+printf 'say hello\nsnapshot %s/save/snap.txt\n' "$T" >"$T/snap.scene"
+printf 'say hello\nplan save %s/save/plan.json\n' "$T" >"$T/plan.scene"
+"$CABIN" make-model -o "$T/f16.gguf" --type f16 --dim 64 --ffn 128 --vocab 400 >/dev/null 2>&1 || bad "make-model"
+mkdir "$T/save"
+old_files() {   # older files in $T/save, each with known contents
+    for f in snap.txt plan.json q4.gguf; do echo "older $f" >"$T/save/$f"; done
+}
+kept_old() {    # WHAT: each older file unchanged and nothing else in the folder
+    for f in snap.txt plan.json q4.gguf; do
+        [ "$(cat "$T/save/$f")" = "older $f" ] && ok || bad "$1: $f was changed"
+    done
+    extra=$(ls "$T/save" | grep -v -x -e snap.txt -e plan.json -e q4.gguf)
+    [ -z "$extra" ] && ok || bad "$1: left behind: $extra"
+}
+# run_FAULT CMD...: runs CMD with the fault; its output (stdout and stderr) in $T/out, status in rc
+run_full_disk() {   # RLIMIT_FSIZE 0, SIGXFSZ ignored: every write fails as on a full disk (EFBIG)
+    (trap '' XFSZ; ulimit -f 0; "$@" 2>&1; echo "rc=$?") | cat >"$T/out.rc"
+    rc=$(sed -n 's/^rc=//p' "$T/out.rc")
+    grep -v '^rc=' "$T/out.rc" >"$T/out"
+}
+run_read_only() {   # the folder mode 555; root ignores modes, so root runs CMD as nobody
+    chmod 555 "$T/save"
+    if [ "$(id -u)" = 0 ]; then
+        chmod 755 "$T"
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$@" >"$T/out" 2>&1; rc=$?
+    else
+        "$@" >"$T/out" 2>&1; rc=$?
+    fi
+    chmod 755 "$T/save"
+}
+for fault in full_disk read_only; do
+    if [ $fault = read_only ] && [ "$(id -u)" = 0 ] && ! command -v setpriv >/dev/null; then
+        skip=$((skip + 1)); echo "skipped: read-only folder: running as root without setpriv (util-linux)"; continue
+    fi
+    for what in snap plan; do
+        old_files
+        run_$fault "$CABIN" scene "$T/$what.scene" --speed 0 -n 8 -t 1
+        [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && ok || bad "scene $what, $fault: exit $rc"
+        grep -q "$what.scene:2: .*/save/$what" "$T/out" && ok || { bad "scene $what, $fault: the file named"; cat "$T/out"; }
+        kept_old "scene $what, $fault"
+    done
+    old_files
+    run_$fault "$CABIN" quantize "$T/f16.gguf" "$T/save/q4.gguf" q4_0
+    [ "$rc" = 1 ] && ok || bad "quantize, $fault: exit $rc"
+    [ "$(grep -c . "$T/out")" = 1 ] && grep -q "q4.gguf" "$T/out" && ok || { bad "quantize, $fault: one line naming the file"; cat "$T/out"; }
+    kept_old "quantize, $fault"
+done
 test_finish
