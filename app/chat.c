@@ -19,6 +19,11 @@
 static session *volatile chat_session;
 static atomic_bool chat_generating;
 
+static void cancel_reply(void) {
+    if (atomic_load(&chat_generating) && chat_session) session_cancel(chat_session);
+}
+
+// SIGINT on a terminal: stops the reply, or drops the line being typed; chat goes on.
 static void on_sigint(int sig) {
     (void)sig;
     if (atomic_load(&chat_generating) && chat_session) {
@@ -203,6 +208,12 @@ static void chat_command(chat_front *ch, const char *line) {
     cmdlang_free(&l);
 }
 
+// Called by readline when a signal interrupts its read: a stop signal ends the line at once.
+static int chat_signal_hook(void) {
+    if (stopsig_pending()) rl_done = 1;
+    return 0;
+}
+
 // The next line: readline on a terminal, else a line of stdin. NULL at the end.
 static char *chat_read(bool tty) {
     if (tty) return readline("> ");
@@ -239,13 +250,20 @@ int chat_run(const session_opts *o, bool free_actions, const char *governor) {
                session_model(s)->name, st.backend, st.template_name);
     }
     chat_session = s;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, NULL);
+    // SIGTERM, SIGHUP (and SIGINT from a pipe, where there is no prompt to go back to) stop the
+    // reply and leave: history kept, terminal restored, the status of the signal (143, 129, 130).
+    stopsig_catch(cancel_reply, false);
+    if (tty) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sigaction(SIGINT, &sa, NULL);
+        rl_signal_event_hook = chat_signal_hook;
+    }
     int rc = 0;
     char *line;
-    while (!ch.quit && (line = chat_read(tty))) {
+    while (!ch.quit && !stopsig_pending() && (line = chat_read(tty))) {
+        if (stopsig_pending()) { free(line); break; }   // the line readline was given up on
         if (*line && tty) {
             add_history(line);
             if (hist) append_history(1, hist);
@@ -261,8 +279,8 @@ int chat_run(const session_opts *o, bool free_actions, const char *governor) {
         if (hist) history_truncate_file(hist, 1000);
     }
     free(hist);
-    signal(SIGINT, SIG_DFL);
     chat_session = NULL;
     app_close(&ch.c);
+    stopsig_finish();   // a stop signal ends the program by that signal, now that all is closed
     return rc && !tty ? 1 : 0;
 }

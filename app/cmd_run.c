@@ -259,7 +259,7 @@ static void chat_about(char *buf, size_t n) {
     int n_rows, o = snprintf(buf, n, "%s",
         "Chat in the terminal: line editing and history (saved in the XDG state dir),\n"
         "streamed replies; Ctrl-C stops a reply without leaving. Reads piped stdin too\n"
-        "(one user turn per line).\nCommands:");
+        "(one user turn per line; there SIGINT, like SIGTERM, stops the reply and ends chat).\nCommands:");
     const cmd_def *rows = cmdlang_table(&n_rows);
     for (int i = 0; i < n_rows && o > 0 && (size_t)o < n; i++)
         if (rows[i].offered & CMD_IN_CHAT) o += snprintf(buf + o, n - (size_t)o, " /%s", rows[i].name);

@@ -57,7 +57,10 @@ int cmd_scene(int argc, char **argv) {
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }
         tui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true, .governor = r.governor };
         t.s.model_path = run_opts_model(&r);
-        return tui_workbench_run(&t);
+        stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
+        int rc = tui_workbench_run(&t);
+        stopsig_finish();
+        return rc;
     }
     errbuf err = {{0}};
     scene sc;

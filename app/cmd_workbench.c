@@ -60,5 +60,8 @@ int cmd_workbench(int argc, char **argv) {
     t.s = r.s;
     t.free_actions = r.free_actions;
     t.governor = r.governor;
-    return tui_workbench_run(&t);
+    stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
+    int rc = tui_workbench_run(&t);
+    stopsig_finish();
+    return rc;
 }

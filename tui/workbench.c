@@ -426,7 +426,7 @@ int tui_workbench_run(const tui_opts *o) {
     chat_add(&b->chat, MSG_INFO, "cabin workbench: type a message and Enter; :help or F1 for keys and commands.");
     double last_draw = 0;
     b->dirty = true;
-    while (!b->quit) {
+    while (!b->quit && !stopsig_pending()) {   // SIGTERM, SIGINT, SIGHUP: leave as :quit does
         wint_t ch;
         timeout(1000 / FPS / 2);
         int r = wget_wch(stdscr, &ch);
