@@ -108,7 +108,15 @@ int app_say(app_ctx *c, const char *text, errbuf *err) {
     }
     const turn_hooks h = { c, say_token, say_not_understood, say_action, say_vehicle, say_refused, say_reply };
     free(c->last_reply);
-    return assistant_turn(&c->as, text, &h, &c->last_reply, err);
+    int rc = assistant_turn(&c->as, text, &h, &c->last_reply, err);
+    // what the session has to say once (the device lost, the CPU taking over): the front end's
+    // notice line, else the transcript
+    char note[ERR_LINE];
+    if (session_take_notice(c->as.s, note, sizeof note)) {
+        if (c->notice) c->notice(c->notice_ud, note);
+        else app_print(c, "%s", note);
+    }
+    return rc;
 }
 
 // name, then its value from the session's figures (session_stats *st)

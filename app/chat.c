@@ -146,6 +146,8 @@ static int chat_turn(app_ctx *c, const char *line) {
     strbuf_free(&out.text);
     printf("\n");
     if (rc) fprintf(stderr, "cabin chat: %s\n", err.msg);
+    char note[ERR_LINE];   // e.g. the device lost and the CPU taking over: said once
+    if (session_take_notice(c->as.s, note, sizeof note)) fprintf(stderr, "cabin chat: %s\n", note);
     return rc;
 }
 

@@ -3,8 +3,10 @@
 #ifndef CABIN_BASE_ERR_H
 #define CABIN_BASE_ERR_H
 
+#define ERR_LINE 512   // bytes of one error line, its NUL included
+
 typedef struct errbuf {
-    char msg[512];
+    char msg[ERR_LINE];
 } errbuf;
 
 int err_set(errbuf *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

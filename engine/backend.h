@@ -64,6 +64,9 @@ struct backend {
     char description[128];       // e.g. "cpu avx512, 2 threads"
     unsigned caps;               // BACKEND_CAP_*, the registry row's
     void *impl;
+    // Set by a device backend when its device is gone (Vulkan's VK_ERROR_DEVICE_LOST): nothing it
+    // holds can be read again and every later batch fails; the session moves to the CPU.
+    bool lost;
 
     // Weights: called once per tensor after load (and again after a precision switch) so a
     // device backend can upload it. The CPU backend reads tensor.data directly.

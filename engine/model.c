@@ -497,6 +497,16 @@ static void prep_one(tensor *t, void *ud) {
     pc->rc = pc->b->weight_prepare(pc->b, t, pc->err);
 }
 
+static void release_one(tensor *t, void *ud) {
+    backend *b = ud;
+    b->weight_release(b, t);
+}
+
+void model_release_backend(model *m, backend *b) {
+    model_for_each_tensor(m, release_one, b);
+    if (m->hp.tied_output) m->output.bk = NULL;
+}
+
 int model_prepare_backend(model *m, backend *b, errbuf *err) {
     prep_ctx pc = { b, err, 0 };
     model_for_each_tensor(m, prep_one, &pc);

@@ -136,6 +136,8 @@ int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, i
 void forward_ctx_free(forward_ctx *fc);
 // Prepares (uploads) every weight on the backend; checks the backend supports each type.
 int model_prepare_backend(model *m, backend *b, errbuf *err);
+// Lets go of what b holds of every weight (before b is destroyed while m lives on).
+void model_release_backend(model *m, backend *b);
 
 // Runs tokens[0..n) at positions kv->n_used .. +n (n <= fc->n_batch), appends them to the cache.
 // logits: if non-NULL, receives n_vocab floats per requested row: all n rows when all_logits,

@@ -42,6 +42,8 @@ struct session {
     token_filter filter;     // mask == NULL: none
     power_monitor *power;    // not owned
     bool profiling;
+    char notice[ERR_LINE];   // said once to the front end (session_take_notice); "" when none
+    bool broken;             // a move to the CPU failed half-way: every forward pass refuses
 };
 
 session_opts session_opts_default(void) {
@@ -246,13 +248,72 @@ unsigned session_resets(const session *s) { return s->resets; }
 
 const float *session_last_logits(const session *s) { return s->have_logits ? s->logits : NULL; }
 
+// ---- the device lost: the conversation moves to the CPU ----
+
+// Replaces the lost device backend by the CPU backend: the weights are still in host memory (the
+// file's mapping, or their copy), and the KV cache, gone with the device, is rebuilt by running
+// the conversation so far (the history) through the CPU. The new backend is made before the old
+// one goes, so a failure to make it keeps the session as it was (every pass then refuses).
+static int fail_over_to_cpu(session *s, const char *why, errbuf *err) {
+    if (s->broken) return err_set(err, "session: no backend (the move to the CPU failed earlier)");
+    backend_opts cpu_opts = s->opts.backend;
+    cpu_opts.name = "cpu";
+    backend *cpu = backend_create(&cpu_opts, err);
+    if (!cpu) return err_prefix(err, "%s; the CPU cannot take over", why);
+    forward_ctx_free(&s->fc);
+    forward_ctx_free(&s->fc_all);
+    if (s->kv.bk) s->b->kv_release(s->b, &s->kv);
+    model_release_backend(s->m, s->b);
+    backend_destroy(s->b);
+    s->b = cpu;
+    s->broken = true;   // until the CPU holds everything
+    kv_cache_clear(&s->kv);
+    if (model_prepare_backend(s->m, cpu, err) || cpu->kv_prepare(cpu, &s->kv, err) ||
+        forward_ctx_init(&s->fc, cpu, s->m, s->opts.n_batch, 1, err))
+        return err_prefix(err, "%s; moving to the CPU", why);
+    cpu->set_profiling(cpu, s->profiling);
+    s->broken = false;
+    int nb = batch_of(s);
+    for (int i = 0; i < s->n_hist; i += nb) {   // the cache again, from the conversation so far
+        int chunk = s->n_hist - i < nb ? s->n_hist - i : nb;
+        if (model_forward(&s->fc, &s->kv, s->hist + i, chunk, false, s->logits, err))
+            return err_prefix(err, "%s; replaying the conversation on the CPU", why);
+    }
+    snprintf(s->st.backend, sizeof s->st.backend, "%s", cpu->description);
+    str_cut_printf(s->notice, sizeof s->notice, "%s; the conversation goes on on the CPU (%s, %d tokens replayed)",
+                   why, cpu->description, s->n_hist);
+    return 0;
+}
+
+// One forward pass; when the device is lost under it, the session moves to the CPU and the pass
+// runs again there.
+static int forward_or_fail_over(session *s, forward_ctx *fc, const int32_t *tokens, int n, bool all_logits,
+                                float *logits, errbuf *err) {
+    if (s->broken) return err_set(err, "session: no backend (the move to the CPU failed earlier)");
+    if (!model_forward(fc, &s->kv, tokens, n, all_logits, logits, err)) return 0;
+    if (!s->b->lost) return -1;
+    bool all = fc == &s->fc_all;
+    char why[ERR_LINE];
+    snprintf(why, sizeof why, "%s", err->msg);
+    if (fail_over_to_cpu(s, why, err)) return -1;
+    if (all && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err)) return -1;
+    return model_forward(all ? &s->fc_all : &s->fc, &s->kv, tokens, n, all_logits, logits, err);
+}
+
+bool session_take_notice(session *s, char *buf, size_t cap) {
+    if (!s->notice[0]) return false;
+    snprintf(buf, cap, "%s", s->notice);
+    s->notice[0] = 0;
+    return true;
+}
+
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
     if (model_check_file(s->m, err) || history_reserve(s, n, err)) return -1;
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
         int chunk = n - i < nb ? n - i : nb;
         bool last = i + chunk == n;
-        if (model_forward(&s->fc, &s->kv, tokens + i, chunk, false, last ? s->logits : NULL, err))
+        if (forward_or_fail_over(s, &s->fc, tokens + i, chunk, false, last ? s->logits : NULL, err))
             return -1;
         for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
         history_append(s, tokens + i, chunk);
@@ -270,7 +331,7 @@ int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbu
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
         int chunk = n - i < nb ? n - i : nb;
-        if (model_forward(&s->fc_all, &s->kv, tokens + i, chunk, true, out + (size_t)i * nv, err)) return -1;
+        if (forward_or_fail_over(s, &s->fc_all, tokens + i, chunk, true, out + (size_t)i * nv, err)) return -1;
         for (int j = 0; j < chunk; j++) sampler_accept(s->smp, tokens[i + j]);
         history_append(s, tokens + i, chunk);
     }

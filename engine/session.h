@@ -139,6 +139,9 @@ void session_get_plan(const session *s, precision_plan *out);
 
 // Thread-safe: asks a running generation to stop after the current token.
 void session_cancel(session *s);
+// What the session has to tell the person once, e.g. that the device was lost and the CPU took
+// over: true (and the line in buf) the first time it is asked after it happened.
+bool session_take_notice(session *s, char *buf, size_t cap);
 // Clears the conversation (cache, history); keeps the model.
 void session_reset(session *s);
 void session_get_stats(const session *s, session_stats *out);

@@ -6,6 +6,8 @@
 #  - the disk full (a file-size limit of 0: every write fails, EFBIG) or the folder read-only
 #    while a scene saves its transcript and plan and while quantize writes a GGUF: one line naming
 #    the file, the older file is left as it was, no temporary is left beside it
+#  - the Vulkan device lost at the first prompt, mid-reply and in a later turn: the CPU takes
+#    over, said once on one line, and every turn is answered (skipped without a Vulkan device)
 TAG=faults; . "$(dirname "$0")/lib.sh"
 TINY=assets/models/cabin-tiny.gguf
 if [ ! -f "$TINY" ]; then
@@ -77,4 +79,23 @@ for fault in full_disk read_only; do
     [ "$(grep -c . "$T/out")" = 1 ] && grep -q "q4.gguf" "$T/out" && ok || { bad "quantize, $fault: one line naming the file"; cat "$T/out"; }
     kept_old "quantize, $fault"
 done
+# --- the Vulkan device lost mid-reply (CABIN_VK_FAIL_AFTER=N: the batch after N is lost) ---
+if "$CABIN" devices 2>/dev/null | grep -q '^0: '; then
+    printf 'turn on the heat\nit is cold in here\nopen the window\n' >"$T/turns"
+    # 0: the first prompt's batch; 3: the first reply's third token; 40: the second turn
+    for n in 0 3 40; do
+        CABIN_VK_FAIL_AFTER=$n "$CABIN" chat -m "$TINY" --backend vulkan --temp 0 -n 24 -t 1 <"$T/turns" >"$T/out" 2>"$T/err"; rc=$?
+        [ $rc = 0 ] && ok || { bad "device lost after $n batches: chat exit $rc"; cat "$T/err"; }
+        [ "$(grep -c . "$T/err")" = 1 ] && grep -q "batch failed: device lost; the conversation goes on on the CPU" "$T/err" \
+            && ok || { bad "device lost after $n batches: said once"; cat "$T/err"; }
+        [ "$(grep -c '^\[action\]' "$T/out")" = 3 ] && ok || { bad "device lost after $n batches: every turn answered"; cat "$T/out"; }
+    done
+    # a scene says it in its transcript, once
+    printf 'say turn on the heat\nsay open the window\n' >"$T/lost.scene"
+    CABIN_VK_FAIL_AFTER=3 "$CABIN" scene "$T/lost.scene" -m "$TINY" --backend vulkan --speed 0 --no-timestamps -n 24 -t 1 >"$T/out" 2>"$T/err"; rc=$?
+    [ $rc = 0 ] && [ "$(grep -c 'the conversation goes on on the CPU' "$T/out")" = 1 ] && [ "$(grep -c '^action: ' "$T/out")" = 2 ] \
+        && ok || { bad "scene, device lost: exit $rc, said once, both turns answered"; cat "$T/out" "$T/err"; }
+else
+    skip=$((skip + 1)); echo "skipped: device lost mid-reply: no Vulkan device here (cabin devices)"
+fi
 test_finish

@@ -470,16 +470,23 @@ static int vkb_end_batch(backend *b, errbuf *err) {
         VkResult r = vkEndCommandBuffer(v->cb);
         v->recording = false;
         if (r != VK_SUCCESS) vk_fail(v, "vulkan: cannot record the batch: %s", vk_result_str(r));
-        if (!v->failed) {
+        if (!v->failed && b->lost) {
+            r = VK_ERROR_DEVICE_LOST;   // a lost device stays lost
+        } else if (!v->failed && v->fail_after == 0) {
+            r = VK_ERROR_DEVICE_LOST;   // injected (CABIN_VK_FAIL_AFTER)
+            v->fail_after = -1;
+        } else if (!v->failed) {
+            if (v->fail_after > 0) v->fail_after--;
             VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &v->cb };
             r = vkQueueSubmit(v->d.queue, 1, &si, v->fence);
             if (r == VK_SUCCESS) {
                 r = vkWaitForFences(v->d.dev, 1, &v->fence, VK_TRUE, UINT64_MAX);
                 vkResetFences(v->d.dev, 1, &v->fence);
             }
-            if (r != VK_SUCCESS) vk_fail(v, "vulkan: batch failed: %s", vk_result_str(r));
-            else if (v->profiling) read_profile(v);
         }
+        if (r == VK_ERROR_DEVICE_LOST) b->lost = true;
+        if (!v->failed && r != VK_SUCCESS) vk_fail(v, "vulkan: %s: batch failed: %s", v->d.props.deviceName, vk_result_str(r));
+        else if (!v->failed && v->profiling) read_profile(v);
     } else if (!v->failed) {
         vk_fail(v, "vulkan: end_batch without begin_batch");
     }
@@ -657,6 +664,8 @@ backend *backend_vulkan_new(int device_index, errbuf *err) {
         vkb_destroy(b);
         return NULL;
     }
+    const char *fail_after = getenv("CABIN_VK_FAIL_AFTER");
+    v->fail_after = fail_after && *fail_after ? atol(fail_after) : -1;
     const char *split = getenv("CABIN_VK_ATTN_SPLIT");
     if (split) v->attn_split_force = atoi(split);
     const char *mm = getenv("CABIN_VK_MATMUL");

@@ -218,6 +218,8 @@ typedef struct vk_backend {
     int n_grave;
     bool desc_stale;         // a buffer was destroyed while recording: clear the cache after
     int attn_split_force;    // CABIN_VK_ATTN_SPLIT: split count for every attention (tests)
+    long fail_after;         // CABIN_VK_FAIL_AFTER=N: the batch after N more is lost as on a device
+                             // reset (VK_ERROR_DEVICE_LOST; tests); -1: never
     bool rows_matmul;        // matmul_rows.comp (CPU devices) instead of matmul.comp; CABIN_VK_MATMUL
                              // = rows | wg overrides
     vk_weight *weights;
