@@ -253,7 +253,7 @@ int cmd_voice(int argc, char **argv) {
     }
     fflush(stdout);
     int rc = voice_run(v, &err);
-    if (rc) fprintf(stderr, "cabin voice: %s\n", err.msg);
+    if (rc) fprintf(stderr, "cabin voice: %s; voice is off (cabin chat still works)\n", err.msg);
     if (keys) { voice_stop(v); pthread_join(kt, NULL); }
     if (stats) print_summary(&app);
     voice_close(v);

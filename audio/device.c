@@ -15,6 +15,13 @@
 
 #define RING_SECONDS 4
 
+// CABIN_AUDIO_IN_FAIL_AFTER / CABIN_AUDIO_OUT_FAIL_AFTER: samples before the device vanishes
+// (device.h); -1 when unset.
+static long fail_after_env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? atol(v) : -1;
+}
+
 
 static bool is_wav(const char *spec) {
     size_t n = spec ? strlen(spec) : 0;
@@ -112,6 +119,7 @@ struct audio_in {
     _Atomic long overflows;
     int16_t *tmp;          // device-rate scratch
     size_t tmp_cap;
+    long fail_after;       // samples until the injected vanishing; -1: never
 };
 
 static int in_callback(const void *input, void *output, unsigned long frames,
@@ -125,6 +133,7 @@ static int in_callback(const void *input, void *output, unsigned long frames,
 audio_in *audio_in_open(const char *spec, int rate, bool realtime, errbuf *err) {
     audio_in *in = xcalloc(1, sizeof *in);
     in->rate = rate;
+    in->fail_after = fail_after_env("CABIN_AUDIO_IN_FAIL_AFTER");
     if (is_wav(spec)) {
         wav_data w;
         if (wav_read(spec, &w, err)) { free(in); return NULL; }
@@ -167,7 +176,17 @@ audio_in *audio_in_open(const char *spec, int rate, bool realtime, errbuf *err) 
     return in;
 }
 
+static long in_read(audio_in *in, int16_t *x, size_t n, int timeout_ms, errbuf *err);
+
 long audio_in_read(audio_in *in, int16_t *x, size_t n, int timeout_ms, errbuf *err) {
+    if (in->fail_after == 0) return err_set(err, "audio: capture device %s vanished", in->name), -1;
+    if (in->fail_after > 0 && n > (size_t)in->fail_after) n = (size_t)in->fail_after;
+    long got = in_read(in, x, n, timeout_ms, err);
+    if (got > 0 && in->fail_after > 0) in->fail_after -= got;
+    return got;
+}
+
+static long in_read(audio_in *in, int16_t *x, size_t n, int timeout_ms, errbuf *err) {
     if (in->file) {
         if (in->pos >= in->wav.n) return -1;
         size_t avail = in->wav.n - in->pos;
@@ -241,6 +260,7 @@ struct audio_out {
     _Atomic bool stop;
     // PortAudio
     PaStream *stream;
+    long fail_after;       // samples until the injected vanishing; -1: never
 };
 
 // The consumer's side of a period: frames samples out of the ring (zeros when it runs dry).
@@ -288,6 +308,7 @@ static void *file_out_thread(void *ud) {
 audio_out *audio_out_open(const char *spec, int rate, bool realtime, errbuf *err) {
     audio_out *o = xcalloc(1, sizeof *o);
     o->rate = rate;
+    o->fail_after = fail_after_env("CABIN_AUDIO_OUT_FAIL_AFTER");
     if (is_wav(spec)) {
         o->file = true;
         o->realtime = realtime;
@@ -325,6 +346,10 @@ audio_out *audio_out_open(const char *spec, int rate, bool realtime, errbuf *err
 }
 
 long audio_out_write(audio_out *o, const int16_t *x, size_t n, const atomic_bool *abort) {
+    if (o->fail_after >= 0) {
+        if ((size_t)o->fail_after < n) { o->fail_after = 0; atomic_store(&o->failed, true); }
+        else o->fail_after -= (long)n;
+    }
     int16_t *buf = NULL;
     const int16_t *src = x;
     size_t m = n;
@@ -335,6 +360,7 @@ long audio_out_write(audio_out *o, const int16_t *x, size_t n, const atomic_bool
     }
     size_t done = 0;
     while (done < m) {
+        if (o->stream && Pa_IsStreamActive(o->stream) != 1) atomic_store(&o->failed, true);   // unplugged
         if (atomic_load(&o->failed)) { free(buf); return -1; }
         if (abort && atomic_load(abort)) break;
         size_t k = ring_write(&o->ring, src + done, m - done);

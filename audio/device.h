@@ -19,7 +19,10 @@ typedef struct audio_out audio_out;
 // sound card would; otherwise as fast as asked.
 audio_in *audio_in_open(const char *spec, int rate, bool realtime, errbuf *err);
 // Up to n samples at the opened rate. Waits up to timeout_ms for at least one. Returns the
-// count (0: none yet), or -1 at the end of a file / a failed device (err says which).
+// count (0: none yet), or -1 at the end of a file (err left empty) or when the device failed or
+// vanished (err says which).
+// Fault injection (tests): CABIN_AUDIO_IN_FAIL_AFTER=N makes every capture device vanish after
+// N samples, CABIN_AUDIO_OUT_FAIL_AFTER=N every playback device after N samples written.
 long audio_in_read(audio_in *in, int16_t *x, size_t n, int timeout_ms, errbuf *err);
 const char *audio_in_name(const audio_in *in);
 bool audio_in_is_file(const audio_in *in);
@@ -28,7 +31,7 @@ void audio_in_close(audio_in *in);
 // rate: what the caller will write (the TTS rate); a device that cannot take it gets resampled.
 audio_out *audio_out_open(const char *spec, int rate, bool realtime, errbuf *err);
 // Queues n samples; blocks while the queue is full. Stops early (returns samples queued) when
-// *abort becomes true. -1 if the device failed.
+// *abort becomes true. -1 if the device failed or vanished (a stream that stopped).
 long audio_out_write(audio_out *o, const int16_t *x, size_t n, const atomic_bool *abort);
 // Drops everything queued (barge-in): the consumer discards it at its next period.
 void audio_out_flush(audio_out *o);

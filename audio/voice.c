@@ -51,6 +51,7 @@ struct voice {
     bool reply_running;            // a thread to join
     _Atomic bool reply_done;
     _Atomic bool abort;            // barge-in: stop generating and speaking this turn
+    _Atomic bool out_failed;       // a write to the playback device failed: voice_run stops
     char reply_text[512];
     bool reply_refused;            // the reply thread says "Sorry, I didn't catch that." instead (asr_result.refused)
     clause_splitter cs;            // reply thread only
@@ -92,6 +93,7 @@ static int tts_sink_fn(void *ud, const int16_t *x, size_t n) {
     double zero = 0;
     atomic_compare_exchange_strong(&v->t_first_write, &zero, now_sec());
     long w = audio_out_write(v->out, x, n, &v->abort);
+    if (w < 0) atomic_store(&v->out_failed, true);
     return w < 0 || atomic_load(&v->abort) ? 1 : 0;
 }
 
@@ -298,8 +300,12 @@ int voice_run(voice *v, errbuf *err) {
         errbuf rerr = {{0}};
         long n = audio_in_read(v->in, x, CHUNK, 20, &rerr);
         if (n < 0) {
-            if (audio_in_is_file(v->in)) n = -2;
+            if (audio_in_is_file(v->in) && !rerr.msg[0]) n = -2;   // the end of the recording
             else { rc = err_set(err, "%s", rerr.msg); break; }
+        }
+        if (atomic_load(&v->out_failed)) {   // the speakers went away: voice stops, with the reason
+            rc = err_set(err, "audio: playback device %s failed or vanished", audio_out_name(v->out));
+            break;
         }
         if (n == -2) {   // end of the file: close an open utterance, let the last reply finish
             if (v->in_utt) end_utterance(v, false, err, &rc);

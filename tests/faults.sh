@@ -8,6 +8,8 @@
 #    the file, the older file is left as it was, no temporary is left beside it
 #  - the Vulkan device lost at the first prompt, mid-reply and in a later turn: the CPU takes
 #    over, said once on one line, and every turn is answered (skipped without a Vulkan device)
+#  - the microphone or the speakers vanishing in cabin voice: one line, voice off, exit 1 (the
+#    workbench's case, where typing goes on, is in tests/term_faults.sh)
 TAG=faults; . "$(dirname "$0")/lib.sh"
 TINY=assets/models/cabin-tiny.gguf
 if [ ! -f "$TINY" ]; then
@@ -97,5 +99,17 @@ if "$CABIN" devices 2>/dev/null | grep -q '^0: '; then
         && ok || { bad "scene, device lost: exit $rc, said once, both turns answered"; cat "$T/out" "$T/err"; }
 else
     skip=$((skip + 1)); echo "skipped: device lost mid-reply: no Vulkan device here (cabin devices)"
+fi
+# --- the audio devices vanishing mid-turn (CABIN_AUDIO_IN/OUT_FAIL_AFTER=N samples) ---
+WAV=assets/audio/set-temperature-22.wav
+if cabin_has_audio && [ -f "$WAV" ]; then
+    for dir in IN OUT; do
+        env CABIN_AUDIO_${dir}_FAIL_AFTER=8000 "$CABIN" voice -m "$TINY" --audio-in "$WAV" --audio-out "$T/said.wav" -t 1 >"$T/out" 2>"$T/err"; rc=$?
+        what=$([ $dir = IN ] && echo capture || echo playback)
+        [ $rc = 1 ] && [ "$(grep -c . "$T/err")" = 1 ] && grep -q "audio: $what device .* vanished; voice is off" "$T/err" \
+            && ok || { bad "voice, the $what device vanished: exit $rc, one line"; cat "$T/err"; }
+    done
+else
+    skip=$((skip + 1)); echo "skipped: audio devices vanishing: no audio in $CABIN or no $WAV"
 fi
 test_finish

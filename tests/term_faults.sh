@@ -1,12 +1,15 @@
 #!/bin/sh
+# Faults while cabin talks to a person, in a pipe and in a terminal (tmux).
 # SIGINT and SIGTERM in the middle of a reply and while cabin waits for input:
 #  - cabin chat from a pipe: SIGTERM and SIGINT stop the reply and end chat with 143 / 130
 #  - cabin chat in a terminal (tmux): SIGTERM mid-reply or at the prompt ends it with 143 and the
 #    terminal settings (stty -g) as they were; Ctrl-C stops a reply and chat goes on
 #  - the workbench in a terminal: SIGTERM / SIGINT mid-reply leave as :quit does (the transcript
 #    autosaved whole, replacing the older one), terminal settings restored, status 143 / 130
+# The capture device vanishing while the workbench listens (CABIN_AUDIO_IN_FAIL_AFTER): one line
+# says so, and a typed turn is answered after it.
 # A save killed at any moment is checked in tests/test_afile.c (the older file or the new one).
-TAG=signals; . "$(dirname "$0")/lib.sh"
+TAG=term_faults; . "$(dirname "$0")/lib.sh"
 CABIN="$(pwd)/$BUILD/cabin"   # absolute: tmux starts it
 "$CABIN" make-model -o "$T/m.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null || bad "make-model"
 # long replies: the raw model, past its end tokens, on the scalar path
@@ -49,18 +52,18 @@ if ! command -v tmux >/dev/null 2>&1; then
     skip=$((skip + 1)); echo "skipped: terminal cases: tmux is not installed"
     test_finish; exit
 fi
-S=cabin-sig-$$
+S=cabin-term-$$
 TMUX_TMPDIR=$T; export TMUX_TMPDIR      # a private tmux server
 trap 'tmux kill-server 2>/dev/null; rm -rf "$T"' EXIT
 tmux new-session -d -s keepalive -x 20 -y 5 "sleep 3600"
-# start CMD...: runs cabin CMD in a terminal of its own, its stty -g before and after in
+# start CMD...: runs cabin CMD (with the variables of $START_ENV) in a terminal of its own, its stty -g before and after in
 # $T/stty.before and $T/stty.after, its pid in $T/pid, its exit status in $T/rc
 start() {
     rm -f "$T/rc" "$T/pid" "$T/stty.before" "$T/stty.after"
     cat >"$T/wrap.sh" <<EOF
 trap true INT   # Ctrl-C goes to the terminal's whole process group: this shell stays to report
 stty -g >"$T/stty.before"
-XDG_STATE_HOME="$T/state" LANG=C.UTF-8 LC_ALL=C.UTF-8 sh -c 'echo \$\$ >"$T/pid"; exec "$CABIN" $*' 2>"$T/stderr"
+env $START_ENV XDG_STATE_HOME="$T/state" LANG=C.UTF-8 LC_ALL=C.UTF-8 sh -c 'echo \$\$ >"$T/pid"; exec "$CABIN" $*' 2>"$T/stderr"
 echo \$? >"$T/rc.tmp"
 stty -g >"$T/stty.after"
 mv "$T/rc.tmp" "$T/rc"
@@ -125,4 +128,21 @@ for sig in TERM INT; do
         "$T/state/cabin/workbench-autosave.json" && ok || { bad "workbench, SIG$sig: the transcript saved whole"; head -c 300 "$T/state/cabin/workbench-autosave.json"; }
     [ -z "$(ls "$T/state/cabin" | grep '\.tmp\.')" ] && ok || bad "workbench, SIG$sig: a temporary left behind"
 done
+
+# the workbench: the microphone (a recording played with :voice) vanishes after 0.5 s
+TINY="$(pwd)/assets/models/cabin-tiny.gguf"
+if cabin_has_audio && [ -f "$TINY" ]; then
+    START_ENV=CABIN_AUDIO_IN_FAIL_AFTER=8000 start workbench -m "$TINY" -t 1 --no-voice
+    wait_screen "type a message"
+    tmux send-keys -t "$S" ":voice $(pwd)/assets/audio/set-temperature-22.wav" Enter
+    wait_screen "vanished"
+    cap | grep -qF "set-temperature-22.wav: audio: capture device" && ok || { bad "workbench: the vanished device said"; cap; }
+    tmux send-keys -t "$S" "turn on the heat" Enter
+    wait_screen "Warming"
+    cap | grep -qF "Warming" && ok || { bad "workbench: a typed turn after the device vanished"; cap; }
+    tmux send-keys -t "$S" ":quit" Enter
+    ended "workbench, the microphone vanished, then :quit" 0
+else
+    skip=$((skip + 1)); echo "skipped: the microphone vanishing in the workbench: no audio in $CABIN or no $TINY"
+fi
 test_finish
