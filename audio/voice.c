@@ -342,6 +342,12 @@ int voice_run(voice *v, errbuf *err) {
             }
         }
     }
+    if (v->in_utt) {   // stopped or failed mid-utterance: the recogniser ends it (its result unused)
+        v->in_utt = false;
+        asr_result dropped;
+        errbuf ignored = {{0}};
+        asr_end(v->asr, &dropped, &ignored);
+    }
     if (v->cur.turn) {
         atomic_store(&v->abort, true);
         if (v->h.cancel) v->h.cancel(v->h.ud);
