@@ -416,9 +416,11 @@ int cmd_eval_assistant(int argc, char **argv) {
     char *text = read_file_all(o.file, NULL, &err);
     if (!text) { fprintf(stderr, "cabin eval-assistant: %s\n", err.msg); return 1; }
     eval_run e = { .o = &o };
-    if ((o.errors_out && !(e.errors = fopen(o.errors_out, "w"))) || (o.replies_out && !(e.replies = fopen(o.replies_out, "w")))) {
-        fprintf(stderr, "cabin eval-assistant: %s: cannot write\n", o.errors_out && !e.errors ? o.errors_out : o.replies_out);
-        if (e.errors) fclose(e.errors);
+    // the per-turn files are written whole or not at all, as --json is (opts_open_out)
+    if ((o.errors_out && !(e.errors = opts_open_out(o.errors_out, &err))) ||
+        (o.replies_out && !(e.replies = opts_open_out(o.replies_out, &err)))) {
+        fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
+        if (e.errors) opts_close_out(e.errors, o.errors_out, &err);
         free(text);
         return 1;
     }
@@ -440,8 +442,14 @@ int cmd_eval_assistant(int argc, char **argv) {
         if (rc) fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
         if (!rc && e.c.turns > 0) rc = eval_report(&e, &r, now_sec() - t0);
     }
-    if (e.errors) fclose(e.errors);
-    if (e.replies) fclose(e.replies);
+    if (e.errors && opts_close_out(e.errors, o.errors_out, &err)) {
+        fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
+        rc = 1;
+    }
+    if (e.replies && opts_close_out(e.replies, o.replies_out, &err)) {
+        fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);
+        rc = 1;
+    }
     action_grammar_free(e.grammar);
     free(text);
     session_close(e.s);
