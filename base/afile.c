@@ -1,12 +1,37 @@
 #include "base/afile.h"
 #include "base/mem.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+// Removes the temporaries of earlier saves of path that were killed mid-write ("NAME.tmp.PID"
+// beside it, whose process is gone); one whose process still runs is left to it.
+static void remove_stale_temporaries(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path) snprintf(dir, sizeof dir, "/");
+    const char *base = slash ? slash + 1 : path;
+    size_t nb = strlen(base);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, nb) != 0 || strncmp(n + nb, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(n + nb + 5, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char stale[8192];
+        snprintf(stale, sizeof stale, "%s/%s", dir, n);
+        unlink(stale);
+    }
+    if (d) closedir(d);
+}
 
 int afile_open(afile *a, const char *path, errbuf *err) {
     struct stat st;
@@ -21,6 +46,7 @@ int afile_open(afile *a, const char *path, errbuf *err) {
         a->tmp = xmalloc(n);
         snprintf(a->tmp, n, "%s.tmp.%d", a->path, (int)getpid());
         target = a->tmp;
+        remove_stale_temporaries(a->path);
     }
     a->f = fopen(target, "wb");
     if (!a->f) {

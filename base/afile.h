@@ -3,6 +3,7 @@
 // the temporary is removed. A PATH that exists and is not a regular file (a device such as
 // /dev/null or /dev/full, a FIFO) is written in place: renaming over it would replace the node.
 // Errors name the path and the reason ("out.gguf: write failed: No space left on device").
+// A temporary left by an earlier save that was killed (its process gone) is removed then.
 #ifndef CABIN_BASE_AFILE_H
 #define CABIN_BASE_AFILE_H
 
