@@ -253,9 +253,9 @@ const float *session_last_logits(const session *s) { return s->have_logits ? s->
 // Replaces the lost device backend by the CPU backend: the weights are still in host memory (the
 // file's mapping, or their copy), and the KV cache, gone with the device, is rebuilt by running
 // the conversation so far (the history) through the CPU. The new backend is made before the old
-// one goes, so a failure to make it keeps the session as it was (every pass then refuses).
+// one goes: a failure to make it keeps the lost one (every later pass fails as this one did); a
+// failure after (out of memory) leaves the session broken, and every later pass refuses.
 static int fail_over_to_cpu(session *s, const char *why, errbuf *err) {
-    if (s->broken) return err_set(err, "session: no backend (the move to the CPU failed earlier)");
     backend_opts cpu_opts = s->opts.backend;
     cpu_opts.name = "cpu";
     backend *cpu = backend_create(&cpu_opts, err);
@@ -272,13 +272,13 @@ static int fail_over_to_cpu(session *s, const char *why, errbuf *err) {
         forward_ctx_init(&s->fc, cpu, s->m, s->opts.n_batch, 1, err))
         return err_prefix(err, "%s; moving to the CPU", why);
     cpu->set_profiling(cpu, s->profiling);
-    s->broken = false;
     int nb = batch_of(s);
     for (int i = 0; i < s->n_hist; i += nb) {   // the cache again, from the conversation so far
         int chunk = s->n_hist - i < nb ? s->n_hist - i : nb;
         if (model_forward(&s->fc, &s->kv, s->hist + i, chunk, false, s->logits, err))
             return err_prefix(err, "%s; replaying the conversation on the CPU", why);
     }
+    s->broken = false;
     snprintf(s->st.backend, sizeof s->st.backend, "%s", cpu->description);
     str_cut_printf(s->notice, sizeof s->notice, "%s; the conversation goes on on the CPU (%s, %d tokens replayed)",
                    why, cpu->description, s->n_hist);
@@ -294,7 +294,7 @@ static int forward_or_fail_over(session *s, forward_ctx *fc, const int32_t *toke
     if (!s->b->lost) return -1;
     bool all = fc == &s->fc_all;
     char why[ERR_LINE];
-    snprintf(why, sizeof why, "%s", err->msg);
+    snprintf(why, sizeof why, "%s", err ? err->msg : "the device was lost");
     if (fail_over_to_cpu(s, why, err)) return -1;
     if (all && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err)) return -1;
     return model_forward(all ? &s->fc_all : &s->fc, &s->kv, tokens, n, all_logits, logits, err);
