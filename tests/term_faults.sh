@@ -6,8 +6,9 @@
 #    terminal settings (stty -g) as they were; Ctrl-C stops a reply and chat goes on
 #  - the workbench in a terminal: SIGTERM / SIGINT mid-reply leave as :quit does (the transcript
 #    autosaved whole, replacing the older one), terminal settings restored, status 143 / 130
-# The capture device vanishing while the workbench listens (CABIN_AUDIO_IN_FAIL_AFTER): one line
-# says so, and a typed turn is answered after it.
+# The capture device vanishing while the workbench listens (CABIN_AUDIO_IN_FAIL_AFTER), and the
+# Vulkan device lost mid-reply (CABIN_VK_FAIL_AFTER): one line says so, and a typed turn is
+# answered after it.
 # A save killed at any moment is checked in tests/test_afile.c (the older file or the new one).
 TAG=term_faults; . "$(dirname "$0")/lib.sh"
 CABIN="$(pwd)/$BUILD/cabin"   # absolute: tmux starts it
@@ -144,5 +145,23 @@ if cabin_has_audio && [ -f "$TINY" ]; then
     ended "workbench, the microphone vanished, then :quit" 0
 else
     skip=$((skip + 1)); echo "skipped: the microphone vanishing in the workbench: no audio in $CABIN or no $TINY"
+fi
+
+# the workbench: the Vulkan device lost mid-reply (CABIN_VK_FAIL_AFTER): its notice line, and the
+# next typed turn is answered on the CPU
+if [ -f "$TINY" ] && "$CABIN" devices 2>/dev/null | grep -q '^0: '; then
+    START_ENV=CABIN_VK_FAIL_AFTER=3 start workbench -m "$TINY" -t 1 --no-voice --backend vulkan --temp 0
+    wait_screen "type a message"
+    tmux send-keys -t "$S" "turn on the heat" Enter
+    wait_screen "goes on on the CPU"
+    cap | grep -qF "device lost; the conversation goes on on the CPU" && ok || { bad "workbench: the device lost said"; cap; }
+    tmux send-keys -t "$S" "open the window" Enter
+    wait_screen "window"
+    wait_screen "Opening"
+    cap | grep -qF "Opening" && ok || { bad "workbench: a turn after the device was lost"; cap; }
+    tmux send-keys -t "$S" ":quit" Enter
+    ended "workbench, the device lost, then :quit" 0
+else
+    skip=$((skip + 1)); echo "skipped: the device lost in the workbench: no Vulkan device or no $TINY"
 fi
 test_finish
