@@ -1,46 +1,14 @@
 // cabin bench: prefill and decode speed, judged against this machine's memory bandwidth.
+#include "app/bench_floor.h"
 #include "app/commands.h"
-#include "engine/cpu/threadpool.h"
 #include "engine/precision.h"
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct bw_job { const uint64_t *buf; size_t n; uint64_t sums[256]; } bw_job;
-
-static void bw_worker(void *ctx, int ith, int nth) {
-    bw_job *j = ctx;
-    int64_t lo, hi;
-    split_range((int64_t)j->n, ith, nth, 64, &lo, &hi);
-    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int64_t i = lo; i + 4 <= hi; i += 4) {
-        a0 += j->buf[i]; a1 += j->buf[i + 1]; a2 += j->buf[i + 2]; a3 += j->buf[i + 3];
-    }
-    j->sums[ith] = a0 + a1 + a2 + a3;
-}
-
-// Streaming read bandwidth in bytes/s with n_threads threads over a buffer far larger than cache.
-static double measure_bandwidth(int n_threads) {
-    size_t bytes = (size_t)1 << 30;
-    bw_job j = { .n = bytes / 8 };
-    uint64_t *buf = xmalloc(bytes);
-    memset(buf, 1, bytes);
-    j.buf = buf;
-    threadpool *p = threadpool_new(n_threads);
-    double best = 0.0;
-    for (int r = 0; r < 4; r++) {
-        double t0 = now_sec();
-        threadpool_run(p, bw_worker, &j);
-        double dt = now_sec() - t0;
-        if (bytes / dt > best) best = bytes / dt;
-    }
-    threadpool_free(p);
-    free(buf);
-    return best;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -75,12 +43,16 @@ static const opt_def BENCH_OPTS[] = {
 static const cmd_spec BENCH_SPEC = {
     "cabin bench", "cabin bench [-m MODEL] [-p 64] [-n 32] [-r 3] [-t THREADS] [--kv F] [--depth D] [--json [FILE]]",
     "Prefill (a batch of -p tokens) and decode (-n tokens one by one) speed, the median\n"
-    "of -r repetitions, next to this machine's measured streaming-read bandwidth and\n"
-    "the decode ceiling it implies (weight bytes read per token / bandwidth).\n",
+    "of -r repetitions, next to this machine's streaming-read bandwidth and the decode\n"
+    "ceiling it implies (bytes read per decoded token: weights and KV cache, over the\n"
+    "bandwidth). The bandwidth is the best of short passes run between the repetitions,\n"
+    "with their spread; a decode above 100% of that ceiling is flagged as disturbed.\n",
 };
 
-// The timings of every repetition (tokens per second).
-typedef struct bench_result { double *pp, *tg; } bench_result;
+// The timings of every repetition (tokens per second), and the bandwidth passes between them
+// (bytes per second: BW_PASSES after the warm-up and after each repetition).
+enum { BW_PASSES = 2 };
+typedef struct bench_result { double *pp, *tg, *bw; int n_bw; size_t bw_bytes, llc_bytes; } bench_result;
 
 static int bench_parse(int argc, char **argv, bench_opts *o, run_opts *r) {
     *o = (bench_opts){ .n_prompt = 64, .n_gen = 32, .reps = 3 };
@@ -112,8 +84,13 @@ static int bench_switch(session *s, const char *spec, errbuf *err) {
     return 0;
 }
 
-// A warm-up pass, then reps of (prefill n_prompt, decode n_gen); -1 with err.
-static int bench_run(session *s, const bench_opts *o, bench_result *res, errbuf *err) {
+static void bw_passes(bw_probe *probe, bench_result *res) {
+    for (int i = 0; i < BW_PASSES; i++) res->bw[res->n_bw++] = bw_probe_pass(probe);
+}
+
+// A warm-up pass, then reps of (prefill n_prompt, decode n_gen), with bandwidth passes after
+// the warm-up and after each repetition; -1 with err.
+static int bench_run(session *s, const bench_opts *o, bw_probe *probe, bench_result *res, errbuf *err) {
     const model *m = session_model(s);
     int32_t *prompt = xmalloc((size_t)o->n_prompt * sizeof(int32_t));
     uint64_t rng = 12345;
@@ -124,6 +101,7 @@ static int bench_run(session *s, const bench_opts *o, bench_result *res, errbuf 
     int rc = 0;
     // one warm-up pass (page in the weights)
     if (session_eval(s, prompt, o->n_prompt < 8 ? o->n_prompt : 8, NULL, err)) rc = -1;
+    if (!rc) bw_passes(probe, res);
     for (int rep = 0; rep < o->reps && !rc; rep++) {
         session_reset(s);
         double t0 = now_sec();
@@ -136,16 +114,30 @@ static int bench_run(session *s, const bench_opts *o, bench_result *res, errbuf 
         double t2 = now_sec();
         res->pp[rep] = o->n_prompt / (t1 - t0);
         res->tg[rep] = o->n_gen / (t2 - t1);
+        bw_passes(probe, res);
     }
     free(prompt);
     return rc;
 }
 
-static void bench_table(session *s, const bench_opts *o, const char *model_path, const bench_result *res,
-                        double pp_med, double tg_med, double bw, int n_threads) {
+// The floor of this run: the passes summarised and the decode judged against them.
+typedef struct bench_floor { bw_summary bw; floor_verdict v; double weight_bytes, kv_bytes; } bench_floor;
+
+static bench_floor bench_floor_of(session *s, const bench_opts *o, const bench_result *res, double tg_med) {
     const model *m = session_model(s);
-    uint64_t bytes_tok = model_decode_bytes(m);
-    double ceiling = bw / (double)bytes_tok;
+    session_stats st;
+    session_get_stats(s, &st);
+    bench_floor f;
+    f.bw = bw_summarize(res->bw, res->n_bw);
+    f.weight_bytes = (double)model_decode_bytes(m);
+    f.kv_bytes = floor_kv_bytes(st.kv_token_bytes, m->hp.n_layer, o->n_prompt, o->n_gen);
+    f.v = floor_judge(tg_med, f.weight_bytes, f.kv_bytes, &f.bw, res->llc_bytes);
+    return f;
+}
+
+static void bench_table(session *s, const bench_opts *o, const char *model_path, const bench_result *res,
+                        double pp_med, double tg_med, const bench_floor *f, int n_threads) {
+    const model *m = session_model(s);
     session_stats st;
     session_get_stats(s, &st);
     printf("model      %s (%s, %d layers, dim %d)\n", model_path, m->hp.arch_name, m->hp.n_layer, m->hp.dim);
@@ -170,29 +162,68 @@ static void bench_table(session *s, const bench_opts *o, const char *model_path,
     printf(" |\n| %-15s | %-3s | %20.2f |", tgname, st.kv_format, tg_med);
     for (int i = 0; i < o->reps; i++) printf(" %.2f", res->tg[i]);
     printf(" |\n");
-    printf("memory bandwidth (streaming read, %d threads): %.2f GB/s\n", n_threads, bw / 1e9);
-    printf("weights read per decoded token: %.1f MiB -> decode ceiling %.2f tok/s\n",
-           (double)bytes_tok / (1 << 20), ceiling);
-    printf("decode at %.1f%% of the bandwidth ceiling (%.2f GB/s of weights)\n",
-           100.0 * tg_med / ceiling, tg_med * (double)bytes_tok / 1e9);
+    printf("memory bandwidth (streaming read of %.0f MiB, %d threads, %d passes between the runs): best %.2f GB/s, "
+           "median %.2f, worst %.2f\n", (double)res->bw_bytes / (1 << 20), n_threads, f->bw.n, f->bw.best / 1e9,
+           f->bw.median / 1e9, f->bw.worst / 1e9);
+    printf("bytes read per decoded token: %.1f MiB weights + %.2f MiB KV cache -> decode ceiling %.2f tok/s\n",
+           f->weight_bytes / (1 << 20), f->kv_bytes / (1 << 20), f->v.ceiling_tps);
+    if (f->v.cache_resident)
+        printf("decode at %.1f%% of the memory ceiling: the %.1f MiB read per token fit in the %.0f MiB last-level "
+               "cache, so memory bandwidth does not bound this decode\n", f->v.pct, f->v.bytes_per_token / (1 << 20),
+               (double)res->llc_bytes / (1 << 20));
+    else if (f->v.disturbed)
+        printf("decode at %.1f%% of the ceiling: DISTURBED (above 100%%: no bandwidth pass reached the rate the decode "
+               "read at, %.2f GB/s, so the machine was busy during the passes; the percentage means nothing)\n",
+               f->v.pct, tg_med * f->v.bytes_per_token / 1e9);
+    else
+        printf("decode at %.1f%% of the bandwidth ceiling (%.2f GB/s read)\n", f->v.pct,
+               tg_med * f->v.bytes_per_token / 1e9);
 }
 
-static int bench_json(FILE *f, session *s, const bench_opts *o, const char *model_path, double pp_med, double tg_med,
-                      double bw, int n_threads) {
+static cJSON *json_passes(const bench_result *res) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < res->n_bw; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(res->bw[i] / 1e9));
+    return a;
+}
+
+static int bench_json(FILE *out, session *s, const bench_opts *o, const char *model_path, const bench_result *res,
+                      double pp_med, double tg_med, const bench_floor *f, int n_threads) {
     const model *m = session_model(s);
-    uint64_t bytes_tok = model_decode_bytes(m);
-    double ceiling = bw / (double)bytes_tok;
     session_stats st;
     session_get_stats(s, &st);
-    return fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"n_prompt\": %d, "
-                   "\"n_gen\": %d, \"reps\": %d, \"kv_format\": \"%s\", \"kv_policy\": \"%s\", \"depth\": %d, "
-                   "\"kv_bytes\": %llu, \"kv_used_bytes\": %llu, \"prefill_tps\": %.3f, \"decode_tps\": %.3f, "
-                   "\"bandwidth_gbs\": %.3f, \"decode_bytes_per_token\": %llu, "
-                   "\"decode_ceiling_tps\": %.3f, \"decode_pct_of_ceiling\": %.1f, \"weights_copied_bytes\": %llu}\n",
-                   model_path, st.backend, n_threads, o->n_prompt, o->n_gen, o->reps, st.kv_format, st.kv_policy, o->depth,
-                   (unsigned long long)st.kv_bytes, (unsigned long long)st.kv_used_bytes, pp_med, tg_med,
-                   bw / 1e9, (unsigned long long)bytes_tok, ceiling, 100.0 * tg_med / ceiling,
-                   (unsigned long long)m->weights_copy_bytes) < 0 ? -1 : 0;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", model_path);
+    cJSON_AddStringToObject(j, "backend", st.backend);
+    cJSON_AddNumberToObject(j, "threads", n_threads);
+    cJSON_AddNumberToObject(j, "n_prompt", o->n_prompt);
+    cJSON_AddNumberToObject(j, "n_gen", o->n_gen);
+    cJSON_AddNumberToObject(j, "reps", o->reps);
+    cJSON_AddStringToObject(j, "kv_format", st.kv_format);
+    cJSON_AddStringToObject(j, "kv_policy", st.kv_policy);
+    cJSON_AddNumberToObject(j, "depth", o->depth);
+    cJSON_AddNumberToObject(j, "kv_bytes", (double)st.kv_bytes);
+    cJSON_AddNumberToObject(j, "kv_used_bytes", (double)st.kv_used_bytes);
+    cJSON_AddNumberToObject(j, "prefill_tps", pp_med);
+    cJSON_AddNumberToObject(j, "decode_tps", tg_med);
+    cJSON_AddItemToObject(j, "bandwidth_passes_gbs", json_passes(res));
+    cJSON_AddNumberToObject(j, "bandwidth_gbs", f->bw.best / 1e9);   // the best pass: the floor's
+    cJSON_AddNumberToObject(j, "bandwidth_median_gbs", f->bw.median / 1e9);
+    cJSON_AddNumberToObject(j, "bandwidth_worst_gbs", f->bw.worst / 1e9);
+    cJSON_AddNumberToObject(j, "bandwidth_buffer_bytes", (double)res->bw_bytes);
+    cJSON_AddNumberToObject(j, "decode_weight_bytes_per_token", f->weight_bytes);
+    cJSON_AddNumberToObject(j, "decode_kv_bytes_per_token", f->kv_bytes);
+    cJSON_AddNumberToObject(j, "decode_bytes_per_token", f->v.bytes_per_token);
+    cJSON_AddNumberToObject(j, "decode_ceiling_tps", f->v.ceiling_tps);
+    cJSON_AddNumberToObject(j, "decode_pct_of_ceiling", f->v.pct);
+    cJSON_AddBoolToObject(j, "cache_resident", f->v.cache_resident);
+    cJSON_AddNumberToObject(j, "llc_bytes", (double)res->llc_bytes);
+    cJSON_AddBoolToObject(j, "disturbed", f->v.disturbed);
+    cJSON_AddNumberToObject(j, "weights_copied_bytes", (double)m->weights_copy_bytes);
+    char *text = cJSON_PrintUnformatted(j);
+    int rc = fprintf(out, "%s\n", text) < 0 ? -1 : 0;
+    free(text);
+    cJSON_Delete(j);
+    return rc;
 }
 
 static void bench_profile(backend *b, FILE *f) {
@@ -211,16 +242,16 @@ static void bench_profile(backend *b, FILE *f) {
 // The table (unless the JSON goes to stdout), the JSON and the op profile.
 static int bench_report(session *s, const bench_opts *o, const char *model_path, bench_result *res, int n_threads) {
     double pp_med = median(res->pp, o->reps), tg_med = median(res->tg, o->reps);
-    double bw = measure_bandwidth(n_threads);
+    bench_floor fl = bench_floor_of(s, o, res, tg_med);
     bool json_stdout = opts_out_is_stdout(o->json_out);
-    if (!json_stdout) bench_table(s, o, model_path, res, pp_med, tg_med, bw, n_threads);
+    if (!json_stdout) bench_table(s, o, model_path, res, pp_med, tg_med, &fl, n_threads);
     int rc = 0;
     if (o->json_out) {
         errbuf err = {{0}};
         FILE *f = opts_open_out(o->json_out, &err);
         bool failed = !f;
         if (f) {   // opts_close_out closes f whatever happened, once
-            failed = bench_json(f, s, o, model_path, pp_med, tg_med, bw, n_threads) != 0;
+            failed = bench_json(f, s, o, model_path, res, pp_med, tg_med, &fl, n_threads) != 0;
             if (opts_close_out(f, o->json_out, &err)) failed = true;
         }
         if (failed) {
@@ -249,12 +280,18 @@ int cmd_bench(int argc, char **argv) {
         session_close(s);
         return 1;
     }
-    bench_result res = { xmalloc((size_t)o.reps * sizeof(double)), xmalloc((size_t)o.reps * sizeof(double)) };
-    int rc = bench_run(s, &o, &res, &err);
+    bench_result res = { xmalloc((size_t)o.reps * sizeof(double)), xmalloc((size_t)o.reps * sizeof(double)),
+                         xmalloc((size_t)(o.reps + 1) * BW_PASSES * sizeof(double)), 0, 0, 0 };
+    bw_probe *probe = bw_probe_new(n_threads);
+    res.bw_bytes = bw_probe_bytes(probe);
+    res.llc_bytes = bw_probe_llc_bytes(probe);
+    int rc = bench_run(s, &o, probe, &res, &err);
+    bw_probe_free(probe);
     if (rc) fprintf(stderr, "cabin bench: %s\n", err.msg);
     else rc = bench_report(s, &o, r.s.model_path, &res, n_threads);
     free(res.pp);
     free(res.tg);
+    free(res.bw);
     session_close(s);
     return rc ? 1 : 0;
 }

@@ -72,10 +72,21 @@ expect_rc 0 "logits" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 5 --ou
 [ "$(stat -c %s "$T/l.f32")" = $((400 * 4)) ] && ok || bad "--out writes n_vocab floats"
 expect_rc 0 "logits --backend cpu-scalar" -- "$CABIN" logits -m "$T/m.gguf" -p "eta oin" --top 1 --backend cpu-scalar
 expect_rc 0 "bench" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json
-grep -q '"decode_tps"' "$T/out" && ok || bad "bench --json"
-grep -Eq '"weights_copied_bytes": [1-9]' "$T/out" && ok || bad "bench: the CPU copies the weights at load: $(cat "$T/out")"
+# the floor: bandwidth passes between the runs (2 after the warm-up, 2 per repetition), bytes
+# per token of weights and KV, and a percentage above 100 only with a reason (cache or disturbed)
+/usr/bin/python3 - "$T/out" <<'PY' && ok || bad "bench --json: the floor's fields: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+p = j["bandwidth_passes_gbs"]
+assert j["decode_tps"] > 0 and len(p) == 4 and j["bandwidth_gbs"] == max(p) and j["bandwidth_worst_gbs"] == min(p)
+assert j["decode_bytes_per_token"] == j["decode_weight_bytes_per_token"] + j["decode_kv_bytes_per_token"]
+assert j["decode_kv_bytes_per_token"] > 0 and j["bandwidth_buffer_bytes"] >= 1 << 28
+assert j["decode_pct_of_ceiling"] <= 100 or j["cache_resident"] or j["disturbed"]
+assert j["weights_copied_bytes"] > 0   # the CPU copies the weights at load
+PY
 "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json --mmap >"$T/out" 2>/dev/null
-grep -q '"weights_copied_bytes": 0}' "$T/out" && ok || bad "bench --mmap: weights read from the file: $(cat "$T/out")"
+/usr/bin/python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['weights_copied_bytes'] == 0" "$T/out" 2>/dev/null && ok ||
+    bad "bench --mmap: weights read from the file: $(cat "$T/out")"
 /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/out" 2>/dev/null && ok || bad "bench --json on stdout is JSON"
 expect_rc 0 "bench --json FILE" -- "$CABIN" bench -m "$T/m.gguf" -p 8 -n 4 -r 1 --json "$T/bench.json"
 grep -q '^| tg4 ' "$T/out" && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/bench.json" 2>/dev/null && ok ||
