@@ -1,5 +1,6 @@
 #include "wtype.h"
 #include "engine/half.h"
+#include "engine/quantize.h"
 #include "base/base.h"
 
 #include <math.h>
@@ -87,19 +88,19 @@ static const wtype_info table[WT_COUNT] = {
     [WT_F32]    = { "F32",    1,   4,   f32_to_f32,          f32_from_f32 },
     [WT_F16]    = { "F16",    1,   2,   f16_to_f32_row,      f16_from_f32_row },
     [WT_Q4_0]   = { "Q4_0",   32,  18,  dequantize_row_q4_0, quantize_row_q4_0_ref },
-    [WT_Q4_1]   = { "Q4_1",   32,  20,  dequantize_row_q4_1, NULL },
-    [WT_Q5_0]   = { "Q5_0",   32,  22,  dequantize_row_q5_0, NULL },
-    [WT_Q5_1]   = { "Q5_1",   32,  24,  dequantize_row_q5_1, NULL },
+    [WT_Q4_1]   = { "Q4_1",   32,  20,  dequantize_row_q4_1, quantize_row_q4_1_ref },
+    [WT_Q5_0]   = { "Q5_0",   32,  22,  dequantize_row_q5_0, quantize_row_q5_0_ref },
+    [WT_Q5_1]   = { "Q5_1",   32,  24,  dequantize_row_q5_1, quantize_row_q5_1_ref },
     [WT_Q8_0]   = { "Q8_0",   32,  34,  dequantize_row_q8_0, quantize_row_q8_0_ref },
     [WT_Q8_1]   = { "Q8_1",   32,  36,  NULL, NULL },
-    [WT_Q2_K]   = { "Q2_K",   256, 84,  dequantize_row_q2_k, NULL },
-    [WT_Q3_K]   = { "Q3_K",   256, 110, dequantize_row_q3_k, NULL },
-    [WT_Q4_K]   = { "Q4_K",   256, 144, dequantize_row_q4_k, NULL },
-    [WT_Q5_K]   = { "Q5_K",   256, 176, dequantize_row_q5_k, NULL },
-    [WT_Q6_K]   = { "Q6_K",   256, 210, dequantize_row_q6_k, NULL },
+    [WT_Q2_K]   = { "Q2_K",   256, 84,  dequantize_row_q2_k, quantize_row_q2_k_ref },
+    [WT_Q3_K]   = { "Q3_K",   256, 110, dequantize_row_q3_k, quantize_row_q3_k_ref },
+    [WT_Q4_K]   = { "Q4_K",   256, 144, dequantize_row_q4_k, quantize_row_q4_k_ref },
+    [WT_Q5_K]   = { "Q5_K",   256, 176, dequantize_row_q5_k, quantize_row_q5_k_ref },
+    [WT_Q6_K]   = { "Q6_K",   256, 210, dequantize_row_q6_k, quantize_row_q6_k_ref },
     [WT_Q8_K]   = { "Q8_K",   256, 292, NULL, NULL },
-    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  dequantize_row_iq4_nl, NULL },
-    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, dequantize_row_iq4_xs, NULL },
+    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  dequantize_row_iq4_nl, quantize_row_iq4_nl_ref },
+    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, dequantize_row_iq4_xs, quantize_row_iq4_xs_ref },
     [WT_I8]     = { "I8",     1,   1,   NULL, NULL },
     [WT_I16]    = { "I16",    1,   2,   NULL, NULL },
     [WT_I32]    = { "I32",    1,   4,   NULL, NULL },
