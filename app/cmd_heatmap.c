@@ -184,7 +184,7 @@ static const opt_def HEATMAP_OPTS[] = {
       "sensitive tensors at --high, greedy by KL removed per extra\nbit, within --budget bits per weight over the layer matrices",
       NULL, NULL, NULL },
     { "--budget", NULL, OPT_FLOAT, HO(budget), "BPW", "e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)", NULL, NULL, NULL },
-    { "--high", NULL, OPT_STR, HO(high_name), "T", "the higher type for the plan: q8_0 or f16", NULL, NULL, NULL },
+    { "--high", NULL, OPT_STR, HO(high_name), "T", "the higher type for the plan (more bits than --type): q8_0,\nf16, or a K-quant such as q6_k over --type q4_k", NULL, NULL, NULL },
     { "--color", NULL, OPT_STR, HO(color), "WHEN", "auto (NO_COLOR and non-terminals turn it off) | always | never", NULL, NULL, NULL },
     { "--no-cache", NULL, OPT_FLAG, HO(no_cache), NULL, "recompute", NULL, NULL, NULL },
     { "--quiet", "-q", OPT_FLAG, HO(quiet), NULL, "no progress", NULL, NULL, NULL },
@@ -211,7 +211,12 @@ static int heatmap_parse(int argc, char **argv, heatmap_cli_opts *o, run_opts *r
     o->high = wtype_from_name(o->high_name);
     if (!o->window) o->window = r->s.n_ctx > 0 ? r->s.n_ctx : 128;   // a window is a whole context
     if (o->type < 0) { fprintf(stderr, "cabin heatmap: --type %s: unknown type\n", o->type_name); return OPTS_USAGE; }
-    if (o->high != WT_Q8_0 && o->high != WT_F16) { fprintf(stderr, "cabin heatmap: --high %s: use q8_0 or f16\n", o->high_name); return OPTS_USAGE; }
+    if (o->high < 0 || !wtype_get((uint32_t)o->high)->from_f32 ||
+        (o->plan_out && wtype_bpw((uint32_t)o->high) <= wtype_bpw((uint32_t)o->type))) {
+        fprintf(stderr, "cabin heatmap: --high %s: need a type cabin produces with more bits than --type %s (q8_0, q6_k, f16, ...)\n",
+                o->high_name, o->type_name);
+        return OPTS_USAGE;
+    }
     if (o->window < 8 || o->tokens < o->window) { fprintf(stderr, "cabin heatmap: need a window of at least 8 tokens and --tokens >= the window\n"); return OPTS_USAGE; }
     if (o->plan_out && !(o->budget > 0)) { fprintf(stderr, "cabin heatmap: --plan-out needs --budget BPW\n"); return OPTS_USAGE; }
     if (r->s.n_ctx == 0) r->s.n_ctx = o->window;

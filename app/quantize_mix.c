@@ -95,20 +95,6 @@ uint32_t quant_preset_type(const quant_preset *p, const char *name, const quant_
     return p->base;
 }
 
-uint32_t quant_fit_type(uint32_t type, int64_t ne0) {
-    const wtype_info *ti = wtype_get(type);
-    if (ti && ne0 % ti->block_size == 0) return type;
-    uint32_t fallback;
-    switch (type) {
-    case WT_Q4_K: fallback = WT_Q5_0; break;
-    case WT_Q5_K: fallback = WT_Q5_1; break;
-    case WT_Q6_K: fallback = WT_Q8_0; break;
-    case WT_Q2_K: case WT_Q3_K: case WT_IQ4_XS: fallback = WT_IQ4_NL; break;
-    default: return UINT32_MAX;
-    }
-    return ne0 % wtype_get(fallback)->block_size == 0 ? fallback : WT_F16;
-}
-
 uint32_t quant_file_type_of(uint32_t type) {
     switch (type) {
     case WT_F32: return 0;

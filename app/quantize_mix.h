@@ -1,7 +1,7 @@
 // Which type each tensor of a file gets when `cabin quantize` writes it: the presets people
 // know from the established GGUF quantizer ("Q4_K_M": Q4_K, with Q6_K for the output and for
-// attn_v/ffn_down on some layers), the fallback when a row length is not a multiple of a
-// type's block, and the general.file_type numbering other tools read.
+// attn_v/ffn_down on some layers) and the general.file_type numbering other tools read. The
+// fallback for rows too short for a block is quant_fit_type (engine/quantize.h).
 #ifndef CABIN_QUANTIZE_MIX_H
 #define CABIN_QUANTIZE_MIX_H
 
@@ -30,12 +30,6 @@ const char *quant_preset_names(void);
 // The preset's type for the 2-D file tensor `name` ("blk.3.ffn_down.weight", "output.weight",
 // phi3's fused "blk.0.attn_qkv.weight" counts as attn_v), before the block-size fallback.
 uint32_t quant_preset_type(const quant_preset *p, const char *name, const quant_shape *s);
-
-// A type whose block fits rows of ne0 weights: `type` itself when ne0 is a multiple of its
-// block, else the reference's fallback (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; Q2_K, Q3_K,
-// IQ4_XS -> IQ4_NL), else F16. Returns UINT32_MAX for a type with no fallback (Q4_0, Q8_0, ...:
-// the caller keeps the source type, as `cabin quantize` always has).
-uint32_t quant_fit_type(uint32_t type, int64_t ne0);
 
 // general.file_type for a file made at one type (the numbering other tools guess from a file's
 // main type: Q4_K -> "Q4_K - Medium").

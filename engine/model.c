@@ -1,6 +1,7 @@
 #include "model.h"
 #include "convert.h"
 #include "wtype.h"
+#include "quantize.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -366,11 +367,14 @@ static bool planned_slot(const model *m, int layer, int kind) {
 }
 
 // The type a plan gives a tensor (the shared embedding of a tied model follows token_embd, or
-// output when only that is set).
+// output when only that is set). A K-quant (or IQ4_XS) on rows that are not a multiple of its
+// 256-weight block becomes its fallback, as in files (quant_fit_type: Q4_K -> Q5_0, ...).
 static uint32_t planned_type(const model *m, const precision_plan *p, const tensor *t, int layer, int kind) {
     uint32_t want = plan_type_for(p, layer, kind);
     if (kind == TK_TOKEN_EMBD && m->hp.tied_output && want == PLAN_KEEP) want = p->output_type;
-    return want == PLAN_KEEP ? t->src_type : want;
+    if (want == PLAN_KEEP) return t->src_type;
+    const uint32_t fit = quant_fit_type(want, t->ne0);
+    return fit == UINT32_MAX ? want : fit;
 }
 
 int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volatile float *progress, errbuf *err) {

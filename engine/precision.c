@@ -33,7 +33,7 @@ static int parse_type(const char *name, const char *where, uint32_t *out, errbuf
     if (strcasecmp(name, "keep") == 0 || strcasecmp(name, "source") == 0) { *out = PLAN_KEEP; return 0; }
     int t = wtype_from_name(name);
     if (t < 0 || !wtype_get((uint32_t)t)->from_f32)
-        return err_set(err, "%s: unknown or unsupported weight type '%s' (f32, f16, bf16, q8_0, q4_0, keep)", where, name);
+        return err_set(err, "%s: unknown or unsupported weight type '%s' (%s, keep)", where, name, wtype_supported_list());
     *out = (uint32_t)t;
     return 0;
 }

@@ -34,6 +34,12 @@ void quantize_row_q5_1_ref(const float *src, void *dst, int64_t n);
 void quantize_row_iq4_nl_ref(const float *src, void *dst, int64_t n);
 void quantize_row_iq4_xs_ref(const float *src, void *dst, int64_t n);
 
+// A type whose block fits rows of ne0 weights: `type` itself when ne0 is a multiple of its
+// block, else the established quantizer's fallback (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0;
+// Q2_K, Q3_K, IQ4_XS -> IQ4_NL), else F16. UINT32_MAX for a type with no fallback (Q4_0, Q8_0,
+// ...: such a tensor cannot take the type). Used by `cabin quantize` and by precision plans.
+uint32_t quant_fit_type(uint32_t type, int64_t ne0);
+
 // The importance-aware quantizer of a type, NULL where cabin has none (Q4_0's lives in
 // engine/calibrate.h and is returned here too).
 typedef void (*quantize_weighted_fn)(const float *src, const double *imp, void *dst, int64_t n);

@@ -367,6 +367,20 @@ KQUANT_ROW(q4_k, block_q4_k)
 KQUANT_ROW(q5_k, block_q5_k)
 KQUANT_ROW(q6_k, block_q6_k)
 
+uint32_t quant_fit_type(uint32_t type, int64_t ne0) {
+    const wtype_info *ti = wtype_get(type);
+    if (ti && ne0 % ti->block_size == 0) return type;
+    uint32_t fallback;
+    switch (type) {
+    case WT_Q4_K: fallback = WT_Q5_0; break;
+    case WT_Q5_K: fallback = WT_Q5_1; break;
+    case WT_Q6_K: fallback = WT_Q8_0; break;
+    case WT_Q2_K: case WT_Q3_K: case WT_IQ4_XS: fallback = WT_IQ4_NL; break;
+    default: return UINT32_MAX;
+    }
+    return ne0 % wtype_get(fallback)->block_size == 0 ? fallback : WT_F16;
+}
+
 quantize_weighted_fn quantize_weighted_for(uint32_t type) {
     switch (type) {
     case WT_Q4_0: return quantize_row_q4_0_weighted;
