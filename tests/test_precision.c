@@ -37,7 +37,7 @@ static void test_parse(void) {
         { "{\"rules\": [{\"layers\": \"0-3\", \"tensors\": [\"attn_q\", \"ffn_middle\"], \"type\": \"q8_0\"}]}", "rules[0].tensors[1]" },
         { "{\"rules\": [{\"layers\": \"0-3\", \"type\": \"q8_0\"}, {\"layers\": \"3-5\", \"tensors\": [\"ffn_up\"], \"type\": \"q4_0\"}]}", "overlaps rule 0" },
         { "{\"rules\": [{\"layers\": \"0-40\", \"type\": \"q8_0\"}]}", "out of range" },
-        { "{\"default\": \"q3_k\"}", "default" },
+        { "{\"default\": \"q8_k\"}", "default" },   // Q8_K: a layout cabin knows but never produces
         { "{\"default\": \"q4_0\", \"colour\": 1}", "colour" },
         { "{\"rules\": [{\"layers\": \"5-2\", \"type\": \"q8_0\"}]}", "empty" },
         { "{\"rules\": [{\"layers\": \"all\"}]}", "no \"type\"" },
