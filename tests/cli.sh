@@ -149,6 +149,13 @@ fi
 expect_rc 0 "quantize, embedding kept" -- "$CABIN" quantize "$T/f16.gguf" "$T/q4k.gguf" q4_0 --plan "token_embd=keep"
 expect_rc 0 "info on it" -- "$CABIN" info "$T/q4k.gguf"
 grep -E "^ +F16 +1 tensors" "$T/out" >/dev/null && ok || { bad "token_embd=keep keeps F16"; cat "$T/out"; }
+# a preset on rows of 64: the K-quants fall back as the reference quantizer does, a note for each
+expect_rc 0 "quantize to Q4_K_M" -- "$CABIN" quantize "$T/f16.gguf" "$T/q4km.gguf" q4_k_m
+grep -q "row length 64 is not a multiple of 256; Q5_0 instead of Q4_K" "$T/err" && ok || { bad "Q4_K_M notes its fallbacks"; cat "$T/err"; }
+expect_rc 0 "info on the Q4_K_M file" -- "$CABIN" info "$T/q4km.gguf"
+grep -qE "^ +Q5_0 " "$T/out" && grep -qE "^ +Q8_0 " "$T/out" && ok || { bad "Q4_K_M on rows of 64: Q5_0 and Q8_0"; cat "$T/out"; }
+expect_rc 2 "quantize to an unknown type" -- "$CABIN" quantize "$T/f16.gguf" "$T/x.gguf" q7_k
+one_line_error "type 'q7_k' is not one of" "an unknown quantize type"
 awk 'BEGIN { for (i = 0; i < 400; i++) printf "eta oin shr dlu cmf %d ", i % 7 }' >"$T/text.txt"
 expect_rc 0 "ppl --save-base" -- "$CABIN" ppl -m "$T/f16.gguf" -f "$T/text.txt" --ctx 64 --save-base "$T/base.kl"
 expect_rc 0 "ppl --kl-base" -- "$CABIN" ppl -m "$T/q4.gguf" -f "$T/text.txt" --ctx 64 --kl-base "$T/base.kl"
