@@ -1,4 +1,5 @@
-// cabin quantize: write a GGUF at another precision (a plan), optionally importance-aware.
+// cabin quantize: write a GGUF at another precision (a type, a preset's per-tensor mix, a plan),
+// optionally importance-aware.
 #include "app/commands.h"
 #include "engine/calibrate.h"
 #include "engine/convert.h"
