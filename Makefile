@@ -1,5 +1,5 @@
 # cabin — build, run, test, bench.
-# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/ or tui/ needs no edit here.
+# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/ or tui/ needs no edit here.
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
 #
@@ -11,6 +11,7 @@
 #                                                         (AUDIO=1; AUDIO=0: wav, vad, clause and
 #                                                         audio/audio_off.c, no library)
 #   app     app/ (main.c aside)        libcabin_app.a     -lreadline -lcjson
+#   ui      ui/                        libcabin_ui.a      (the front-end core: worker, snapshot, voice glue)
 #   tui     tui/                       libcabin_tui.a     -lncursesw -lreadline
 # `make VULKAN=0 AUDIO=0` builds a text-only cabin that needs neither's packages. Both default to
 # 1 when pkg-config finds their packages (or when there is no pkg-config to ask).
@@ -145,17 +146,20 @@ else
 AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c $(AUDIO_DEV_SRC),$(wildcard audio/*.c)) audio/audio_off.c)
 endif
 APP_OBJ    := $(call lib_objs,$(filter-out app/main.c,$(wildcard app/*.c)))
+UI_OBJ     := $(call lib_objs,$(wildcard ui/*.c))
 TUI_OBJ    := $(call lib_objs,$(wildcard tui/*.c))
 MAIN_OBJ   := $(BUILD)/app/main.o
 LIB_base   := $(BUILD)/libcabin_base.a
 LIB_engine := $(BUILD)/libcabin_engine.a
 LIB_audio  := $(BUILD)/libcabin_audio.a
 LIB_app    := $(BUILD)/libcabin_app.a
+LIB_ui     := $(BUILD)/libcabin_ui.a
 LIB_tui    := $(BUILD)/libcabin_tui.a
 $(LIB_base): $(BASE_OBJ)
 $(LIB_engine): $(ENGINE_OBJ)
 $(LIB_audio): $(AUDIO_OBJ)
 $(LIB_app): $(APP_OBJ)
+$(LIB_ui): $(UI_OBJ)
 $(LIB_tui): $(TUI_OBJ)
 $(BUILD)/libcabin_%.a: $(FEATURES_FILE)
 	@rm -f $@
@@ -163,13 +167,13 @@ $(BUILD)/libcabin_%.a: $(FEATURES_FILE)
 
 GROUP_START := -Wl,--start-group
 GROUP_END   := -Wl,--end-group
-# cabin: app and tui call each other (app/cmd_workbench.c opens the workbench, tui/ runs the
+# cabin: app, ui and tui call each other (app/cmd_workbench.c opens the workbench, ui/ and tui/ run the
 # command language), so they are one link group.
-CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
+CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
               $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS) $(BACKEND_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
 
 # ---- tests ----
-# A test links base and engine, plus each layer whose headers it includes (app/, tui/, audio/,
+# A test links base and engine, plus each layer whose headers it includes (app/, ui/, tui/, audio/,
 # vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link every
 # backend's objects (BACKEND_OBJ: the registry has a backend's row only when they are linked). A test that
 # includes a vulkan/ header itself, with VULKAN=0, or any audio/ header itself, with AUDIO=0 (even
@@ -180,20 +184,20 @@ ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 test_includes = $(if $(shell grep -l '^\#include "$(2)/' tests/$(1).c 2>/dev/null),$(2))
-test_layers = $(foreach l,app tui audio vulkan,$(call test_includes,$(1),$(l))) \
+test_layers = $(foreach l,app ui tui audio vulkan,$(call test_includes,$(1),$(l))) \
               $(if $(filter $(1),$(ALL_BACKEND_TESTS)),vulkan)
 # $(call test_skip,NAME): why NAME cannot be built here, or empty
 test_skip = $(if $(and $(filter 0,$(VULKAN)),$(call test_includes,$(1),vulkan)),built without Vulkan (make VULKAN=1),$(if \
             $(and $(filter 0,$(AUDIO)),$(filter audio,$(call test_layers,$(1)))),built without audio (make AUDIO=1)))
 # the link line of test NAME: its libraries, in dependency order, then their link lists
-test_link = $(if $(filter vulkan,$(2)),$(BACKEND_OBJ)) $(if $(filter app tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
+test_link = $(if $(filter vulkan,$(2)),$(BACKEND_OBJ)) $(if $(filter app ui tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
             $(if $(filter audio,$(2)),$(LIB_audio)) $(LIB_engine) $(LIB_base) \
-            $(if $(filter app tui,$(2)),$(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS)) $(if $(filter audio,$(2)),$(AUDIO_LIBS)) \
+            $(if $(filter app ui tui,$(2)),$(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS)) $(if $(filter audio,$(2)),$(AUDIO_LIBS)) \
             $(if $(filter vulkan,$(2)),$(BACKEND_LIBS)) $(ENGINE_LIBS) $(BASE_LIBS)
 define test_rule
 ifeq ($(call test_skip,$(1)),)
 $(BUILD)/tests/$(1): tests/$(1).c tests/test.h $(FEATURES_FILE) $(if $(filter vulkan,$(call test_layers,$(1))),$(BACKEND_OBJ)) \
-                     $(LIB_engine) $(LIB_base) $(if $(filter app tui audio,$(call test_layers,$(1))),$(LIB_app) $(LIB_tui) $(LIB_audio))
+                     $(LIB_engine) $(LIB_base) $(if $(filter app ui tui audio,$(call test_layers,$(1))),$(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio))
 	@mkdir -p $$(dir $$@)
 	$(CC) $(ALL_CFLAGS) -o $$@ $$< $(call test_link,$(1),$(call test_layers,$(1)))
 else
@@ -213,8 +217,8 @@ $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 # FUZZ_SECONDS seconds, or FUZZ_RUNS inputs, from seed FUZZ_SEED (fuzz/run.sh). A target links
 # the layers whose headers it includes.
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
-fuzz_layers = $(foreach l,app tui audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
-fuzz_deps = $(FEATURES_FILE) $(LIB_engine) $(LIB_base) $(if $(call fuzz_layers,$(1)),$(LIB_app) $(LIB_tui) $(LIB_audio))
+fuzz_layers = $(foreach l,app ui tui audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
+fuzz_deps = $(FEATURES_FILE) $(LIB_engine) $(LIB_base) $(if $(call fuzz_layers,$(1)),$(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio))
 FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 define fuzz_rule
@@ -251,7 +255,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
+$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
 	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
 # deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on

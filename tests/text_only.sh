@@ -25,7 +25,7 @@ linked() { for b in $bins; do ldd "$b" 2>/dev/null | grep -Eq "$1" && echo "$b";
 # The sources this build compiled: each layer library's members (by the layer's folders), main.c
 # and the tests not stood in for by tests/skipped.c (their .d names their source first).
 sources() {
-    for lib in base:base engine:"engine engine/cpu" audio:audio app:app tui:tui; do
+    for lib in base:base engine:"engine engine/cpu" audio:audio app:app ui:ui tui:tui; do
         name=${lib%%:*}; dirs=${lib#*:}
         for o in $(ar t "$BUILD/libcabin_$name.a" 2>/dev/null); do
             for d in $dirs; do [ -f "$d/${o%.o}.c" ] && { echo "$d/${o%.o}.c"; break; }; done

@@ -201,7 +201,7 @@ static const char *role_name(int kind) {
     return kind >= 0 && kind <= MSG_ERROR ? r[kind] : "info";
 }
 
-int chat_save_json(const chat_log *c, const tui_snapshot *s, const char *path, errbuf *err) {
+int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", s->model_name);
     cJSON_AddStringToObject(root, "precision", s->plan_name);
@@ -233,7 +233,7 @@ int chat_save_json(const chat_log *c, const tui_snapshot *s, const char *path, e
     cJSON_AddStringToObject(js, "energy_from", st->energy.total_from);
     cJSON_AddBoolToObject(js, "energy_measured", st->energy.total_measured);
     cJSON_AddStringToObject(js, "backend", st->backend);
-    if (s->kl_state == KL_DONE || s->kl_state == KL_FILE) {   // the plan vs the file (tui/measure.c)
+    if (s->kl_state == KL_DONE || s->kl_state == KL_FILE) {   // the plan vs the file (ui/measure.c)
         cJSON *q = cJSON_AddObjectToObject(root, "plan_vs_file");
         cJSON_AddNumberToObject(q, "kl", s->kl);
         cJSON_AddNumberToObject(q, "top1", s->agree);

@@ -22,7 +22,7 @@ int layout_chat_cols(void) {
     return COLS - pw;
 }
 
-int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s) {
+int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const ui_snapshot *s) {
     werase(stdscr);
     int main_h = LINES - 2;
     int n_panels;
@@ -62,7 +62,7 @@ int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui
     return n_drawn;
 }
 
-void layout_status(const layout_state *ls, const tui_snapshot *s) {
+void layout_status(const layout_state *ls, const ui_snapshot *s) {
     int y = LINES - 2;
     int a = tui_attr(TC_STATUS);
     wattron(stdscr, a);

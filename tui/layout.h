@@ -16,8 +16,8 @@ bool layout_wide(void);
 // Columns of the conversation pane, its border included: the screen less the panels' column.
 int layout_chat_cols(void);
 // Draws everything; returns how many panels fit.
-int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const tui_snapshot *s);
-void layout_status(const layout_state *ls, const tui_snapshot *s);
+int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const ui_snapshot *s);
+void layout_status(const layout_state *ls, const ui_snapshot *s);
 void layout_help(void);
 // The screen as UTF-8 text, one line a row (trailing blanks cut).
 int layout_snapshot(const char *path, errbuf *err);

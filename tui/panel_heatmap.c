@@ -11,13 +11,13 @@
 
 const char *const tui_heat_modes[] = { "sensitivity", "kv cache", "attention", NULL };
 
-static int heat_height(const tui_snapshot *s, int w) {
+static int heat_height(const ui_snapshot *s, int w) {
     (void)w;
     int rows = s->n_layer < 10 ? s->n_layer : 10;
     return 2 + 2 + rows + 1;
 }
 
-static void heat_update(const tui_snapshot *s) { (void)s; }
+static void heat_update(const ui_snapshot *s) { (void)s; }
 
 static int step_of(double v, double lo, double hi) {
     if (!(hi > lo)) return 0;
@@ -33,7 +33,7 @@ static void draw_legend(WINDOW *w, int y, int x, int cols, double lo, double hi,
     tui_printf(w, y, x + o, cols - o, tui_attr(TC_DIM), " %.2g %s", hi, unit);
 }
 
-static void draw_sensitivity(WINDOW *w, tui_rect in, const tui_snapshot *s) {
+static void draw_sensitivity(WINDOW *w, tui_rect in, const ui_snapshot *s) {
     const sensitivity_map *m = s->heat;
     int y = in.y, end = in.y + in.h;
     if (!m) {
@@ -76,7 +76,7 @@ static void draw_sensitivity(WINDOW *w, tui_rect in, const tui_snapshot *s) {
     if (y < end) draw_legend(w, y, in.x, in.w, lo, hi, "nats");
 }
 
-static void draw_kv(WINDOW *w, tui_rect in, const tui_snapshot *s) {
+static void draw_kv(WINDOW *w, tui_rect in, const ui_snapshot *s) {
     int y = in.y, end = in.y + in.h;
     double frac = s->st.n_ctx > 0 ? (double)s->st.n_past / s->st.n_ctx : 0;
     tui_printf(w, y++, in.x, in.w, 0, "KV %s, policy %s: %d / %d tokens", s->kv_format,
@@ -100,7 +100,7 @@ static void draw_kv(WINDOW *w, tui_rect in, const tui_snapshot *s) {
 }
 
 // Attention of the newest token over the context (mean over heads), layers × bins of slots.
-static void draw_attention(WINDOW *w, tui_rect in, const tui_snapshot *s) {
+static void draw_attention(WINDOW *w, tui_rect in, const ui_snapshot *s) {
     int y = in.y, end = in.y + in.h;
     if (s->att_bins <= 0) {
         tui_puts(w, y, in.x, "no data yet (after the first token)", in.w, tui_attr(TC_DIM));
@@ -128,7 +128,7 @@ static void draw_attention(WINDOW *w, tui_rect in, const tui_snapshot *s) {
     if (y < end) draw_legend(w, y, in.x, in.w, lo, hi, "weight");
 }
 
-static void heat_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void heat_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     char title[64];
     snprintf(title, sizeof title, "Heat map: %s  F4", tui_heat_modes[s->heat_mode]);
     tui_rect in = tui_box(w, r, title, focused);

@@ -7,16 +7,16 @@
 static float ring[SESSION_TOK_RING];
 static int n_ring;
 
-static int latency_height(const tui_snapshot *s, int w) { (void)w; return s->st.op_profiled ? 9 : 6; }
+static int latency_height(const ui_snapshot *s, int w) { (void)w; return s->st.op_profiled ? 9 : 6; }
 
-static void latency_update(const tui_snapshot *s) {
+static void latency_update(const ui_snapshot *s) {
     const session_stats *st = &s->st;
     int n = st->tok_ms_count < SESSION_TOK_RING ? st->tok_ms_count : SESSION_TOK_RING;
     for (int i = 0; i < n; i++) ring[i] = st->tok_ms[(st->tok_ms_count - n + i) % SESSION_TOK_RING];
     n_ring = n;
 }
 
-static void latency_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void latency_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Latency", focused);
     if (in.h < 1) return;
     const session_stats *st = &s->st;

@@ -17,13 +17,13 @@ static bool throttling;
 
 #define HW_MIN_LINES 40      // below this the panels below need the row more
 
-static int power_height(const tui_snapshot *s, int w) {
+static int power_height(const ui_snapshot *s, int w) {
     (void)w;
     int src = s->n_pw < 3 ? s->n_pw : 3;
     return 2 + 3 + src + (LINES >= HW_MIN_LINES ? 1 : 0);
 }
 
-static void power_update(const tui_snapshot *s) {
+static void power_update(const ui_snapshot *s) {
     if (s->hw_t != hw_seen_t) {   // a new hardware reading
         throttling = hw_seen_t > 0 && hw_state_throttled(&hw_prev, &s->hw);
         hw_prev = s->hw;
@@ -36,7 +36,7 @@ static void power_update(const tui_snapshot *s) {
 }
 
 // The hardware line, its "·" and "°" spelt in ASCII where the terminal has no UTF-8.
-static void draw_hw(WINDOW *w, int y, tui_rect in, const tui_snapshot *s) {
+static void draw_hw(WINDOW *w, int y, tui_rect in, const ui_snapshot *s) {
     char line[200], out[200];
     hw_state_line(&s->hw, line, sizeof line);
     if (!tui_ascii) snprintf(out, sizeof out, "%s", line);
@@ -53,7 +53,7 @@ static void draw_hw(WINDOW *w, int y, tui_rect in, const tui_snapshot *s) {
                throttling ? " THROTTLING" : "");
 }
 
-static void power_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void power_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Power", focused);
     if (in.h < 1) return;
     int y = in.y, end = in.y + in.h;

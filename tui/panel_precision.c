@@ -1,6 +1,6 @@
 // Precision panel: the plan in force as a (layer × tensor kind) grid coloured by weight type,
 // the weight bytes by type, the KV cache format, a live switch's progress, and the plan's KL /
-// top-1 agreement against the file (measured aside after a switch, tui/measure.c), and the
+// top-1 agreement against the file (measured aside after a switch, ui/measure.c), and the
 // governor's state and last change when it is on.
 #include "tui/tui.h"
 #include "engine/wtype.h"
@@ -23,15 +23,15 @@ static const char *type_cell(uint32_t t) {
     }
 }
 
-static int grid_rows(const tui_snapshot *s) { return s->n_layer < 12 ? s->n_layer : 12; }
+static int grid_rows(const ui_snapshot *s) { return s->n_layer < 12 ? s->n_layer : 12; }
 
-static int precision_height(const tui_snapshot *s, int w) {
+static int precision_height(const ui_snapshot *s, int w) {
     (void)w;
     // frame, plan/bytes/kv lines, the governor's two, grid header, grid, legend
     return 2 + 3 + (s->governor[0] ? 2 : 0) + 1 + grid_rows(s) + 1;
 }
 
-static void precision_update(const tui_snapshot *s) { (void)s; }
+static void precision_update(const ui_snapshot *s) { (void)s; }
 
 static void fmt_bytes(char *b, size_t n, double v) {
     if (v >= 1 << 30) snprintf(b, n, "%.2f GiB", v / (1 << 30));
@@ -39,7 +39,7 @@ static void fmt_bytes(char *b, size_t n, double v) {
     else snprintf(b, n, "%.0f KiB", v / 1024);
 }
 
-static void precision_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void precision_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Precision  F2 weights  F3 KV", focused);
     if (in.h < 1) return;
     int y = in.y, end = in.y + in.h;
@@ -66,7 +66,7 @@ static void precision_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool fo
     tui_puts(w, y, in.x, o ? line : "bytes by type: -", in.w, tui_attr(TC_DIM));
     if (++y >= end) return;
     int o3 = tui_printf(w, y, in.x, in.w, 0, "KV %s (%s)   ", s->kv_format, kb);
-    switch (s->kl_state) {   // the plan's weights vs the file's (tui/measure.c)
+    switch (s->kl_state) {   // the plan's weights vs the file's (ui/measure.c)
     case KL_DONE:   // small KLs (f16, q8_0) keep their digits
         if (s->kl < 1e-9) tui_printf(w, y, in.x + o3, in.w - o3, 0, "KL 0  top-1 %.1f%%", 100 * s->agree);   // rounding only
         else tui_printf(w, y, in.x + o3, in.w - o3, 0, s->kl < 0.001 ? "KL %.1e  top-1 %.1f%%" : "KL %.4f  top-1 %.1f%%", s->kl, 100 * s->agree);

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static int vehicle_height(const tui_snapshot *s, int w) {
+static int vehicle_height(const ui_snapshot *s, int w) {
     int cols = w >= 50 ? 2 : 1;
     return (s->n_vfields + cols - 1) / cols + 2;
 }
 
-static void vehicle_update(const tui_snapshot *s) { (void)s; }
+static void vehicle_update(const ui_snapshot *s) { (void)s; }
 
 // "climate.passenger_temp" -> "passenger_temp", "window.rear_left" -> "win.rear_left": short
 // labels that stay unique.
@@ -24,14 +24,14 @@ static void short_name(const char *f, char *out, size_t n) {
     snprintf(out, n, "%s", f);
 }
 
-static void vehicle_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void vehicle_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Vehicle", focused);
     if (in.h < 1) return;
     if (s->n_vfields == 0) { tui_puts(w, in.y, in.x, "no vehicle state yet", in.w, tui_attr(TC_DIM)); return; }
     int cols = r.w >= 50 ? 2 : 1;
     int cw = in.w / cols;
     // order: changed this turn first when the panel is too short for all
-    int order[TUI_MAX_VFIELDS], n = 0;
+    int order[UI_MAX_VFIELDS], n = 0;
     bool all_fit = (s->n_vfields + cols - 1) / cols <= in.h;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < s->n_vfields; i++) {

@@ -1,12 +1,12 @@
 // Voice panel: push-to-talk state, the input level, the last transcript and the last turn's
 // latency from the end of speech (F5 release, or the VAD's end for `:voice FILE`) to the final
-// transcript and to the first audio played ("release → transcript 130 ms, → audio 340 ms"). Fed by tui/voice.c through the snapshot's voice view.
+// transcript and to the first audio played ("release → transcript 130 ms, → audio 340 ms"). Fed by ui/voice.c through the snapshot's voice view.
 #include "tui/tui.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *state_name(const tui_voice_view *v) {
+static const char *state_name(const ui_voice_view *v) {
     switch (v->state) {
     case TV_OFF: return "off";
     case TV_STARTING: return "starting";
@@ -19,7 +19,7 @@ static const char *state_name(const tui_voice_view *v) {
     }
 }
 
-static int voice_height(const tui_snapshot *s, int w) {
+static int voice_height(const ui_snapshot *s, int w) {
     (void)w;
     return s->voice.state == TV_OFF ? 5 : 6;   // frame + 3 lines off (why, wrapped; a hint), + 4 on
 }
@@ -44,12 +44,12 @@ static int wrap(WINDOW *w, int y, int x, int cols, int rows, const char *t, int 
     return used;
 }
 
-static void voice_update(const tui_snapshot *s) { (void)s; }
+static void voice_update(const ui_snapshot *s) { (void)s; }
 
-static void voice_draw(WINDOW *w, tui_rect r, const tui_snapshot *s, bool focused) {
+static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Voice  F5 push-to-talk", focused);
     if (in.h < 1) return;
-    const tui_voice_view *v = &s->voice;
+    const ui_voice_view *v = &s->voice;
     int y = in.y, end = in.y + in.h;
     if (v->state == TV_OFF) {
         y += wrap(w, y, in.x, in.w, end - y > 1 ? end - y - 1 : 1, v->line, tui_attr(TC_WARN));

@@ -27,7 +27,7 @@ typedef struct wb {
     chat_log chat;
     line_edit le;
     layout_state ls;
-    tui_snapshot snap;
+    ui_snapshot snap;
     sensitivity_map *heat;
     double notice_until;
     char autosave[1024];
@@ -252,7 +252,7 @@ static void on_key(wb *b, int is_key, wint_t ch) {
 
 // `compare` as it streams: one message per prompt, its two replies side by side, redrawn at each
 // piece to the width of the conversation pane (border and the message's indent left out).
-static void compare_event(wb *b, const tui_event *e) {
+static void compare_event(wb *b, const ui_event *e) {
     if (e->msg_kind < 0) {
         free(b->cmp_prompt);
         b->cmp_prompt = xstrdup(e->text ? e->text : "");
@@ -272,11 +272,11 @@ static void compare_event(wb *b, const tui_event *e) {
 }
 
 static void drain_events(wb *b) {
-    tui_event ev[64];
+    ui_event ev[64];
     int n;
     while ((n = worker_drain(b->w, ev, 64)) > 0) {
         for (int i = 0; i < n; i++) {
-            tui_event *e = &ev[i];
+            ui_event *e = &ev[i];
             if (e->kind == EV_TOKEN) {
                 if (b->chat.streaming < 0) b->chat.streaming = chat_add(&b->chat, MSG_ASSIST, "");
                 chat_append(&b->chat, b->chat.streaming, e->text, strlen(e->text));
@@ -313,11 +313,11 @@ static void drain_events(wb *b) {
 
 // What changes off the worker's snapshot: the voice pipeline and the plan's measured KL.
 static void poll_aside(wb *b) {
-    tui_voice_view v;
+    ui_voice_view v;
     tvoice_view(b->tv, &v);
     double kl, agree;
     int st = worker_plan_quality(b->w, &kl, &agree);
-    const tui_voice_view *o = &b->snap.voice;
+    const ui_voice_view *o = &b->snap.voice;
     bool changed = v.state != o->state || v.turns != o->turns || v.hands_free != o->hands_free ||
                    v.have_level != o->have_level || (v.have_level && (int)v.level_db != (int)o->level_db) ||
                    strcmp(v.transcript, o->transcript) != 0 || strcmp(v.line, o->line) != 0;
@@ -335,7 +335,7 @@ static void poll_aside(wb *b) {
 }
 
 static void read_power(wb *b) {
-    tui_snapshot *s = &b->snap;
+    ui_snapshot *s = &b->snap;
     if (s->hw_t == 0 || s->now - s->hw_t >= 0.5) {   // a few dozen sysfs reads: 2 Hz is plenty
         hw_state_read("/", &s->hw);
         s->hw_t = s->now;

@@ -14,7 +14,7 @@
 //     turn writes it anew).
 // `:voice FILE.wav` runs the turns the VAD finds in the file (full speed, as scenes do), speaking
 // to --audio-out only when that is a WAV file.
-#include "tui/tui.h"
+#include "ui/ui.h"
 #include "audio/device.h"
 #include "audio/voice.h"
 #include "audio/wav.h"
@@ -47,7 +47,7 @@ struct tvoice {
     bool in_file, out_given, out_wav;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    tui_voice_view view;      // under mu
+    ui_voice_view view;      // under mu
     int rest_state;           // the state when nothing runs (TV_OFF or TV_IDLE) ...
     char rest_line[240];      // ... and its line
     bool stop;
@@ -135,7 +135,7 @@ static void h_turn(void *ud, const voice_turn_stats *st) {
     inst *in = ud;
     tvoice *tv = in->tv;
     pthread_mutex_lock(&tv->mu);
-    tui_voice_view *vw = &tv->view;
+    ui_voice_view *vw = &tv->view;
     vw->turns++;
     vw->asr_ms = st->asr_final_ms;
     vw->first_token_ms = st->first_token_ms;
@@ -461,7 +461,7 @@ void tvoice_stop(tvoice *tv) {
 int tvoice_ptt(tvoice *tv, char *msg, size_t n) {
     int rc = 0;
     pthread_mutex_lock(&tv->mu);
-    tui_voice_view *vw = &tv->view;
+    ui_voice_view *vw = &tv->view;
     if (tv->file_busy) {
         snprintf(msg, n, "voice: a :voice file is being played (F5 after it)");
     } else if (tv->rest_state == TV_OFF) {
@@ -515,7 +515,7 @@ bool tvoice_busy(tvoice *tv) {
     return busy;
 }
 
-void tvoice_view(tvoice *tv, tui_voice_view *out) {
+void tvoice_view(tvoice *tv, ui_voice_view *out) {
     pthread_mutex_lock(&tv->mu);
     *out = tv->view;
     out->have_level = false;

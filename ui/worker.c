@@ -3,7 +3,7 @@
 // it posts events (token text, lines, end of turn, a heat map) and a snapshot of the figures.
 // The worker never waits for the UI: posting is a short append under a mutex, and the snapshot
 // is refreshed at most every SNAP_EVERY_S during a reply.
-#include "tui/tui.h"
+#include "ui/ui.h"
 #include "app/govern.h"
 #include "app/heatmap.h"
 #include "engine/wtype.h"
@@ -55,16 +55,16 @@ struct worker {
     char kv_format[16];          // under mu
     int switches_seen;
     // events
-    tui_event *ev;
+    ui_event *ev;
     int n_ev, cap_ev;
     // the snapshot (worker half) and whether the UI has seen it
-    tui_snapshot snap;
+    ui_snapshot snap;
     bool snap_new;
     double last_snap;
     int turn;
     char *turn_reply;            // the running turn's sentence, posted with EV_TURN_DONE
-    char vprev[TUI_MAX_VFIELDS][40];
-    int vchanged[TUI_MAX_VFIELDS];
+    char vprev[UI_MAX_VFIELDS][40];
+    int vchanged[UI_MAX_VFIELDS];
 };
 
 // The measurer waits while this is true: a job running or queued, or a plan being prepared.
@@ -76,7 +76,7 @@ static bool worker_busy_ud(void *ud) {
 static void post(worker *w, int kind, int msg_kind, const char *text, size_t len, sensitivity_map *heat) {
     pthread_mutex_lock(&w->mu);
     if (kind == EV_TOKEN && w->n_ev > 0 && w->ev[w->n_ev - 1].kind == EV_TOKEN) {
-        tui_event *e = &w->ev[w->n_ev - 1];   // coalesce with the pending token text
+        ui_event *e = &w->ev[w->n_ev - 1];   // coalesce with the pending token text
         size_t old = strlen(e->text);
         e->text = xrealloc(e->text, old + len + 1);
         memcpy(e->text + old, text, len);
@@ -88,7 +88,7 @@ static void post(worker *w, int kind, int msg_kind, const char *text, size_t len
         w->cap_ev = w->cap_ev ? w->cap_ev * 2 : 64;
         w->ev = xrealloc(w->ev, (size_t)w->cap_ev * sizeof *w->ev);
     }
-    tui_event *e = &w->ev[w->n_ev++];
+    ui_event *e = &w->ev[w->n_ev++];
     e->kind = kind;
     e->msg_kind = msg_kind;
     e->text = text ? xstrndup(text, len) : NULL;
@@ -117,7 +117,7 @@ static const char *plan_label(const precision_plan *p, char *buf, size_t n) {
 // Fills the worker half of a snapshot from the session (worker thread only).
 static void make_snapshot(worker *w, bool with_vehicle) {
     app_ctx *c = w->c;
-    tui_snapshot t;
+    ui_snapshot t;
     pthread_mutex_lock(&w->mu);
     t = w->snap;
     pthread_mutex_unlock(&w->mu);
@@ -125,7 +125,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     t.have_stats = true;
     model *m = (model *)session_model(c->as.s);   // read-only: tensor types
     snprintf(t.model_name, sizeof t.model_name, "%s", m->name ? m->name : "model");
-    t.n_layer = m->hp.n_layer < TUI_MAX_LAYERS ? m->hp.n_layer : TUI_MAX_LAYERS;
+    t.n_layer = m->hp.n_layer < UI_MAX_LAYERS ? m->hp.n_layer : UI_MAX_LAYERS;
     for (int l = 0; l < t.n_layer; l++)
         for (int k = 0; k < TK_LAYER_KINDS; k++) {
             tensor *x = model_tensor_by_kind(m, l, k);
@@ -155,7 +155,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
         int n = session_attention_last(c->as.s, l, -1, att, 4096, &e);
         if (n <= 0) break;
         if (n > 4096) n = 4096;
-        int bins = n < TUI_ATT_BINS ? n : TUI_ATT_BINS;
+        int bins = n < UI_ATT_BINS ? n : UI_ATT_BINS;
         for (int b = 0; b < bins; b++) {
             float sum = 0;
             for (int i = b * n / bins; i < (b + 1) * n / bins; i++) sum += att[i];
@@ -170,7 +170,7 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     else t.switch_target[0] = 0;
     if (with_vehicle) {
         int n = 0;
-        for (const char *const *f = vehicle_fields(); *f && n < TUI_MAX_VFIELDS; f++, n++) {
+        for (const char *const *f = vehicle_fields(); *f && n < UI_MAX_VFIELDS; f++, n++) {
             snprintf(t.vfield[n], sizeof t.vfield[n], "%s", *f);
             char v[64];
             if (vehicle_get(c->as.car, *f, v, sizeof v)) v[0] = 0;
@@ -320,7 +320,7 @@ static bool heat_cb(void *ud, int done, int total, int layer, int kind, const se
 }
 
 // A sensitivity map for the panel: loaded from a map file (written by `cabin heatmap --json`),
-// else measured at type on a text file or tui_probe_text with a second session, so the
+// else measured at type on a text file or ui_probe_text with a second session, so the
 // conversation's cache is kept (the scene command runs on the live session, which starts over).
 static void run_heatmap(worker *w, uint32_t type, const char *file) {
     app_ctx *c = w->c;
@@ -330,7 +330,7 @@ static void run_heatmap(worker *w, uint32_t type, const char *file) {
     if (*file && heatmap_is_map(file)) {
         rc = heatmap_load(m, session_model(c->as.s)->hp.n_layer, type, file, &err);
     } else {
-        char *text = *file ? read_file_all(file, NULL, &err) : xstrdup(tui_probe_text);
+        char *text = *file ? read_file_all(file, NULL, &err) : xstrdup(ui_probe_text);
         session_opts o = c->opts;
         o.n_ctx = 32;
         o.n_batch = 32;
@@ -589,7 +589,7 @@ void worker_cancel(worker *w) {
 
 bool worker_busy(worker *w) { return atomic_load(&w->busy); }
 
-int worker_drain(worker *w, tui_event *out, int max) {
+int worker_drain(worker *w, ui_event *out, int max) {
     pthread_mutex_lock(&w->mu);
     int n = w->n_ev < max ? w->n_ev : max;
     if (n > 0) {   // the queue is NULL until the first event: no memcpy from NULL, even for 0 bytes
@@ -601,11 +601,11 @@ int worker_drain(worker *w, tui_event *out, int max) {
     return n;
 }
 
-bool worker_snapshot(worker *w, tui_snapshot *s) {
+bool worker_snapshot(worker *w, ui_snapshot *s) {
     pthread_mutex_lock(&w->mu);
     bool changed = w->snap_new;
     if (changed) {
-        const tui_snapshot *t = &w->snap;
+        const ui_snapshot *t = &w->snap;
         // copy the worker half only
         s->st = t->st;
         s->have_stats = t->have_stats;

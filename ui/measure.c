@@ -6,7 +6,7 @@
 // busy, also between two windows of the text, so a reply competes with it (at nice 19) for at
 // most one window or one conversion. Results are cached per (model, backend,
 // plan); the file's reference run (the base) is kept for the model.
-#include "tui/tui.h"
+#include "ui/ui.h"
 #include "engine/quality.h"
 
 #include <pthread.h>
@@ -23,7 +23,7 @@
 #define SETTLE_START_S 1.0    // the worker idle this long before a measurement starts ...
 #define SETTLE_RESUME_S 0.3   // ... and before it goes on after a turn interrupted it
 
-const char tui_probe_text[] =
+const char ui_probe_text[] =
     "Set the driver temperature to twenty one degrees and turn on the seat heating. "
     "Open the sunroof halfway, play the next track and navigate to the central station. "
     "How much range is left? Close all the windows and switch the fog lights off. "
@@ -128,7 +128,7 @@ static int measure_one(measurer *m, const plan_key *k, const session_opts *so, d
     session *s = session_open(&o, err);
     if (!s) return -1;
     int32_t *ids = NULL;
-    int n = session_tokenize(s, tui_probe_text, false, &ids, err);
+    int n = session_tokenize(s, ui_probe_text, false, &ids, err);
     int rc = n < 0 ? -1 : 0;
     uint64_t hash = n > 0 ? quality_hash_tokens(ids, n) : 0;
     quality_result r;
