@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const tui_heat_modes[] = { "sensitivity", "kv cache", "attention", NULL };
-
 static int heat_height(const ui_snapshot *s, int w) {
     (void)w;
     int rows = s->n_layer < 10 ? s->n_layer : 10;
@@ -130,11 +128,11 @@ static void draw_attention(WINDOW *w, tui_rect in, const ui_snapshot *s) {
 
 static void heat_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     char title[64];
-    snprintf(title, sizeof title, "Heat map: %s  F4", tui_heat_modes[s->heat_mode]);
+    snprintf(title, sizeof title, "Heat map: %s  F4", ui_heat_modes[s->heat_mode]);
     tui_rect in = tui_box(w, r, title, focused);
     if (in.h < 1) return;
-    if (s->heat_mode == 0) draw_sensitivity(w, in, s);
-    else if (s->heat_mode == 1) draw_kv(w, in, s);
+    if (s->heat_mode == HEAT_SENSITIVITY) draw_sensitivity(w, in, s);
+    else if (s->heat_mode == HEAT_KV) draw_kv(w, in, s);
     else draw_attention(w, in, s);
 }
 

@@ -53,29 +53,8 @@ int tui_width(const char *s, int bytes);
 int tui_next_char(const char *s, int bytes, int *cols);
 extern bool tui_ascii;           // no UTF-8 locale: ASCII drawing characters
 
-// ---- the conversation (tui/chat.c) ----
-typedef struct chat_msg {
-    int kind;
-    char *text;
-    size_t len, cap;
-    double t;
-} chat_msg;
-typedef struct chat_log {
-    chat_msg *m;
-    int n, cap;
-    int streaming;               // index of the reply being streamed, -1 none
-    int scroll;                  // rows scrolled up from the bottom
-} chat_log;
-void chat_init(chat_log *c);
-void chat_free(chat_log *c);
-int chat_add(chat_log *c, int kind, const char *text);
-void chat_append(chat_log *c, int idx, const char *piece, size_t len);
-void chat_set_text(chat_log *c, int idx, const char *text);
+// ---- the conversation pane (tui/chat.c; the log itself is ui/chat.c) ----
 void chat_draw(WINDOW *w, tui_rect r, chat_log *c);
-// Transcript and stats as JSON, written atomically (temp file + rename).
-int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err);
-// $XDG_STATE_HOME/cabin (made if missing) + "/" + name, or "" when there is no home.
-void tui_state_path(const char *name, char *out, size_t n);
 
 // ---- the input line (tui/lineedit.c) ----
 typedef struct line_edit {
@@ -114,6 +93,5 @@ typedef struct tui_opts {
 } tui_opts;
 int tui_workbench_run(const tui_opts *o);
 
-extern const char *const tui_heat_modes[];   // names, NULL-terminated
 
 #endif

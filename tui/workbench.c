@@ -114,7 +114,7 @@ static int wb_heatmap(void *front, cmd_line *l, errbuf *err) {
     heatmap_args(l->argc, l->argv, &type, &file);
     if (b->heat) { sensitivity_map_free(b->heat); free(b->heat); b->heat = NULL; b->snap.heat = NULL; }
     snprintf(b->snap.heat_status, sizeof b->snap.heat_status, "%s", file && heatmap_is_map(file) ? "loading..." : "computing...");
-    b->snap.heat_mode = 0;
+    b->snap.heat_mode = HEAT_SENSITIVITY;
     worker_heatmap(b->w, type, file ? file : "");
     return 0;
 }
@@ -199,7 +199,7 @@ static void on_key(wb *b, int is_key, wint_t ch) {
             notice(b, worker_busy(b->w) ? "KV cache: %s after this reply" : "KV cache: switching to %s", next);
             return;
         }
-        case KEY_F(4): b->snap.heat_mode = (b->snap.heat_mode + 1) % 3; return;
+        case KEY_F(4): b->snap.heat_mode = (b->snap.heat_mode + 1) % HEAT_MODES; return;
         case KEY_F(5): {
             char m[300];
             if (tvoice_ptt(b->tv, m, sizeof m) < 0) chat_add(&b->chat, MSG_INFO, m);   // voice off: why
@@ -396,8 +396,8 @@ int tui_workbench_run(const tui_opts *o) {
     b->pm = power_monitor_open("/", &err);
     if (b->pm && power_monitor_start(b->pm, 10, &err) == 0) session_set_power(b->c.as.s, b->pm);
     char hist[1024];
-    tui_state_path("workbench_history", hist, sizeof hist);
-    tui_state_path("workbench-autosave.json", b->autosave, sizeof b->autosave);
+    ui_state_path("workbench_history", hist, sizeof hist);
+    ui_state_path("workbench-autosave.json", b->autosave, sizeof b->autosave);
     le_init(&b->le, hist);
     chat_init(&b->chat);
     b->cmp_msg = -1;

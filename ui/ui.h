@@ -40,6 +40,10 @@ typedef struct ui_voice_view {
 // The KL of the plan in force against the file's precision (ui/measure.c).
 enum ui_kl_state { KL_NONE, KL_FILE, KL_MEASURING, KL_DONE, KL_FAILED };
 
+// What the heat map panel shows; ui_heat_modes has their names (NULL-terminated).
+enum ui_heat_mode { HEAT_SENSITIVITY, HEAT_KV, HEAT_ATTENTION, HEAT_MODES };
+extern const char *const ui_heat_modes[];
+
 // Everything the panels draw from. The session half is made on the worker thread (the only one
 // that touches the session) and copied out under a lock; the rest is added by the UI thread.
 typedef struct ui_snapshot {
@@ -77,13 +81,36 @@ typedef struct ui_snapshot {
     double hw_t;                 // when hw was read (seconds; at most 2 reads a second)
     const sensitivity_map *heat; // NULL: no heat map yet
     char heat_status[96];        // "computing 12/42" or ""
-    int heat_mode;               // see tui_heat_modes
+    int heat_mode;               // enum ui_heat_mode (names: ui_heat_modes)
     ui_voice_view voice;
     double now;                  // seconds
 } ui_snapshot;
 
 // The kinds of line in the conversation (the worker's EV_LINE events and the faces' logs).
 enum msg_kind { MSG_USER, MSG_ASSIST, MSG_ACTION, MSG_VEHICLE, MSG_REFUSED, MSG_INFO, MSG_ERROR };
+
+// ---- the conversation (ui/chat.c) ----
+typedef struct chat_msg {
+    int kind;
+    char *text;
+    size_t len, cap;
+    double t;
+} chat_msg;
+typedef struct chat_log {
+    chat_msg *m;
+    int n, cap;
+    int streaming;               // index of the reply being streamed, -1 none
+    int scroll;                  // rows scrolled up from the bottom
+} chat_log;
+void chat_init(chat_log *c);
+void chat_free(chat_log *c);
+int chat_add(chat_log *c, int kind, const char *text);
+void chat_append(chat_log *c, int idx, const char *piece, size_t len);
+void chat_set_text(chat_log *c, int idx, const char *text);
+// Transcript and stats as JSON, written atomically (temp file + rename).
+int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err);
+// $XDG_STATE_HOME/cabin (made if missing) + "/" + name, or "" when there is no home.
+void ui_state_path(const char *name, char *out, size_t n);
 
 // ---- the worker thread (ui/worker.c) ----
 // EV_USER: a spoken turn's text; EV_COMPARE: `compare` streaming (msg_kind -1: a prompt begins,

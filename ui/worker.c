@@ -557,6 +557,8 @@ int worker_plan_quality(worker *w, double *kl, double *agree) { return measure_g
 
 void worker_say(worker *w, const char *text) { push_job(w, JOB_SAY, text); }
 void worker_exec(worker *w, const char *line) { push_job(w, JOB_EXEC, line); }
+const char *const ui_heat_modes[] = { "sensitivity", "kv cache", "attention", NULL };
+
 void worker_heatmap(worker *w, uint32_t type, const char *file) {
     pthread_mutex_lock(&w->mu);
     push_job_locked(w, JOB_HEATMAP, file);
