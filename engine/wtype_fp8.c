@@ -5,23 +5,19 @@
 #include "engine/half.h"
 
 #include <math.h>
-#include <string.h>
 
-// Normal codes map to float bits directly: exponent e - 7 rebiased to 127, the 3 mantissa bits
-// on top of float's 23; subnormals are m * 2^-9 (a product by a power of two: exact).
-float e4m3_to_f32(uint8_t q) {
-    const uint32_t e = (q >> 3) & 15, m = q & 7;
-    float v;
-    if ((q & 0x7f) == 0x7f) {
-        v = NAN;
-    } else if (e == 0) {
-        v = (float)m * 0x1p-9f;
-    } else {
-        const uint32_t bits = (e + 120) << 23 | m << 20;
-        memcpy(&v, &bits, sizeof v);
-    }
-    return q & 0x80 ? -v : v;
-}
+// Every code's value as a constant expression: exponent field 0 is m * 2^-9, else (8 + m) *
+// 2^(e - 10), as integer powers of two (exact); 0x7f and 0xff are NaN.
+#define E4M3_EXP(c) (((c) >> 3) & 15)
+#define E4M3_POW(c) (E4M3_EXP(c) >= 10 ? (float)(1 << (E4M3_EXP(c) - 10)) : 1.0f / (float)(1 << (10 - E4M3_EXP(c))))
+#define E4M3_MAG(c) (E4M3_EXP(c) == 0 ? (float)((c) & 7) / 512.0f : (float)(8 + ((c) & 7)) * E4M3_POW(c))
+#define E4M3(c) (((c) & 0x7f) == 0x7f ? NAN : ((c) & 0x80 ? -E4M3_MAG(c) : E4M3_MAG(c)))
+#define E4M3_4(c) E4M3(c), E4M3((c) + 1), E4M3((c) + 2), E4M3((c) + 3)
+#define E4M3_16(c) E4M3_4(c), E4M3_4((c) + 4), E4M3_4((c) + 8), E4M3_4((c) + 12)
+#define E4M3_64(c) E4M3_16(c), E4M3_16((c) + 16), E4M3_16((c) + 32), E4M3_16((c) + 48)
+static const float e4m3_values[256] = { E4M3_64(0), E4M3_64(64), E4M3_64(128), E4M3_64(192) };
+
+float e4m3_to_f32(uint8_t q) { return e4m3_values[q]; }
 
 // Nearest with ties to even: the value in units of its binade's step (2^-9 below 2^-6, else
 // 2^(e-3)) rounded by rintf (exact: the scaling is by a power of two); a carry past 16 steps
@@ -49,7 +45,7 @@ void dequantize_row_fp8(const void *src, float *dst, int64_t n) {
     const block_fp8 *b = src;
     for (int64_t i = 0; i < n / 32; i++, dst += 32) {
         const float d = fp16_to_f32(b[i].d);
-        for (int j = 0; j < 32; j++) dst[j] = d * e4m3_to_f32(b[i].qs[j]);
+        for (int j = 0; j < 32; j++) dst[j] = d * e4m3_values[b[i].qs[j]];
     }
 }
 
