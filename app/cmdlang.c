@@ -174,7 +174,7 @@ static const cmd_def table[] = {
     { "compare", NULL, "compare A B [FILE]", "plans A and B on the same prompts (FILE, else the user turns so far): replies, speed, energy, KL, significance", SC | WB | CH, 2, 3, v_compare, run_compare, NULL },
     { "heatmap", NULL, "heatmap [TYPE] [FILE]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text FILE, or a map FILE.json loaded (cabin heatmap --json)", SC | WB, 0, 2, v_heatmap, run_heatmap, NULL },
     { "governor", NULL, "governor TARGET [kl<=K] [KNOB=V ...] | off | log [FILE.json] | plot FILE.svg", "hold tps>=N, watts<=W or "
-      "j_per_token<=J (or kl<=K alone) with the least quality lost; no argument: its state (docs/PRECISION.md)",
+      "j_per_token<=J (or kl<=K alone) with the least quality lost; no argument: its state (docs/GOVERNOR.md)",
       SC | WB | CH, 0, -1, v_governor, run_governor, NULL },
     { "snapshot", NULL, "snapshot FILE", "write the screen (headless: the transcript) as text", SC | WB, 1, 1, NULL, run_snapshot, NULL },
     { "save", NULL, "save FILE", "the conversation and the figures as JSON", WB, 1, 1, NULL, NULL, NULL },

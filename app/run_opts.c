@@ -58,7 +58,7 @@ static const opt_def REPLY_OPT_DEFS[] = {
 // --governor for the commands that hold a conversation (chat, voice, scene, workbench).
 static const opt_def GOVERNOR_OPT_DEFS[] = {
     { "--governor", NULL, OPT_STR, RO(governor), "SPEC", "precision governor: tps>=N | watts<=W | j_per_token<=J\n"
-      "[kl<=K] [knob=V ...] (docs/PRECISION.md)", "off", NULL, NULL },
+      "[kl<=K] [knob=V ...] (docs/GOVERNOR.md)", "off", NULL, NULL },
 };
 
 void run_opts_init(run_opts *r) {

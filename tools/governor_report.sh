@@ -1,5 +1,5 @@
 #!/bin/sh
-# The governor on a Llama-3.2-1B-shaped model (docs/PRECISION.md, "The governor"):
+# The governor on a Llama-3.2-1B-shaped model (docs/GOVERNOR.md, "The governor"):
 #   sh tools/governor_report.sh [BUILD] [OUT]
 # 1. makes the F16 model if OUT has none (random weights; --embd-scale 0.02 spreads the output
 #    distribution so that KL means something),
