@@ -9,7 +9,7 @@
 // Every code's value as a constant expression: exponent field 0 is m * 2^-9, else (8 + m) *
 // 2^(e - 10), as integer powers of two (exact); 0x7f and 0xff are NaN.
 #define E4M3_EXP(c) (((c) >> 3) & 15)
-#define E4M3_POW(c) (E4M3_EXP(c) >= 10 ? (float)(1 << (E4M3_EXP(c) - 10)) : 1.0f / (float)(1 << (10 - E4M3_EXP(c))))
+#define E4M3_POW(c) ((float)(1 << E4M3_EXP(c)) / 1024.0f)
 #define E4M3_MAG(c) (E4M3_EXP(c) == 0 ? (float)((c) & 7) / 512.0f : (float)(8 + ((c) & 7)) * E4M3_POW(c))
 #define E4M3(c) (((c) & 0x7f) == 0x7f ? NAN : ((c) & 0x80 ? -E4M3_MAG(c) : E4M3_MAG(c)))
 #define E4M3_4(c) E4M3(c), E4M3((c) + 1), E4M3((c) + 2), E4M3((c) + 3)
