@@ -60,11 +60,16 @@ for set in clean noisy; do
     fi
 done
 
-# --- streaming TTS: the first sample is handed to the device before the last token exists
-"$CABIN" make-model -o "$T/m2.gguf" --type q8_0 --dim 64 --ffn 128 --vocab 400 >/dev/null
+# --- streaming TTS: the first sample is handed to the device before the last token exists.
+# The reply must take longer than the first phrase's synthesis whatever the load: 400 tokens
+# (past end-of-generation) of an 8-layer model take 200-350 ms here, where the first audio is
+# written 3-6 ms after the first token (a 2-layer dim-64 model's short reply ended within the
+# same millisecond as the first audio, and the check then depended on scheduling).
+"$CABIN" make-model -o "$T/m2.gguf" --type q8_0 --dim 256 --ffn 768 --layers 8 --vocab 400 >/dev/null
 head_wav=$(ls "$T"/clean.wav)
 sox "$head_wav" "$T/one.wav" trim 0 3.5 2>/dev/null
-"$CABIN" voice -m "$T/m2.gguf" -n 120 --audio-in "$T/one.wav" --audio-out "$T/reply.wav" --stats >"$T/stream.out" 2>&1
+"$CABIN" voice -m "$T/m2.gguf" -n 400 --ignore-eos --audio-in "$T/one.wav" --audio-out "$T/reply.wav" --stats \
+    >"$T/stream.out" 2>&1
 line=$(grep '^latency turn 1' "$T/stream.out")
 w=$(echo "$line" | sed -n 's/.*first audio written \(-*[0-9]*\) ms.*/\1/p')
 l=$(echo "$line" | sed -n 's/.*last token \(-*[0-9]*\) ms.*/\1/p')
