@@ -23,8 +23,8 @@ cp README.md "$OUT/text.txt"   # the 1B model's text, fixed for the run (a base 
 # bits per weight of a type, from cabin's own table (cabin info prints it per type)
 bpw() {
     awk -v t="$(echo "$1" | tr a-z A-Z)" 'BEGIN {
-        split("F32 32 F16 16 BF16 16 Q8_0 8.5 FP8 8.5 Q6_K 6.5625 Q5_K 5.5 Q5_1 6 Q5_0 5.5 Q4_K 4.5 Q4_1 5 Q4_0 4.5 IQ4_NL 4.5 IQ4_XS 4.25 Q3_K 3.4375 Q2_K 2.625", a, " ")
-        for (i = 1; i < 30; i += 2) if (a[i] == t) { print a[i + 1]; exit }
+        n = split("F32 32 F16 16 BF16 16 Q8_0 8.5 FP8 8.5 Q6_K 6.5625 Q5_K 5.5 Q5_1 6 Q5_0 5.5 Q4_K 4.5 Q4_1 5 Q4_0 4.5 IQ4_NL 4.5 IQ4_XS 4.25 Q3_K 3.4375 Q2_K 2.625", a, " ")
+        for (i = 1; i < n; i += 2) if (a[i] == t) { print a[i + 1]; exit }
         print "?" }'
 }
 
