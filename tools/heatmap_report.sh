@@ -14,17 +14,8 @@ CABIN="$BUILD/cabin"
 T=$(mktemp -d /tmp/cabin-heat-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -f build/corpus/train.jsonl ] || /usr/bin/python3 tools/corpus/gen_corpus.py --train-out build/corpus/train.jsonl --heldout-out "$T/unused.jsonl" >/dev/null
-/usr/bin/python3 - "$T/calib.txt" "$T/heldout.txt" <<'PY'
-import json, sys
-def dump(src, dst, limit):
-    with open(dst, "w") as out:
-        for i, line in enumerate(open(src)):
-            if i >= limit: break
-            for t in json.loads(line)["turns"]:
-                out.write("<|user|>\n%s<|end|>\n<|assistant|>\n%s<|end|>\n" % (t["user"], t["reply"]))
-dump("build/corpus/train.jsonl", sys.argv[1], 400)
-dump("assets/eval/heldout.jsonl", sys.argv[2], 10**9)
-PY
+/usr/bin/python3 tools/corpus/chat_text.py build/corpus/train.jsonl "$T/calib.txt" --limit 400
+/usr/bin/python3 tools/corpus/chat_text.py assets/eval/heldout.jsonl "$T/heldout.txt"
 echo "model $M, budget $BUDGET bits per weight over the layer matrices"
 echo "heat map: $CABIN heatmap -m $M -f calib.txt --type q4_0 --tokens 512 --json hm.json --plan-out plan.json --budget $BUDGET"
 "$CABIN" heatmap -m "$M" -f "$T/calib.txt" --type q4_0 --tokens 512 --json "$T/hm.json" \

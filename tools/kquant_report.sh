@@ -12,22 +12,9 @@ T=$(mktemp -d /tmp/cabin-kquant-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 # the held-out dialogues in the model's chat layout, and the calibration text: 400 training
 # dialogues (never the held-out ones)
-/usr/bin/python3 - "$T/heldout.txt" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-for line in open("assets/eval/heldout.jsonl"):
-    for t in json.loads(line)["turns"]:
-        out.write("<|user|>\n%s<|end|>\n<|assistant|>\n%s<|end|>\n" % (t["user"], t["reply"]))
-PY
+/usr/bin/python3 tools/corpus/chat_text.py assets/eval/heldout.jsonl "$T/heldout.txt"
 [ -f build/corpus/train.jsonl ] || /usr/bin/python3 tools/corpus/gen_corpus.py --train-out build/corpus/train.jsonl --heldout-out "$T/unused.jsonl" >/dev/null
-/usr/bin/python3 - "$T/calib.txt" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-for i, line in enumerate(open("build/corpus/train.jsonl")):
-    if i >= 400: break
-    for t in json.loads(line)["turns"]:
-        out.write("<|user|>\n%s<|end|>\n<|assistant|>\n%s<|end|>\n" % (t["user"], t["reply"]))
-PY
+/usr/bin/python3 tools/corpus/chat_text.py build/corpus/train.jsonl "$T/calib.txt" --limit 400
 PPL="$CABIN ppl -f $T/heldout.txt --ctx 256 --chunks 40"
 $PPL -m $M --save-base "$T/base.kl" 2>/dev/null | grep PPL | sed 's/^/F32: /'
 # bits per weight of the layer matrices: from cabin info's per-type lines (all but F32)

@@ -10,24 +10,10 @@ M=assets/models/cabin-tiny.gguf
 T=$(mktemp -d /tmp/cabin-prec-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 # the held-out dialogues in the model's chat layout: the text perplexity is measured on
-/usr/bin/python3 - "$T/heldout.txt" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-for line in open("assets/eval/heldout.jsonl"):
-    d = json.loads(line)
-    for t in d["turns"]:
-        out.write("<|user|>\n%s<|end|>\n<|assistant|>\n%s<|end|>\n" % (t["user"], t["reply"]))
-PY
+/usr/bin/python3 tools/corpus/chat_text.py assets/eval/heldout.jsonl "$T/heldout.txt"
 # calibration text: training dialogues (never the held-out ones the tables measure)
 [ -f build/corpus/train.jsonl ] || /usr/bin/python3 tools/corpus/gen_corpus.py --train-out build/corpus/train.jsonl --heldout-out "$T/unused.jsonl" >/dev/null
-/usr/bin/python3 - "$T/calib.txt" <<'PY'
-import json, sys
-out = open(sys.argv[1], "w")
-for i, line in enumerate(open("build/corpus/train.jsonl")):
-    if i >= 400: break
-    for t in json.loads(line)["turns"]:
-        out.write("<|user|>\n%s<|end|>\n<|assistant|>\n%s<|end|>\n" % (t["user"], t["reply"]))
-PY
+/usr/bin/python3 tools/corpus/chat_text.py build/corpus/train.jsonl "$T/calib.txt" --limit 400
 "$CABIN" quantize $M "$T/q4_0.gguf" q4_0 --plan "token_embd=keep;output=keep" >/dev/null
 "$CABIN" quantize $M "$T/q4_0-calib.gguf" q4_0 --plan "token_embd=keep;output=keep" --calib "$T/calib.txt" >/dev/null 2>&1
 echo "## PPL, KL and top-1 agreement vs F32 ($CABIN ppl -f heldout.txt --ctx 256 --chunks 40)"
