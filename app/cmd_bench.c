@@ -142,7 +142,11 @@ static void bench_table(session *s, const bench_opts *o, const char *model_path,
     session_get_stats(s, &st);
     printf("model      %s (%s, %d layers, dim %d)\n", model_path, m->hp.arch_name, m->hp.n_layer, m->hp.dim);
     printf("backend    %s\n", st.backend);
-    if (m->weights_copy_bytes)
+    const uint64_t own = session_backend(s)->own_weight_bytes;
+    if (own)
+        printf("weights    %.1f MiB packed into the kernels' row-interleaved layout, %.1f MiB copied into 2 MiB pages\n",
+               (double)own / (1 << 20), (double)m->weights_copy_bytes / (1 << 20));
+    else if (m->weights_copy_bytes)
         printf("weights    %.1f MiB copied into 2 MiB pages at load (--mmap: read from the file)\n",
                (double)m->weights_copy_bytes / (1 << 20));
     else if (backend_has(session_backend(s), BACKEND_CAP_HOST_WEIGHTS))

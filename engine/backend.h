@@ -72,6 +72,11 @@ struct backend {
     // device backend can upload it. The CPU backend reads tensor.data directly.
     int (*weight_prepare)(backend *b, tensor *w, errbuf *err);
     void (*weight_release)(backend *b, tensor *w);
+    // True when weight_prepare keeps w in a layout of its own (the CPU's row-interleaved
+    // kernels, engine/cpu/kernels.h), so that a host copy of its file bytes buys no speed; NULL
+    // means never. own_weight_bytes: the bytes of weights so held now.
+    bool (*weight_keeps_own)(backend *b, const tensor *w);
+    uint64_t own_weight_bytes;
     // True if the backend can multiply by weights of this type.
     bool (*supports_type)(backend *b, uint32_t wtype);
     // Weight types (bit t: wtype t) whose matmul first rounds each activation row to Q8_0 blocks

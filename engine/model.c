@@ -248,7 +248,7 @@ static void free_owned(tensor *t, void *ud) {
 
 // One weight to copy out of the file's mapping.
 typedef struct copy_item { tensor *t; const uint8_t *src; uint8_t *dst; size_t n; } copy_item;
-typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; } copy_list;
+typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; backend *b; } copy_list;
 typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_job;
 
 #define COPY_ALIGN 64   // bytes: each tensor starts on a cache line
@@ -257,6 +257,7 @@ typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_jo
 static void collect_copy(tensor *t, void *ud) {
     copy_list *l = ud;
     if (!t->data || t->data != t->src_data) return;   // converted (or absent): not read from the file
+    if (l->b && l->b->weight_keeps_own && l->b->weight_keeps_own(l->b, t)) return;
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
         l->items = xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
@@ -289,9 +290,9 @@ static void *copy_worker(void *arg) {
     return NULL;
 }
 
-uint64_t model_copy_weights(model *m, int n_threads) {
+uint64_t model_copy_weights(model *m, int n_threads, backend *b) {
     if (m->weights_copy) return 0;
-    copy_list l = { 0 };
+    copy_list l = { .b = b };
     model_for_each_tensor(m, collect_copy, &l);
     // Not when the copy would not fit beside everything else (the mapping pages from the file on
     // demand; a copy larger than the free memory would swap or be killed): keep the mapping.

@@ -76,7 +76,9 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // 2 MiB pages about two thirds (docs/PERF.md). n_threads copy (0: all cores). Returns the
 // bytes copied: 0 when nothing is read from the file, or when the copy would not leave 512 MiB
 // of the available memory (the weights then stay in the mapping).
-uint64_t model_copy_weights(model *m, int n_threads);
+// Weights the backend keeps in a layout of its own (backend.weight_keeps_own) are left where
+// they are: b may be NULL (copy everything).
+uint64_t model_copy_weights(model *m, int n_threads, backend *b);
 // Before a forward pass or a plan's conversion: when a weight (or the source a conversion
 // reads) is still in the mapped file (--mmap, or a copy that did not fit), that the file has
 // not been truncated since (reading past its new end would kill the process with SIGBUS). 0,

@@ -85,7 +85,7 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->b = backend_create(&o->backend, err);
     if (!s->b) goto fail;
     // The CPU reads weights where they lie; a device backend uploads them and reads its copy.
-    if (!o->mmap_weights && backend_has(s->b, BACKEND_CAP_HOST_WEIGHTS)) model_copy_weights(s->m, o->backend.n_threads);
+    if (!o->mmap_weights && backend_has(s->b, BACKEND_CAP_HOST_WEIGHTS)) model_copy_weights(s->m, o->backend.n_threads, s->b);
     if (model_prepare_backend(s->m, s->b, err)) goto fail;
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : (s->m->hp.n_ctx_train < 4096 ? s->m->hp.n_ctx_train : 4096);
     const model_hparams *hp = &s->m->hp;

@@ -1,7 +1,8 @@
 // Allocation failure at every fallible allocation of a model load, a session's start and one
 // chat turn (base/mem.h: mem_fault_arm). The path is run once counting its allocations, then
 // once for each N with the Nth failing: either the failure is absorbed (the weights stay read
-// from the file's mapping when their copy cannot be made) or an error that says "out of memory"
+// from the file's mapping when their copy cannot be made; a weight the CPU cannot pack for its
+// r16 kernels is multiplied from its rows) or an error that says "out of memory"
 // comes back; a session that existed before the failing turn answers the next turn; nothing
 // leaks (ASan, make test-asan). Then the limits checked before a large allocation.
 #include "test.h"

@@ -185,13 +185,13 @@ static void test_weights_copy(const char *arch, uint32_t type, uint64_t seed) {
     model *a = NULL, *b = NULL;
     errbuf err = {{0}};
     if (model_load(&a, path, &err) || model_load(&b, path, &err)) { CHECK(0, "%s", err.msg); goto out; }
-    uint64_t copied = model_copy_weights(b, 2);
+    uint64_t copied = model_copy_weights(b, 2, NULL);
     in_map_ctx im = { b->file.base, b->file.base + b->file.size, 0 };
     model_for_each_tensor(b, count_in_map, &im);
     CHECK(copied >= a->weight_bytes / 2 && im.n_in == 0 && b->output.data == (b->hp.tied_output ? b->tok_embd.data : b->output.data),
           "%s %s: %llu bytes copied, %d tensors still read from the mapping", arch, wtype_name(type),
           (unsigned long long)copied, im.n_in);
-    CHECK(model_copy_weights(b, 2) == 0, "a second copy is a no-op");
+    CHECK(model_copy_weights(b, 2, NULL) == 0, "a second copy is a no-op");
     int same = 1;
     for (int l = 0; l < a->hp.n_layer; l++)
         for (int k = 0; k < TK_LAYER_KINDS; k++) {

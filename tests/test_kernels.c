@@ -98,14 +98,32 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
     else
         fast->matmul[type](w, wrb, k, s.row0, s.row1, x, xs * 4, n_tok, yf, s.ldy);
 
+    // The table's kernel over the row-interleaved layout (cpu_pack_r16), when it has one: the
+    // same checks on its outputs, packed from the same rows.
+    float *yp = NULL;
+    uint8_t *packed = NULL;
+    if (fast->matmul_packed[type]) {
+        const size_t pbytes = cpu_r16_bytes(type, rows, k);
+        packed = aligned_alloc(64, (pbytes + 63) / 64 * 64);
+        memset(packed, 0x5A, pbytes);
+        const int64_t ng = (rows + 15) / 16, mid = ng / 2;   // packed in two calls, as threads do
+        cpu_pack_r16(type, w, wrb, rows, k, 0, mid, packed);
+        cpu_pack_r16(type, w, wrb, rows, k, mid, ng, packed);
+        yp = xmalloc(sizeof(float) * ny);
+        for (size_t i = 0; i < ny; i++) yp[i] = SENTINEL;
+        fast->matmul_packed[type](packed, 0, k, s.row0, s.row1, xq, xqrb, n_tok, yp, s.ldy);
+    }
+
     int ok = 1;
+    for (int pass = 0; pass < (yp ? 2 : 1) && ok; pass++)
     for (int64_t t = 0; t < n_tok && ok; t++) {
         for (int64_t r = 0; r < s.ldy && ok; r++) {
-            const float vr = yr[t * s.ldy + r], vf = yf[t * s.ldy + r];
+            const float vr = yr[t * s.ldy + r], vf = (pass ? yp : yf)[t * s.ldy + r];
+            const char *kname = pass ? "r16" : "";
             if (r < s.row0 || r >= s.row1) {
                 if (vr != SENTINEL || vf != SENTINEL) {
-                    printf("  %s %s: wrote outside rows [%lld,%lld): y[%lld][%lld]\n", fast->name,
-                           ti->name, (long long)s.row0, (long long)s.row1, (long long)t,
+                    printf("  %s%s %s: wrote outside rows [%lld,%lld): y[%lld][%lld]\n", fast->name,
+                           kname, ti->name, (long long)s.row0, (long long)s.row1, (long long)t,
                            (long long)r);
                     ok = 0;
                 }
@@ -159,13 +177,13 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
                 bound += wabs * (d / 2.0 + fabs((double)d - fp16_to_f32(f32_to_fp16(d))) * 127.0);
             }
             if (!(fabs(vf - yint) <= REL_TOL * magq + 1e-30)) {
-                printf("  %s %s k=%lld: y[%lld][%lld] = %.9g, integer reference %.9g (mag %.3g)\n",
-                       fast->name, ti->name, (long long)k, (long long)t, (long long)r, vf, yint,
+                printf("  %s%s %s k=%lld: y[%lld][%lld] = %.9g, integer reference %.9g (mag %.3g)\n",
+                       fast->name, kname, ti->name, (long long)k, (long long)t, (long long)r, vf, yint,
                        magq);
                 ok = 0;
             } else if (!(fabs(vf - vr) <= bound * 1.01 + REL_TOL * (magq + mag) + 1e-30)) {
-                printf("  %s %s k=%lld: y[%lld][%lld] = %.9g, scalar %.9g, activation bound %.3g\n",
-                       fast->name, ti->name, (long long)k, (long long)t, (long long)r, vf, vr,
+                printf("  %s%s %s k=%lld: y[%lld][%lld] = %.9g, scalar %.9g, activation bound %.3g\n",
+                       fast->name, kname, ti->name, (long long)k, (long long)t, (long long)r, vf, vr,
                        bound);
                 ok = 0;
             }
@@ -178,13 +196,15 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
     free(xq);
     free(yr);
     free(yf);
+    free(yp);
+    free(packed);
     return ok;
 }
 
 static void test_matmul(const cpu_kernels *fast) {
     static const int64_t ks_q[] = { 32, 64, 96, 160, 224, 4096 + 32 };
     static const int64_t ks_f[] = { 1, 5, 17, 32, 33, 100, 224, 4096 + 32 + 3 };
-    static const int64_t rows_list[] = { 1, 3, 17, 67 };
+    static const int64_t rows_list[] = { 1, 3, 17, 48, 67 };
     static const int64_t ntok_list[] = { 1, 2, 3, 5, 8, 13, 33 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t type = types[ti];

@@ -18,6 +18,7 @@
 // Decode: one token against a weight matrix that does not fit in cache (several copies are
 // cycled), reported as GB/s of weight bytes. Prefill: 64 tokens, reported as GFLOP/s (2*k per
 // weight per token). KBENCH_HOT=1: decode from one cached copy (kernel speed without memory).
+// KBENCH_PACKED=1: the types the table has r16 kernels for run those, on packed weights.
 #include "engine/cpu/kernels.h"
 #include "base/base.h"
 
@@ -38,6 +39,7 @@ typedef struct {
     size_t xrb;
     float *y;
     int64_t ldy;
+    int packed;   // w is in the row-interleaved layout (cpu_pack_r16): the matmul_packed kernel
 } job;
 
 static double thread_cpu_sec(void) {
@@ -48,7 +50,7 @@ static double thread_cpu_sec(void) {
 
 static void *run_job(void *p) {
     job *j = p;
-    j->kt->matmul[j->type](j->w, j->wrb, j->k, j->row0, j->row1, j->x, j->xrb, j->n_tok, j->y, j->ldy);
+    (j->packed ? j->kt->matmul_packed : j->kt->matmul)[j->type](j->w, j->wrb, j->k, j->row0, j->row1, j->x, j->xrb, j->n_tok, j->y, j->ldy);
     return NULL;
 }
 
@@ -70,6 +72,8 @@ static void matmul_mt(job base, int n_threads) {
 static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t k, int64_t n_tok,
                     int n_threads, double min_time, double *gbs, double *gflops) {
     const wtype_info *ti = wtype_get(type);
+    const char *pk = getenv("KBENCH_PACKED");
+    const int packed = pk && *pk && *pk != '0' && kt->matmul_packed[type];
     const size_t wrb = (size_t)wtype_row_bytes(type, (uint64_t)k), wbytes = wrb * (size_t)rows;
     // Enough copies to exceed any cache (>= 256 MB) for decode; one for prefill.
     int copies = n_tok == 1 && !getenv("KBENCH_HOT") ? (int)(256.0e6 / (double)wbytes) + 1 : 1;
@@ -82,6 +86,12 @@ static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t 
             for (int64_t r = 0; r < rows; r++) ti->from_f32(row, w[c] + (size_t)r * wrb, k);
         else   // a type cabin reads but does not write: arbitrary bytes time the same
             for (size_t i = 0; i < wbytes; i++) w[c][i] = (uint8_t)(i * 2654435761u >> 13);
+        if (packed) {
+            uint8_t *p = aligned_alloc(64, (cpu_r16_bytes(type, rows, k) + 63) / 64 * 64);
+            cpu_pack_r16(type, w[c], wrb, rows, k, 0, (rows + 15) / 16, p);
+            free(w[c]);
+            w[c] = p;
+        }
     }
     float *x = xmalloc(sizeof(float) * (size_t)(k * n_tok));
     for (int64_t i = 0; i < k * n_tok; i++) x[i] = (float)((i * 104729 % 2000) - 1000) / 1000.0f;
@@ -95,7 +105,7 @@ static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t 
     }
     float *y = xmalloc(sizeof(float) * (size_t)(rows * n_tok));
     job base = { kt, type, NULL, wrb, k, 0, rows, n_tok, quant ? (const void *)xq : x,
-                 quant ? xqrb : (size_t)k * 4, y, rows };
+                 quant ? xqrb : (size_t)k * 4, y, rows, packed };
     base.w = w[0];
     matmul_mt(base, n_threads); // warm-up
     // Best single call of those run in min_time: the machine may be shared, and the fastest

@@ -29,6 +29,8 @@ typedef struct cpu_backend {
     bool profiling;
     double op_secs[OP_COUNT];
     uint64_t op_calls[OP_COUNT];
+    struct cpu_packed *packs;   // weights packed for the table's r16 kernels (cpu_weight_prepare)
+    int n_packs, cap_packs;
 } cpu_backend;
 
 #define CPU(b) ((cpu_backend *)(b)->impl)
@@ -40,11 +42,70 @@ static void prof_end(cpu_backend *c, enum op_kind k, double t0) {
     c->op_calls[k]++;
 }
 
+// A weight the kernel table multiplies in its row-interleaved layout (cpu_pack_r16). The
+// backend keeps its packs itself, found by the tensor's host bytes, type and shape (tensor.bk
+// stays NULL on the CPU): a backend destroyed without releasing its weights takes its packs
+// with it and leaves nothing dangling in the model.
+typedef struct cpu_packed {
+    const void *src;          // tensor.data it was packed from
+    uint32_t type;
+    int64_t ne0, ne1;
+    void *data;
+    size_t bytes;
+} cpu_packed;
+
+static cpu_packed *packed_of(cpu_backend *c, const tensor *w) {
+    for (int i = 0; i < c->n_packs; i++) {
+        cpu_packed *p = &c->packs[i];
+        if (p->src == w->data && p->type == w->type && p->ne0 == w->ne0 && p->ne1 == w->ne1) return p;
+    }
+    return NULL;
+}
+
+static bool cpu_weight_keeps_own(backend *b, const tensor *w) {
+    return w->ne1 > 1 && CPU(b)->k->matmul_packed[w->type] && cpu_r16_type(w->type);
+}
+
+typedef struct pack_job { const tensor *w; void *dst; } pack_job;
+
+static void pack_worker(void *ctx, int ith, int nth) {
+    const pack_job *j = ctx;
+    int64_t lo, hi;
+    split_range((j->w->ne1 + 15) / 16, ith, nth, 1, &lo, &hi);
+    cpu_pack_r16(j->w->type, j->w->data, j->w->row_bytes, j->w->ne1, j->w->ne0, lo, hi, j->dst);
+}
+
+// Packing is a speed-up only: without the memory for it the weight stays in rows, read by the
+// table's row kernel.
 static int cpu_weight_prepare(backend *b, tensor *w, errbuf *err) {
-    (void)b; (void)w; (void)err;
+    (void)err;
+    cpu_backend *c = CPU(b);
+    if (!cpu_weight_keeps_own(b, w) || packed_of(c, w)) return 0;
+    if (c->n_packs == c->cap_packs) {
+        int cap = c->cap_packs ? 2 * c->cap_packs : 64;
+        cpu_packed *grown = try_realloc(c->packs, (size_t)cap * sizeof *grown);
+        if (!grown) return 0;
+        c->packs = grown;
+        c->cap_packs = cap;
+    }
+    const size_t bytes = cpu_r16_bytes(w->type, w->ne1, w->ne0);
+    void *data = malloc_large(bytes);
+    if (!data) return 0;
+    pack_job j = { w, data };
+    threadpool_run(c->pool, pack_worker, &j);
+    c->packs[c->n_packs++] = (cpu_packed){ w->data, w->type, w->ne0, w->ne1, data, bytes };
+    b->own_weight_bytes += bytes;
     return 0;
 }
-static void cpu_weight_release(backend *b, tensor *w) { (void)b; (void)w; }
+
+static void cpu_weight_release(backend *b, tensor *w) {
+    cpu_backend *c = CPU(b);
+    cpu_packed *p = packed_of(c, w);
+    if (!p) return;
+    b->own_weight_bytes -= p->bytes;
+    free(p->data);
+    *p = c->packs[--c->n_packs];
+}
 
 static bool cpu_supports_type(backend *b, uint32_t t) {
     return t < WT_COUNT && CPU(b)->k->matmul[t] != NULL;
@@ -114,6 +175,7 @@ static void cpu_rmsnorm(backend *b, const bk_act *x, const tensor *w, float eps,
 typedef struct mm_job {
     const cpu_kernels *k;
     const tensor *w;
+    const cpu_packed *packed; // w in the table's row-interleaved layout, or NULL: its rows
     const float *xf;          // f32 rows (stride xf_cols)
     int64_t xf_cols;
     void *xq;                 // quantized rows (Q8_0 or Q8_K blocks, as act_format says)
@@ -137,19 +199,20 @@ static void mm_quantize_worker(void *ctx, int ith, int nth) {
 
 static void mm_worker(void *ctx, int ith, int nth) {
     mm_job *j = ctx;
+    const int64_t k = j->w->ne0;
     int64_t lo, hi;
     split_range(j->w->ne1, ith, nth, 16, &lo, &hi);
     if (lo >= hi) return;
     const void *x = j->xq ? j->xq : (const void *)j->xf;
     size_t x_row_bytes = j->xq ? j->xq_row_bytes : (size_t)j->xf_cols * sizeof(float);
-    j->k->matmul[j->w->type](j->w->data, j->w->row_bytes, j->w->ne0, lo, hi, x, x_row_bytes, j->n,
-                             j->y, j->ldy);
+    if (j->packed) j->k->matmul_packed[j->w->type](j->packed->data, 0, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
+    else j->k->matmul[j->w->type](j->w->data, j->w->row_bytes, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
 }
 
 static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_row0, int n, bk_act *out) {
     cpu_backend *c = CPU(b);
     double t0 = prof_begin(c);
-    mm_job j = { .k = c->k, .w = w, .xf = x->data + x_row0 * x->cols, .xf_cols = x->cols, .n = n,
+    mm_job j = { .k = c->k, .w = w, .packed = packed_of(c, w), .xf = x->data + x_row0 * x->cols, .xf_cols = x->cols, .n = n,
                  .y = out->data, .ldy = out->cols };
     j.af = c->k->act_format[w->type];
     if (j.af != ACT_F32) {
@@ -360,6 +423,8 @@ static void cpu_destroy(backend *b) {
     for (int i = 0; i < c->n_threads; i++) free(c->scores[i]);
     free(c->scores);
     free(c->qbuf);
+    for (int i = 0; i < c->n_packs; i++) free(c->packs[i].data);
+    free(c->packs);
     free(c);
     free(b);
 }
@@ -414,6 +479,7 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->impl = c;
     b->weight_prepare = cpu_weight_prepare;
     b->weight_release = cpu_weight_release;
+    b->weight_keeps_own = cpu_weight_keeps_own;
     b->supports_type = cpu_supports_type;
     for (int t = 0; t < WT_COUNT; t++)
         if (k->matmul[t] && k->act_format[t] != ACT_F32) {

@@ -5,6 +5,7 @@
 
 #include "engine/wtype.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,12 @@ typedef struct cpu_kernels {
     const char *name;                   // "scalar", "avx2", "avx512"
     matmul_rows_fn matmul[WT_COUNT];    // NULL where the type is not supported
     enum act_format act_format[WT_COUNT];
+    // Kernels over weights repacked into the row-interleaved layout below (cpu_pack_r16), NULL
+    // where the table has none for the type. Same arguments as matmul, except that w is the
+    // packed matrix and w_row_bytes is ignored (the layout's strides follow from k); the
+    // activations are in act_format[type]. Any row range works; a kernel computes whole groups
+    // of 16 rows and writes only the rows asked for.
+    matmul_rows_fn matmul_packed[WT_COUNT];
     // Activation row (k floats) to Q8_0 blocks, for ACT_Q8_0 kernels.
     void (*quantize_act_q8_0)(const float *x, block_q8_0 *y, int64_t k);
     // Float row helpers used by the forward pass (n any size).
@@ -166,8 +173,31 @@ void matmul_q4_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
                       size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                       size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+// The r16 kernels of the AVX-512 table (engine/cpu/kernels_r16_avx512.c).
+void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 #define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
 #define DQ8_ACT(name, type, act) [type] = act,
+
+// The row-interleaved layout ("r16") of the types whose 32-weight blocks are an fp16 scale and
+// a payload (Q4_0: 16 bytes of nibbles, Q8_0: 32 int8), made once when a weight is prepared so
+// that an integer dot product works on 16 rows at once (one row per 32-bit lane): no per-row
+// reduction, one scale load per 16 rows and a single weight stream.
+//   Rows go in groups of 16 (the last group padded with zero rows), each group's blocks in
+//   pairs (an odd count padded with a zero block). A unit (group g, pair p) is 64 bytes of
+//   scales (16 fp16 of block 2p, then 16 of block 2p+1) followed by block 2p's payload and then
+//   block 2p+1's; payload byte j of row i sits at (j/4*16 + i)*4 + j%4 (4-byte chunks of the 16
+//   rows side by side). Units follow one another: group g's pairs, then group g+1's.
+//   Unit bytes: 64 + 32 * payload (Q4_0 576, Q8_0 1088): whole cache lines.
+bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0
+size_t cpu_r16_unit_bytes(uint32_t type);
+size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
+// Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,
+// which holds the whole packed matrix (cpu_r16_bytes): threads may pack disjoint group ranges.
+void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows, int64_t k,
+                  int64_t g0, int64_t g1, void *dst);
 
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and

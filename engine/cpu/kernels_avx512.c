@@ -627,6 +627,7 @@ const cpu_kernels cpu_kernels_avx512_table = {
         [WT_Q8_0] = ACT_Q8_0, [WT_Q4_0] = ACT_Q8_0,
         DQ8_TYPES(DQ8_ACT) [WT_Q4_K] = ACT_Q8_K, [WT_Q6_K] = ACT_Q8_K,
     },
+    .matmul_packed = { [WT_Q4_0] = matmul_q4_0_r16_avx512, [WT_Q8_0] = matmul_q8_0_r16_avx512 },
     .quantize_act_q8_0 = quantize_act_q8_0,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,

@@ -1,0 +1,175 @@
+// AVX-512 VNNI kernels over the row-interleaved layout (engine/cpu/kernels.h, cpu_pack_r16):
+// Q4_0 and Q8_0 weights against Q8_0 activations, 16 weight rows per register.
+//
+// One 512-bit load holds 4 bytes of each of 16 rows; vpdpbusd against the matching 4
+// activation bytes broadcast to every lane adds four products to each row's int32 lane, so a
+// block of 32 weights of 16 rows is 8 dot-product instructions (Q4_0: 4 loads, each giving the
+// low and the high nibbles), one conversion of the 16 fp16 row scales and one multiply-add
+// into the 16 row sums — no horizontal reduction, and the weights stream from one place.
+//
+// vpdpbusd multiplies unsigned (weights: Q4_0 nibbles as stored, 0..15; Q8_0 int8 with the
+// sign bit flipped, w + 128) by signed bytes (activations). The offset (8 or 128 times the sum
+// of the block's activation bytes) is taken back out by seeding each block's int32 sum with
+// -offset * sum, made once per token when the activations are prepared.
+//
+// Prefill runs tiles of one row group x up to TM tokens: the group's weights (k/32 * 288 bytes
+// for Q4_0: 18-72 KiB in the model shapes) stay in L1/L2 while the tokens sweep past them.
+#include "engine/cpu/kernels.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+enum {
+    R16 = 16,
+    TM = 8,                       // tokens per tile
+    X_GROUP_BYTES = 384 * 1024,   // prepared activations kept hot in L2 per token group
+    // The weight stream is prefetched into L2 this many bytes ahead: with the hardware
+    // prefetchers alone one thread's stream stays under the bandwidth two threads can draw
+    // (docs/history/PERF.md has the distances tried).
+    PF_AHEAD = 2048,
+};
+
+enum { K4, K8 };   // Q4_0, Q8_0
+
+INLINE size_t unit_bytes(const int kind) { return kind == K4 ? 576 : 1088; }
+
+// Prepared activations of one token, for blocks [0, 2*np): the 32 activation bytes of each
+// block as 8 int32, then each block's seed (-offset * sum of its bytes, int32), then its scale
+// (float); a padding block is all zero.
+static size_t prep_bytes_per_token(int64_t np) { return ((size_t)np * 2 * 40 + 63) / 64 * 64; }
+
+INLINE void prep_x(const int kind, const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb,
+                   uint8_t *out, size_t per_tok) {
+    const int64_t nbp = (nb + 1) / 2 * 2;
+    const int off = kind == K4 ? 8 : 128;
+    for (int64_t t = 0; t < n_tok; t++) {
+        int32_t *xq = (int32_t *)(void *)(out + (size_t)t * per_tok), *seed = xq + nbp * 8;
+        float *dx = (float *)(void *)(seed + nbp);
+        const block_q8_0 *xb = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)xb[b].qs);
+            _mm256_storeu_si256((__m256i *)(void *)(xq + b * 8), q);
+            // sum of the 32 signed bytes: vpdpbusd of ones against them
+            __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q);
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+            seed[b] = -off * _mm_cvtsi128_si32(h);
+            uint16_t d;
+            memcpy(&d, &xb[b].d, 2);
+            dx[b] = _cvtsh_ss(d);
+        }
+        if (nb < nbp) {
+            memset(xq + nb * 8, 0, 32);
+            seed[nb] = 0;
+            dx[nb] = 0.0f;
+        }
+    }
+}
+
+// One row group (its packed units at gw, np pairs) x T tokens (prepared rows at xp, per_tok
+// apart) -> y[t*ldy + lane] for the lanes in `store`.
+INLINE void tile(const int kind, const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok,
+                 float *y, int64_t ldy, __mmask16 store, const int T) {
+    const size_t unit = unit_bytes(kind), pay = (unit - 64) / 2;
+    const int64_t nbp = 2 * np;
+    const int32_t *xq[TM], *seed[TM];
+    const float *dx[TM];
+    __m512 acc[TM];
+    UNROLL for (int t = 0; t < T; t++) {
+        xq[t] = (const int32_t *)(const void *)(xp + (size_t)t * per_tok);
+        seed[t] = xq[t] + nbp * 8;
+        dx[t] = (const float *)(const void *)(seed[t] + nbp);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
+    for (int64_t p = 0; p < np; p++) {
+        const uint8_t *u = gw + (size_t)p * unit;
+        for (size_t l = 0; l < unit; l += 64)
+            _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + PF_AHEAD + l), _MM_HINT_T1);
+        UNROLL for (int h = 0; h < 2; h++) {
+            const int64_t b = 2 * p + h;
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32 * h)));
+            const uint8_t *pl = u + 64 + (size_t)h * pay;
+            __m512i s[TM];
+            UNROLL for (int t = 0; t < T; t++) s[t] = _mm512_set1_epi32(seed[t][b]);
+            if (kind == K4) {
+                UNROLL for (int c = 0; c < 4; c++) {
+                    const __m512i v = _mm512_loadu_si512((const void *)(pl + 64 * c));
+                    const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    UNROLL for (int t = 0; t < T; t++) {
+                        s[t] = _mm512_dpbusd_epi32(s[t], lo, _mm512_set1_epi32(xq[t][b * 8 + c]));
+                        s[t] = _mm512_dpbusd_epi32(s[t], hi, _mm512_set1_epi32(xq[t][b * 8 + 4 + c]));
+                    }
+                }
+            } else {
+                UNROLL for (int c = 0; c < 8; c++) {
+                    const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pl + 64 * c)), flip);
+                    UNROLL for (int t = 0; t < T; t++)
+                        s[t] = _mm512_dpbusd_epi32(s[t], v, _mm512_set1_epi32(xq[t][b * 8 + c]));
+                }
+            }
+            UNROLL for (int t = 0; t < T; t++)
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t][b])), acc[t]);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+}
+
+typedef void (*tile_fn)(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y,
+                        int64_t ldy, __mmask16 store);
+#define TILE_FN(K, T)                                                                              \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok,   \
+                               float *y, int64_t ldy, __mmask16 store) {                           \
+        tile(K, gw, np, xp, per_tok, y, ldy, store, T);                                            \
+    }
+#define TILE_FNS(K) TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4) TILE_FN(K, 5) \
+    TILE_FN(K, 6) TILE_FN(K, 7) TILE_FN(K, 8)
+TILE_FNS(K4)
+TILE_FNS(K8)
+static const tile_fn tiles_k4[TM] = { tile_K4_1, tile_K4_2, tile_K4_3, tile_K4_4, tile_K4_5, tile_K4_6, tile_K4_7, tile_K4_8 };
+static const tile_fn tiles_k8[TM] = { tile_K8_1, tile_K8_2, tile_K8_3, tile_K8_4, tile_K8_5, tile_K8_6, tile_K8_7, tile_K8_8 };
+
+// Rows [row0, row1) of the packed matrix w: each token group's activations are prepared into
+// per-thread scratch, then every row group of the range sweeps the group's tokens TM at a time.
+static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, int64_t row1,
+                       const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    const int64_t nb = k / 32, np = (nb + 1) / 2;
+    const size_t per_tok = prep_bytes_per_token(np), group_bytes = (size_t)np * unit_bytes(kind);
+    int64_t group = (int64_t)(X_GROUP_BYTES / per_tok) / TM * TM;
+    if (group < TM) group = TM;
+    if (group > n_tok) group = n_tok;
+    const tile_fn *tiles = kind == K4 ? tiles_k4 : tiles_k8;
+    uint8_t *prep = cpu_kernels_scratch((size_t)group * per_tok);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
+        const int64_t ng = n_tok - t0 < group ? n_tok - t0 : group;
+        if (kind == K4) prep_x(K4, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
+        else prep_x(K8, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
+        for (int64_t g = row0 / R16; g * R16 < row1; g++) {
+            const int64_t lane0 = row0 > g * R16 ? row0 - g * R16 : 0;
+            const int64_t lane1 = row1 < (g + 1) * R16 ? row1 - g * R16 : R16;
+            const __mmask16 store = (__mmask16)(((1u << lane1) - 1) & ~((1u << lane0) - 1));
+            const uint8_t *gw = (const uint8_t *)w + (size_t)g * group_bytes;
+            for (int64_t t = 0; t < ng;) {
+                const int T = ng - t >= TM ? TM : (int)(ng - t);
+                tiles[T - 1](gw, np, prep + (size_t)t * per_tok, per_tok, y + (t0 + t) * ldy + g * R16, ldy, store);
+                t += T;
+            }
+        }
+    }
+}
+
+void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_r16(K4, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_r16(K8, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
