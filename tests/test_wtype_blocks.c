@@ -228,7 +228,9 @@ static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) {
 }
 
 // Each type's fast-table kernel against Σ w·x in double over the dequantized weights and the
-// dequantized activation blocks it was given: only float summation separates them.
+// dequantized activation blocks it was given: only float summation separates them. A type the
+// table also packs (cpu_pack_r16) is checked the same way through its matmul_packed kernel, on
+// 19 rows (a group of 16 and a padded one) and on a range that starts and ends inside a group.
 static void check_kernels(void) {
     const cpu_kernels *ks = cpu_kernels_select("auto");
     if (!ks || !strcmp(ks->name, "scalar")) { SKIP("no AVX2 table on this processor"); return; }
@@ -240,13 +242,15 @@ static void check_kernels(void) {
         const enum act_format af = ks->act_format[t];
         CHECK(ks->matmul[t] && af == (info->block_size == 256 ? ACT_Q8_K : ACT_Q8_0), "%s: kernel and activation format", info->name);
         if (!ks->matmul[t]) continue;
-        for (int kb = 1; kb <= 5; kb += 2) {   // K: 1, 3, 5 blocks; 7 rows; 3 tokens
-            const int64_t K = kb * (int64_t)(info->block_size == 256 ? 256 : 288), M = 7, N = 3;
+        for (int kb = 1; kb <= 5; kb += 2)   // K: 1, 3, 5 blocks; 7 or 19 rows; 3 or 6 tokens
+        for (int packed = 0; packed < (ks->matmul_packed[t] ? 2 : 1); packed++) {
+            const int64_t K = kb * (int64_t)(info->block_size == 256 ? 256 : 288), M = packed ? 19 : 7, N = packed ? 6 : 3;
+            const int64_t row0 = packed ? 3 : 0, row1 = packed ? 18 : M;
             const size_t wrb = wtype_row_bytes(t, (uint64_t)K);
             const size_t xrb = af == ACT_Q8_K ? (size_t)(K / 256) * sizeof(block_q8_k) : (size_t)(K / 32) * sizeof(block_q8_0);
             uint8_t *w = xmalloc(wrb * M), *xq = xmalloc(xrb * N);
             float *wf = xmalloc(sizeof(float) * (size_t)(K * M)), *xf = xmalloc(sizeof(float) * (size_t)(K * N));
-            float y[3 * 7];
+            float y[6 * 19];
             rand_blocks(t, w, (size_t)(K / info->block_size * M));
             for (int64_t i = 0; i < K * N; i++) xf[i] = rng_uniform();
             for (int64_t r = 0; r < N; r++) {
@@ -258,16 +262,31 @@ static void check_kernels(void) {
                 }
             }
             for (int64_t r = 0; r < M; r++) info->to_f32(w + r * wrb, wf + r * K, K);
-            ks->matmul[t](w, wrb, K, 0, M, xq, xrb, N, y, M);
+            for (size_t i = 0; i < sizeof y / sizeof y[0]; i++) y[i] = -12345.5f;
+            if (packed) {
+                uint8_t *wp = aligned_alloc(64, (cpu_r16_bytes(t, M, K) + 63) / 64 * 64);
+                cpu_pack_r16(t, w, wrb, M, K, 0, (M + 15) / 16, wp);
+                ks->matmul_packed[t](wp, 0, K, row0, row1, xq, xrb, N, y, M);
+                free(wp);
+                bool untouched = true;
+                for (int64_t n = 0; n < N; n++)
+                    for (int64_t r = 0; r < M; r++)
+                        if (r < row0 || r >= row1) untouched &= y[n * M + r] == -12345.5f;
+                CHECK(untouched, "%s K=%lld: the packed kernel writes only rows [%lld, %lld)", info->name, (long long)K,
+                      (long long)row0, (long long)row1);
+            } else {
+                ks->matmul[t](w, wrb, K, 0, M, xq, xrb, N, y, M);
+            }
             double worst = 0;
             for (int64_t n = 0; n < N; n++)
-                for (int64_t r = 0; r < M; r++) {
+                for (int64_t r = row0; r < row1; r++) {
                     double s = 0, sa = 0;
                     for (int64_t i = 0; i < K; i++) { s += (double)wf[r * K + i] * xf[n * K + i]; sa += fabs((double)wf[r * K + i] * xf[n * K + i]); }
                     double q = fabs(y[n * M + r] - s) / (2.0 * (double)(K + 2) * 0x1p-24 * sa + 1e-30);
                     if (q > worst) worst = q;
                 }
-            CHECK(worst <= 1.0, "%s K=%lld: kernel vs double dot: |diff| / float bound %g", info->name, (long long)K, worst);
+            CHECK(worst <= 1.0, "%s%s K=%lld: kernel vs double dot: |diff| / float bound %g", info->name,
+                  packed ? " packed" : "", (long long)K, worst);
             free(w); free(xq); free(wf); free(xf);
         }
     }

@@ -1,17 +1,7 @@
-// Kernel micro-benchmark (not built by the Makefile). Build by hand from the repository root:
-//   F="-std=c11 -D_GNU_SOURCE -O2 -pthread -I."
-//   cc $F -c engine/cpu/kernels_avx2.c -mavx2 -mfma -mf16c -o /tmp/k2.o
-//   cc $F -c engine/cpu/kernels_avx512.c -mavx2 -mfma -mf16c -mavx512f -mavx512bw
-//      -mavx512vl -mavx512dq -mavx512vnni -o /tmp/k5.o        (one line)
-//   cc $F -c engine/cpu/attn_kv_avx2.c -mavx2 -mfma -mf16c -o /tmp/a2.o
-//   cc $F -c engine/cpu/attn_kv_avx512.c (the avx512 flags above) -o /tmp/a5.o
-//   cc $F -c engine/cpu/kernels_dequant_avx2.c -mavx2 -mfma -mf16c -o /tmp/d2.o
-//   cc $F -c engine/cpu/kernels_kquant_avx2.c -mavx2 -mfma -mf16c -o /tmp/q2.o
-//   cc $F tools/kbench.c engine/cpu/kernels.c engine/cpu/kernels_scalar.c
-//      engine/cpu/attn_kv.c engine/wtype.c engine/wtype_legacy.c engine/wtype_kquant.c engine/wtype_fp8.c
-//      engine/half.c engine/kv_cache.c base/*.c /tmp/k2.o /tmp/k5.o /tmp/a2.o /tmp/a5.o /tmp/d2.o /tmp/q2.o
-//      -lm -o /tmp/kbench
-//      (one line)
+// Kernel micro-benchmark (not built by the Makefile). Build by hand from the repository root,
+// after `make` (it links the engine library):
+//   cc -std=c11 -D_GNU_SOURCE -O2 -pthread -I. tools/kbench.c build/libcabin_engine.a
+//      build/libcabin_base.a -lcjson -lm -o /tmp/kbench        (one line)
 //   /tmp/kbench [table] [threads] [type|all] [decode|prefill|all]
 // Times are the best call of those run in about a second (one thread: its CPU time, so that a
 // shared machine's other work counts less; several: wall time).

@@ -178,20 +178,28 @@ void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 #define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
 #define DQ8_ACT(name, type, act) [type] = act,
 
-// The row-interleaved layout ("r16") of the types whose 32-weight blocks are an fp16 scale and
-// a payload (Q4_0: 16 bytes of nibbles, Q8_0: 32 int8), made once when a weight is prepared so
+// The row-interleaved layouts ("r16"), made once when a weight is prepared (cpu_pack_r16) so
 // that an integer dot product works on 16 rows at once (one row per 32-bit lane): no per-row
-// reduction, one scale load per 16 rows and a single weight stream.
-//   Rows go in groups of 16 (the last group padded with zero rows), each group's blocks in
-//   pairs (an odd count padded with a zero block). A unit (group g, pair p) is 64 bytes of
-//   scales (16 fp16 of block 2p, then 16 of block 2p+1) followed by block 2p's payload and then
-//   block 2p+1's; payload byte j of row i sits at (j/4*16 + i)*4 + j%4 (4-byte chunks of the 16
-//   rows side by side). Units follow one another: group g's pairs, then group g+1's.
-//   Unit bytes: 64 + 32 * payload (Q4_0 576, Q8_0 1088): whole cache lines.
-bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0
+// reduction, one scale load per 16 rows and a single weight stream. Rows go in groups of 16
+// (the last group padded with zero rows); a group is a run of units, each 16 rows x a span of
+// the row; chunked bytes are 4-byte chunks of the 16 rows side by side (byte j of row i at
+// (j/4*16 + i)*4 + j%4). Units are whole cache lines:
+//   Q4_0, Q8_0 (a pair of 32-weight blocks; an odd count padded with a zero block): 64 bytes of
+//     scales (16 fp16 of the first block, then 16 of the second), then each block's payload
+//     chunked (Q4_0: 16 bytes of nibbles a row; Q8_0: 32 int8). 576 / 1088 bytes.
+//   Q4_K (a 256-weight super-block): d[16], dmin[16] (fp16), the 8 six-bit scales and then the 8
+//     mins unpacked to bytes, [j][row], then the 128 bytes of nibbles chunked. 2368 bytes.
+//   Q6_K (a super-block): d[16] (fp16), scales [16][row] (int8), then the 6-bit codes as three
+//     planes of 64 bytes a row, each chunked (four codes in three bytes, engine/cpu/pack_r16.c),
+//     32 bytes of padding. 3392 bytes.
+bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q4_K, Q6_K
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,

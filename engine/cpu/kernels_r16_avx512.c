@@ -133,6 +133,13 @@ TILE_FNS(K8)
 static const tile_fn tiles_k4[TM] = { tile_K4_1, tile_K4_2, tile_K4_3, tile_K4_4, tile_K4_5, tile_K4_6, tile_K4_7, tile_K4_8 };
 static const tile_fn tiles_k8[TM] = { tile_K8_1, tile_K8_2, tile_K8_3, tile_K8_4, tile_K8_5, tile_K8_6, tile_K8_7, tile_K8_8 };
 
+// The lanes of row group g that lie in rows [row0, row1).
+INLINE __mmask16 lanes_in(int64_t g, int64_t row0, int64_t row1) {
+    const int64_t lane0 = row0 > g * R16 ? row0 - g * R16 : 0;
+    const int64_t lane1 = row1 < (g + 1) * R16 ? row1 - g * R16 : R16;
+    return (__mmask16)(((1u << lane1) - 1) & ~((1u << lane0) - 1));
+}
+
 // Rows [row0, row1) of the packed matrix w: each token group's activations are prepared into
 // per-thread scratch, then every row group of the range sweeps the group's tokens TM at a time.
 static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, int64_t row1,
@@ -149,9 +156,7 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
         if (kind == K4) prep_x(K4, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
         else prep_x(K8, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
         for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-            const int64_t lane0 = row0 > g * R16 ? row0 - g * R16 : 0;
-            const int64_t lane1 = row1 < (g + 1) * R16 ? row1 - g * R16 : R16;
-            const __mmask16 store = (__mmask16)(((1u << lane1) - 1) & ~((1u << lane0) - 1));
+            const __mmask16 store = lanes_in(g, row0, row1);
             const uint8_t *gw = (const uint8_t *)w + (size_t)g * group_bytes;
             for (int64_t t = 0; t < ng;) {
                 const int T = ng - t >= TM ? TM : (int)(ng - t);
@@ -160,6 +165,172 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Q4_K and Q6_K against Q8_K activations (block_q8_k: float d, 256 int8, sums of 16), one
+// 256-weight super-block of 16 rows per unit, read straight from the activation rows.
+//
+// Q4_K unit: d[16], dmin[16] (fp16), scale[8][16], min[8][16] (u8, 6-bit), then the 128 bytes of
+// nibbles of each row in 4-byte chunks. Per super-block:
+//   dot = x.d * (d * Σ_g scale_g Σ_{i in g} q_i x_i  -  dmin * Σ_g min_g (x sums of group g))
+// A load's low nibbles belong to group 2jp and its high ones to 2jp+1; the high ones are
+// multiplied as they lie (16 q) and the sum shifted back, exact since every term has the 16.
+// Q6_K unit: d[16] (fp16), scale[16][16] (int8), then planes X, Y, Z (64 bytes a row each,
+// chunked; engine/cpu/pack_r16.c): byte l of half h carries the codes of weights 128h + 32p + l,
+// p = 0, 1, 2 in its low 6 bits and two bits of p = 3's in its top two. Per super-block:
+//   dot = x.d * d * Σ_s scale_s (Σ_{i in s} q_i x_i  -  32 Σ_{i in s} x_i), q = 6-bit code
+// over 16 groups of 16; each group's int32 sum starts at -32 times its activation sum.
+
+enum { TMK = 4, Q4K_UNIT = 2368, Q6K_UNIT = 3392 };
+
+INLINE __m512i bcast_i32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+INLINE __m512i u8_lanes(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+INLINE __m512i i8_lanes(const uint8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+// A K-quant super-block unit is 2.3-3.3 KiB of work-heavy bytes: its stream is prefetched
+// further ahead, a quarter of a unit at a time through the unit's work rather than in one burst
+// (together +10% decode on the 1B Q4_K_M; docs/history/PERF.md).
+enum { PF_K = 8192 };
+// Quarter q of the unit PF_K bytes ahead.
+INLINE void prefetch_unit(const uint8_t *u, size_t unit, int q) {
+    const size_t l0 = (unit / 64 * (size_t)q / 4) * 64, l1 = (unit / 64 * (size_t)(q + 1) / 4) * 64;   // units are whole lines
+    for (size_t l = l0; l < l1; l += 64)
+        _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + PF_K + l), _MM_HINT_T1);
+}
+
+INLINE void tile_q4_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                      int64_t ldy, __mmask16 store, const int T) {
+    const block_q8_k *xr[TMK];
+    __m512 acc[TMK];
+    UNROLL for (int t = 0; t < T; t++) {
+        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m4h = _mm512_set1_epi8((char)0xf0);
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *u = gw + (size_t)sb * Q4K_UNIT, *sc = u + 64, *mn = u + 192, *qs = u + 320;
+        __m512i isum[TMK];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int jp = 0; jp < 4; jp++) {
+            prefetch_unit(u, Q4K_UNIT, jp);
+            __m512i slo[TMK], shi[TMK];
+            UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm512_setzero_si512();
+            UNROLL for (int c = 0; c < 8; c++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * jp + c) * 64));
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(v, m4h);
+                UNROLL for (int t = 0; t < T; t++) {
+                    slo[t] = _mm512_dpbusd_epi32(slo[t], lo, bcast_i32(xr[t][sb].qs + 64 * jp + 4 * c));
+                    shi[t] = _mm512_dpbusd_epi32(shi[t], hi, bcast_i32(xr[t][sb].qs + 64 * jp + 32 + 4 * c));
+                }
+            }
+            const __m512i s0 = u8_lanes(sc + 2 * jp * 16), s1 = u8_lanes(sc + (2 * jp + 1) * 16);
+            UNROLL for (int t = 0; t < T; t++)
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s0),
+                                                                     _mm512_mullo_epi32(_mm512_srai_epi32(shi[t], 4), s1)));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const int16_t *bs = xr[t][sb].bsums;
+            __m512i msum = _mm512_setzero_si512();
+            UNROLL for (int j = 0; j < 8; j++)
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + j * 16), _mm512_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
+            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+}
+
+INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                      int64_t ldy, __mmask16 store, const int T) {
+    const block_q8_k *xr[TMK];
+    __m512 acc[TMK];
+    UNROLL for (int t = 0; t < T; t++) {
+        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x0f);
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *u = gw + (size_t)sb * Q6K_UNIT, *sc = u + 32, *px = u + 288;
+        __m512i isum[TMK];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++)
+            for (int lh = 0; lh < 2; lh++) {   // l < 16, l >= 16: the two groups of 16 of a quarter
+                prefetch_unit(u, Q6K_UNIT, 2 * h + lh);
+                __m512i s[TMK][4];
+                UNROLL for (int t = 0; t < T; t++)
+                    UNROLL for (int p = 0; p < 4; p++) s[t][p] = _mm512_set1_epi32(-32 * xr[t][sb].bsums[8 * h + 2 * p + lh]);
+                UNROLL for (int cc = 0; cc < 4; cc++) {
+                    const size_t c = (size_t)(8 * h + 4 * lh + cc) * 64;
+                    const __m512i X = _mm512_loadu_si512((const void *)(px + c));
+                    const __m512i Y = _mm512_loadu_si512((const void *)(px + 1024 + c));
+                    const __m512i Z = _mm512_loadu_si512((const void *)(px + 2048 + c));
+                    // q3: bits 0-1 from X's top two, 2-3 from Y's, 4-5 from Z's (ternlog 0xCA:
+                    // the second operand where the mask, the first, is set, else the third)
+                    const __m512i lo = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(X, 6), _mm512_srli_epi16(Y, 4), 0xCA);
+                    const __m512i q[4] = {
+                        _mm512_and_si512(X, m6), _mm512_and_si512(Y, m6), _mm512_and_si512(Z, m6),
+                        _mm512_and_si512(_mm512_ternarylogic_epi32(m4, lo, _mm512_srli_epi16(Z, 2), 0xCA), m6),
+                    };
+                    UNROLL for (int t = 0; t < T; t++) UNROLL for (int p = 0; p < 4; p++)
+                        s[t][p] = _mm512_dpbusd_epi32(s[t][p], q[p], bcast_i32(xr[t][sb].qs + 128 * h + 32 * p + 4 * (4 * lh + cc)));
+                }
+                UNROLL for (int p = 0; p < 4; p++) {
+                    const __m512i scv = i8_lanes(sc + (size_t)(8 * h + 2 * p + lh) * 16);
+                    UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][p], scv));
+                }
+            }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
+        UNROLL for (int t = 0; t < T; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(xr[t][sb].d)), acc[t]);
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+}
+
+typedef void (*ktile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                         int64_t ldy, __mmask16 store);
+#define KTILE_FN(K, T)                                                                             \
+    static void ktile_##K##_##T(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb,     \
+                                float *y, int64_t ldy, __mmask16 store) {                          \
+        tile_##K(gw, nsb, x, xrb, y, ldy, store, T);                                               \
+    }
+KTILE_FN(q4_k, 1) KTILE_FN(q4_k, 2) KTILE_FN(q4_k, 3) KTILE_FN(q4_k, 4)
+KTILE_FN(q6_k, 1) KTILE_FN(q6_k, 2) KTILE_FN(q6_k, 3) KTILE_FN(q6_k, 4)
+static const ktile_fn ktiles_q4_k[TMK] = { ktile_q4_k_1, ktile_q4_k_2, ktile_q4_k_3, ktile_q4_k_4 };
+static const ktile_fn ktiles_q6_k[TMK] = { ktile_q6_k_1, ktile_q6_k_2, ktile_q6_k_3, ktile_q6_k_4 };
+
+// Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
+// weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
+static void matmul_kquant_r16(const ktile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0,
+                              int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    const int64_t nsb = k / 256;
+    for (int64_t g = row0 / R16; g * R16 < row1; g++) {
+        const __mmask16 store = lanes_in(g, row0, row1);
+        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
+        for (int64_t t = 0; t < n_tok;) {
+            const int T = n_tok - t >= TMK ? TMK : (int)(n_tok - t);
+            tiles[T - 1](gw, nsb, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy, store);
+            t += T;
+        }
+    }
+}
+
+void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_kquant_r16(ktiles_q4_k, Q4K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_kquant_r16(ktiles_q6_k, Q6K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,

@@ -1,44 +1,96 @@
-// The row-interleaved weight layout (engine/cpu/kernels.h, "r16"): made once per weight when the
-// CPU backend prepares it, read by the tables' matmul_packed kernels. Plain C: it runs once.
+// The row-interleaved weight layouts (engine/cpu/kernels.h, "r16"): made once per weight when
+// the CPU backend prepares it, read by the tables' matmul_packed kernels. Plain C: it runs once.
 #include "engine/cpu/kernels.h"
 
 #include <string.h>
 
-enum { R16 = 16, SCALE_BYTES = 2 };
+enum { R16 = 16 };
 
-// Payload bytes of one 32-weight block (after its fp16 scale); 0 for types without the layout.
-static size_t payload_bytes(uint32_t type) {
-    return type == WT_Q4_0 ? 16 : type == WT_Q8_0 ? 32 : 0;
+// Bytes of one unit (16 rows x unit_weights) and the weights of a row it covers; 0 for types
+// without the layout.
+size_t cpu_r16_unit_bytes(uint32_t type) {
+    switch (type) {
+    case WT_Q4_0: return 64 + 2 * R16 * 16;                     // 576
+    case WT_Q8_0: return 64 + 2 * R16 * 32;                     // 1088
+    case WT_Q4_K: return 4 * R16 + 2 * 8 * R16 + R16 * 128;     // 2368
+    case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
+    default: return 0;
+    }
 }
 
-bool cpu_r16_type(uint32_t type) { return payload_bytes(type) != 0; }
+static int64_t unit_weights(uint32_t type) { return type == WT_Q4_K || type == WT_Q6_K ? 256 : 64; }
 
-size_t cpu_r16_unit_bytes(uint32_t type) { return 2 * R16 * SCALE_BYTES + 2 * R16 * payload_bytes(type); }
+bool cpu_r16_type(uint32_t type) { return cpu_r16_unit_bytes(type) != 0; }
 
-static int64_t pairs_of(int64_t k) { return (k / 32 + 1) / 2; }
+static int64_t units_of(uint32_t type, int64_t k) { return (k + unit_weights(type) - 1) / unit_weights(type); }
 
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k) {
-    return (size_t)((rows + R16 - 1) / R16) * (size_t)pairs_of(k) * cpu_r16_unit_bytes(type);
+    return (size_t)((rows + R16 - 1) / R16) * (size_t)units_of(type, k) * cpu_r16_unit_bytes(type);
+}
+
+// n bytes from src as 4-byte chunks of row i among 16: chunk c at dst + (c*16 + i)*4.
+static void put_chunks(uint8_t *dst, int i, const uint8_t *src, size_t n) {
+    for (size_t j = 0; j < n; j += 4) memcpy(dst + (j / 4 * R16 + (size_t)i) * 4, src + j, 4);
+}
+
+// Row i of a group into unit u (block index b of the row) for each type.
+static void pack_q_legacy(uint8_t *u, int i, const uint8_t *row, int64_t b, size_t payload) {
+    const uint8_t *blk = row + (size_t)b * (2 + payload);
+    memcpy(u + (size_t)(b % 2) * R16 * 2 + (size_t)i * 2, blk, 2);
+    put_chunks(u + 2 * R16 * 2 + (size_t)(b % 2) * R16 * payload, i, blk + 2, payload);
+}
+
+static void pack_q4_k(uint8_t *u, int i, const block_q4_k *blk) {
+    memcpy(u + (size_t)i * 2, &blk->d, 2);
+    memcpy(u + 2 * R16 + (size_t)i * 2, &blk->dmin, 2);
+    for (int j = 0; j < 8; j++)
+        kquant_scale_min(j, blk->scales, &u[4 * R16 + j * R16 + i], &u[4 * R16 + 8 * R16 + j * R16 + i]);
+    put_chunks(u + 4 * R16 + 16 * R16, i, blk->qs, 128);
+}
+
+// Q6_K: the 6-bit codes regrouped so that three bytes carry four codes with the least
+// unpacking: for half h and position l (0..31) the codes q_p of weights 128h + 32p + l give
+//   X = q_0 | (q_3 & 3) << 6,  Y = q_1 | (q_3 >> 2 & 3) << 6,  Z = q_2 | (q_3 >> 4) << 6
+// and the X, Y and Z planes (64 bytes a row each) are chunked one after the other.
+static void pack_q6_k(uint8_t *u, int i, const block_q6_k *blk) {
+    memcpy(u + (size_t)i * 2, &blk->d, 2);
+    for (int s = 0; s < 16; s++) u[2 * R16 + s * R16 + i] = (uint8_t)blk->scales[s];
+    uint8_t plane[3][64];
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *ql = blk->ql + 64 * h, qh = blk->qh[32 * h + l];
+            const int q0 = (ql[l] & 0x0f) | (qh & 3) << 4, q1 = (ql[l + 32] & 0x0f) | (qh >> 2 & 3) << 4;
+            const int q2 = (ql[l] >> 4) | (qh >> 4 & 3) << 4, q3 = (ql[l + 32] >> 4) | (qh >> 6) << 4;
+            plane[0][32 * h + l] = (uint8_t)(q0 | (q3 & 3) << 6);
+            plane[1][32 * h + l] = (uint8_t)(q1 | (q3 >> 2 & 3) << 6);
+            plane[2][32 * h + l] = (uint8_t)(q2 | (q3 >> 4) << 6);
+        }
+    for (int p = 0; p < 3; p++) put_chunks(u + 18 * R16 + (size_t)p * 64 * R16, i, plane[p], 64);
 }
 
 void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows, int64_t k,
                   int64_t g0, int64_t g1, void *dst) {
-    const size_t pb = payload_bytes(type), bb = SCALE_BYTES + pb, unit = cpu_r16_unit_bytes(type);
-    const int64_t nb = k / 32, np = pairs_of(k);
+    const size_t unit = cpu_r16_unit_bytes(type);
+    const int64_t nu = units_of(type, k);
     for (int64_t g = g0; g < g1; g++) {
-        uint8_t *u = (uint8_t *)dst + (size_t)(g * np) * unit;
-        memset(u, 0, (size_t)np * unit);   // padding rows and blocks: zero scale, zero payload
-        for (int i = 0; i < R16; i++) {
-            const int64_t r = g * R16 + i;
-            if (r >= rows) break;
-            const uint8_t *row = (const uint8_t *)w + (size_t)r * w_row_bytes;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *blk = row + (size_t)b * bb;
-                uint8_t *pu = u + (size_t)(b / 2) * unit;
-                memcpy(pu + (size_t)(b % 2) * R16 * SCALE_BYTES + (size_t)i * SCALE_BYTES, blk, SCALE_BYTES);
-                uint8_t *pay = pu + 2 * R16 * SCALE_BYTES + (size_t)(b % 2) * R16 * pb;
-                for (size_t j = 0; j < pb; j += 4)
-                    memcpy(pay + (j / 4 * R16 + (size_t)i) * 4, blk + SCALE_BYTES + j, 4);
+        uint8_t *gu = (uint8_t *)dst + (size_t)(g * nu) * unit;
+        memset(gu, 0, (size_t)nu * unit);   // padding rows and blocks: zero scales, zero codes
+        for (int i = 0; i < R16 && g * R16 + i < rows; i++) {
+            const uint8_t *row = (const uint8_t *)w + (size_t)(g * R16 + i) * w_row_bytes;
+            switch (type) {
+            case WT_Q4_0:
+            case WT_Q8_0:
+                for (int64_t b = 0; b < k / 32; b++)
+                    pack_q_legacy(gu + (size_t)(b / 2) * unit, i, row, b, type == WT_Q4_0 ? 16 : 32);
+                break;
+            case WT_Q4_K:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_q4_k(gu + (size_t)b * unit, i, (const block_q4_k *)(const void *)row + b);
+                break;
+            case WT_Q6_K:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_q6_k(gu + (size_t)b * unit, i, (const block_q6_k *)(const void *)row + b);
+                break;
             }
         }
     }
