@@ -508,6 +508,10 @@ int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
 
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
     if (c->snapshot) return c->snapshot(c, l->argv[0], err);
+    if (cmd_snapshot_is_png(l->argv[0])) {
+        cmd_snapshot_needs_window(l->argv[0], err);
+        return err_prefix(err, "%s:%d", l->file, l->line);
+    }
     // whole or not at all: a snapshot taken over an older one never leaves half of each
     if (afile_write_all(l->argv[0], strbuf_str(&c->transcript), c->transcript.len, err))
         return err_prefix(err, "%s:%d: snapshot", l->file, l->line);

@@ -55,7 +55,7 @@ int cmd_scene(int argc, char **argv) {
     if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
     if (tui) {   // the scene plays in the workbench, which leaves when it is done
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }
-        tui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true, .governor = r.governor };
+        ui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true, .governor = r.governor };
         t.s.model_path = run_opts_model(&r);
         stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
         int rc = tui_workbench_run(&t);

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-// The workbench's own options: the front end's (tui_opts) and the system prompt.
+// The workbench's own options: the front end's (ui_opts) and the system prompt.
 typedef struct workbench_opts {
-    tui_opts t;
+    ui_opts t;
     const char *system;
 } workbench_opts;
 
@@ -43,7 +43,7 @@ int cmd_workbench(int argc, char **argv) {
     opt_table own = OPT_TABLE(WORKBENCH_OPTS, &wo);
     int prc = run_opts_parse_chat(&WORKBENCH_SPEC, &own, &r, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
-    tui_opts t = wo.t;
+    ui_opts t = wo.t;
     const char *system = wo.system;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "cabin workbench: needs a terminal (use `cabin chat` for pipes)\n");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define WHERE(l) (l)->file, (l)->line
@@ -376,4 +377,13 @@ int cmdlang_exec(app_ctx *c, const char *text, errbuf *err) {
     r = cmdlang_run(c, &l, err);
     cmdlang_free(&l);
     return r;
+}
+
+bool cmd_snapshot_is_png(const char *path) {
+    size_t n = strlen(path);
+    return n >= 4 && strcasecmp(path + n - 4, ".png") == 0;
+}
+
+int cmd_snapshot_needs_window(const char *path, errbuf *err) {
+    return err_set(err, "snapshot %s: a PNG is a picture of the window; it needs `cabin gui` (a text snapshot: FILE.txt)", path);
 }

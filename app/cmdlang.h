@@ -111,6 +111,10 @@ int cmdlang_check_own(const cmd_own *own, unsigned where, errbuf *err);
 const char *cmdlang_help(const cmd_def *d, char *buf, size_t n);
 // Names starting with prefix that `where` offers, for completion; the i-th match or NULL.
 const char *cmdlang_complete(const char *prefix, unsigned where, int i);
+// `snapshot FILE.png` is a picture of the window (cabin gui); the other faces write text.
+bool cmd_snapshot_is_png(const char *path);
+// The one-line error of a PNG asked for where there is no window: always -1.
+int cmd_snapshot_needs_window(const char *path, errbuf *err);
 // The front end's name in messages ("scene files", "the workbench", "chat").
 const char *cmdlang_front_name(unsigned where);
 

@@ -4,6 +4,7 @@
 // colour scale with its legend; "no data yet" when there is none.
 #include "tui/tui.h"
 #include "engine/wtype.h"
+#include "ui/palette.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,10 +19,7 @@ static int heat_height(const ui_snapshot *s, int w) {
 static void heat_update(const ui_snapshot *s) { (void)s; }
 
 static int step_of(double v, double lo, double hi) {
-    if (!(hi > lo)) return 0;
-    double f = (log10(v > 1e-9 ? v : 1e-9) - log10(lo)) / (log10(hi) - log10(lo));
-    int k = (int)(f * (TUI_HEAT_STEPS - 1) + 0.5);
-    return k < 0 ? 0 : k >= TUI_HEAT_STEPS ? TUI_HEAT_STEPS - 1 : k;
+    return (int)(ui_heat_frac(v, lo, hi) * (TUI_HEAT_STEPS - 1) + 0.5);
 }
 
 static void draw_legend(WINDOW *w, int y, int x, int cols, double lo, double hi, const char *unit) {

@@ -5,7 +5,8 @@
 #ifndef CABIN_TUI_H
 #define CABIN_TUI_H
 
-#include "ui/ui.h"
+#include "ui/lineedit.h"
+#include "ui/session.h"
 
 #include <ncurses.h>
 #include <stdbool.h>
@@ -56,42 +57,12 @@ extern bool tui_ascii;           // no UTF-8 locale: ASCII drawing characters
 // ---- the conversation pane (tui/chat.c; the log itself is ui/chat.c) ----
 void chat_draw(WINDOW *w, tui_rect r, chat_log *c);
 
-// ---- the input line (tui/lineedit.c) ----
-typedef struct line_edit {
-    char buf[2048];
-    int len, cur;                // bytes
-    char **hist;
-    int n_hist, hist_pos;        // hist_pos == n_hist: the line being typed
-    char saved[2048];            // the line being typed while browsing history
-    bool searching;              // Ctrl-R
-    char search[128];
-    int search_hit;              // history index shown, -1 none
-    char hist_path[1024];
-    int comp_i;                  // Tab: next completion index
-    char comp_prefix[64];
-} line_edit;
-void le_init(line_edit *e, const char *hist_path);
-void le_free(line_edit *e);
-// Handles a key (wget_wch result). Returns 1 when a line was entered (in e->buf, then cleared by
-// le_clear after use), 0 otherwise.
-int le_key(line_edit *e, int is_key, wint_t ch);
-void le_clear(line_edit *e);
-void le_history_add(line_edit *e, const char *line);
+// ---- the input line (ui/lineedit.c edits; tui/lineedit.c draws) ----
+int tui_le_key(int key);         // an ncurses key as enum le_key (LE_NONE: not an editing key)
 void le_draw(WINDOW *w, int y, int x, int cols, line_edit *e, bool focused);
 
 // ---- the workbench (tui/workbench.c) ----
-typedef struct tui_opts {
-    session_opts s;
-    const char *scene;           // run this scene file in the workbench first (may be NULL)
-    bool exit_after_scene;
-    const char *audio_in;        // capture device or FILE.wav (NULL: the default device)
-    const char *audio_out;       // playback device or FILE.wav (NULL: the default device; none
-                                 // when audio_in is a file)
-    bool no_voice;               // open no audio device (F5 off; `:voice FILE` still works)
-    bool free_actions;           // no grammar on the model's action lines (--free-actions)
-    const char *governor;        // --governor SPEC: started once the session is open (NULL: off)
-} tui_opts;
-int tui_workbench_run(const tui_opts *o);
+int tui_workbench_run(const ui_opts *o);
 
 
 #endif

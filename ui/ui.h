@@ -167,6 +167,7 @@ int tvoice_ptt(tvoice *tv, char *msg, size_t n);
 // `:voice FILE.wav`: the turns the VAD finds in the file, through the same pipeline and panel.
 int tvoice_file(tvoice *tv, const char *path, errbuf *err);
 bool tvoice_busy(tvoice *tv);    // a turn or a `:voice` run in progress (scenes wait)
+bool tvoice_talking(tvoice *tv); // talking (between a press and its release)
 void tvoice_view(tvoice *tv, ui_voice_view *out);
 
 // ---- plan quality measured aside (ui/measure.c) ----

@@ -515,6 +515,13 @@ bool tvoice_busy(tvoice *tv) {
     return busy;
 }
 
+bool tvoice_talking(tvoice *tv) {
+    pthread_mutex_lock(&tv->mu);
+    bool t = tv->talking;
+    pthread_mutex_unlock(&tv->mu);
+    return t;
+}
+
 void tvoice_view(tvoice *tv, ui_voice_view *out) {
     pthread_mutex_lock(&tv->mu);
     *out = tv->view;
