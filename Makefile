@@ -1,5 +1,5 @@
 # cabin — build, run, test, bench.
-# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/ or tui/ needs no edit here.
+# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/, tui/ or sdl/ needs no edit here.
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
 #
@@ -13,8 +13,10 @@
 #   app     app/ (main.c aside)        libcabin_app.a     -lreadline -lcjson
 #   ui      ui/                        libcabin_ui.a      (the front-end core: worker, snapshot, voice glue)
 #   tui     tui/                       libcabin_tui.a     -lncursesw -lreadline
-# `make VULKAN=0 AUDIO=0` builds a text-only cabin that needs neither's packages. Both default to
-# 1 when pkg-config finds their packages (or when there is no pkg-config to ask).
+#   sdl     sdl/                       libcabin_sdl.a     SDL2, SDL2_ttf, zlib (SDL=1; SDL=0: sdl/gui_off.c,
+#                                                         `cabin gui` says it was built without the window)
+# `make VULKAN=0 AUDIO=0 SDL=0` builds a text-only cabin that needs none of their packages. Each
+# defaults to 1 when pkg-config finds its packages (or when there is no pkg-config to ask).
 
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -36,15 +38,20 @@ VULKAN  ?= $(call have_pkgs,vulkan)
 AUDIO   ?= $(call have_pkgs,portaudio-2.0 alsa pocketsphinx sphinxbase espeak-ng)
 override VULKAN := $(strip $(VULKAN))
 override AUDIO  := $(strip $(AUDIO))
+SDL     ?= $(call have_pkgs,sdl2 SDL2_ttf zlib)
+override SDL    := $(strip $(SDL))
 ifeq ($(filter $(VULKAN),0 1),)
 $(error VULKAN=$(VULKAN): 0 or 1)
 endif
 ifeq ($(filter $(AUDIO),0 1),)
 $(error AUDIO=$(AUDIO): 0 or 1)
 endif
+ifeq ($(filter $(SDL),0 1),)
+$(error SDL=$(SDL): 0 or 1)
+endif
 # $(BUILD)/features names the choice; it changes only when the choice does, and the libraries,
 # the binary and the tests depend on it, so switching in the same BUILD relinks what differs.
-FEATURES := VULKAN=$(VULKAN) AUDIO=$(AUDIO)
+FEATURES := VULKAN=$(VULKAN) AUDIO=$(AUDIO) SDL=$(SDL)
 $(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/features 2>/dev/null)" = "$(FEATURES)" ] || echo "$(FEATURES)" >$(BUILD)/features)
 FEATURES_FILE := $(BUILD)/features
 
@@ -64,6 +71,15 @@ AUDIO_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pocketsphin
 else
 AUDIO_LIBS   :=
 AUDIO_CFLAGS :=
+endif
+
+# sdl/*.c: SDL2 and SDL2_ttf headers (system headers: their warnings are not ours)
+ifeq ($(SDL),1)
+SDL_LIBS    := $(shell pkg-config --libs sdl2 SDL2_ttf zlib 2>/dev/null || echo -lSDL2 -lSDL2_ttf -lz)
+SDL_CFLAGS  = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags sdl2 SDL2_ttf zlib 2>/dev/null))
+else
+SDL_LIBS    :=
+SDL_CFLAGS  :=
 endif
 
 # ---- Vulkan: shaders (vulkan/shaders/*.comp) compiled to SPIR-V by glslc and embedded ----
@@ -148,6 +164,11 @@ endif
 APP_OBJ    := $(call lib_objs,$(filter-out app/main.c,$(wildcard app/*.c)))
 UI_OBJ     := $(call lib_objs,$(wildcard ui/*.c))
 TUI_OBJ    := $(call lib_objs,$(wildcard tui/*.c))
+ifeq ($(SDL),1)
+SDL_OBJ    := $(call lib_objs,$(filter-out sdl/gui_off.c,$(wildcard sdl/*.c)))
+else
+SDL_OBJ    := $(call lib_objs,sdl/gui_off.c)
+endif
 MAIN_OBJ   := $(BUILD)/app/main.o
 LIB_base   := $(BUILD)/libcabin_base.a
 LIB_engine := $(BUILD)/libcabin_engine.a
@@ -155,22 +176,24 @@ LIB_audio  := $(BUILD)/libcabin_audio.a
 LIB_app    := $(BUILD)/libcabin_app.a
 LIB_ui     := $(BUILD)/libcabin_ui.a
 LIB_tui    := $(BUILD)/libcabin_tui.a
+LIB_sdl    := $(BUILD)/libcabin_sdl.a
 $(LIB_base): $(BASE_OBJ)
 $(LIB_engine): $(ENGINE_OBJ)
 $(LIB_audio): $(AUDIO_OBJ)
 $(LIB_app): $(APP_OBJ)
 $(LIB_ui): $(UI_OBJ)
 $(LIB_tui): $(TUI_OBJ)
+$(LIB_sdl): $(SDL_OBJ)
 $(BUILD)/libcabin_%.a: $(FEATURES_FILE)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 
 GROUP_START := -Wl,--start-group
 GROUP_END   := -Wl,--end-group
-# cabin: app, ui and tui call each other (app/cmd_workbench.c opens the workbench, ui/ and tui/ run the
-# command language), so they are one link group.
-CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(GROUP_END) $(LIB_audio) \
-              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS) $(BACKEND_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
+# cabin: app, ui, tui and sdl call each other (app/cmd_workbench.c opens the workbench and the
+# window, ui/, tui/ and sdl/ run the command language), so they are one link group.
+CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_sdl) $(GROUP_END) $(LIB_audio) \
+              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(SDL_LIBS) $(AUDIO_LIBS) $(BACKEND_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
 
 # ---- tests ----
 # A test links base and engine, plus each layer whose headers it includes (app/, ui/, tui/, audio/,
@@ -251,11 +274,14 @@ $(BUILD)/%_avx512.o: %_avx512.c
 $(BUILD)/audio/%.o: audio/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(AUDIO_CFLAGS) -c $< -o $@
+$(BUILD)/sdl/%.o: sdl/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SDL_CFLAGS) -c $< -o $@
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
+$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_sdl) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
 	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
 # deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on

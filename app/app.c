@@ -337,6 +337,13 @@ int run_note(app_ctx *c, cmd_line *l, errbuf *err) {
     return 0;
 }
 
+// No input line here (a workbench face types it into its own): said, so a transcript shows it.
+int run_type(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)err;
+    app_print(c, "typed: %s", l->rest);
+    return 0;
+}
+
 int run_bench(app_ctx *c, cmd_line *l, errbuf *err) {
     int n = l->argc ? atoi(l->argv[0]) : 32;
     if (n < 1) n = 32;

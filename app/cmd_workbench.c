@@ -1,6 +1,9 @@
-// cabin workbench (and `cabin` with no command on a terminal): the ncurses workbench (tui/).
+// cabin workbench (and `cabin` with no command on a terminal): the ncurses workbench (tui/);
+// cabin gui: the same workbench in a window (sdl/). Both take the workbench's options.
 #include "app/commands.h"
+#include "sdl/gui.h"
 #include "tui/tui.h"
+#include "ui/palette.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -8,10 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-// The workbench's own options: the front end's (ui_opts) and the system prompt.
+// The workbench's own options: the front end's (ui_opts) and the system prompt; the window's.
 typedef struct workbench_opts {
     ui_opts t;
     const char *system;
+    gui_opts g;
+    bool print_palette;
 } workbench_opts;
 
 #define WO(field) offsetof(workbench_opts, field)
@@ -24,6 +29,26 @@ static const opt_def WORKBENCH_OPTS[] = {
     { "--audio-out", NULL, OPT_STR, WO(t.audio_out), "DEV|FILE", "speak replies to a device (default: the default one; none\n"
       "with a WAV input) or a WAV file (with a WAV input, each\nturn's speech; with a device, the session's, at exit)", NULL, NULL, NULL },
     { "--no-voice", NULL, OPT_FLAG, WO(t.no_voice), NULL, "open no audio device (:voice FILE.wav still works)", NULL, NULL, NULL },
+};
+
+static int parse_size(void *base, const char *v, errbuf *err) {
+    workbench_opts *wo = base;
+    int w, h;
+    char tail;
+    if (sscanf(v, "%dx%d%c", &w, &h, &tail) != 2 || w < 320 || h < 240 || w > 16384 || h > 16384)
+        return err_set(err, "--size %s: WIDTHxHEIGHT in points, from 320x240 (e.g. 1280x800)", v);
+    wo->g.width = w;
+    wo->g.height = h;
+    return 0;
+}
+
+static const opt_def GUI_OPTS[] = {
+    { "--size", NULL, OPT_CALL, 0, "WxH", "the window's size in points (default 1280x800; resizable)", NULL, parse_size, NULL },
+    { "--talk-key", NULL, OPT_STR, WO(g.talk_key), "KEY", "hold-to-talk key, an SDL key name (default Space: talks\n"
+      "while the input line is empty; F5 toggles as in the terminal)", NULL, NULL, NULL },
+    { "--font", NULL, OPT_STR, WO(g.font), "FILE.ttf", "a monospace font (default DejaVu Sans Mono)", NULL, NULL, NULL },
+    { "--print-palette", NULL, OPT_FLAG, WO(print_palette), NULL, "print the colours per weight type and the heat scale's\n"
+      "ends (R G B), the ones the window draws with, and leave", NULL, NULL, NULL },
 };
 
 static const cmd_spec WORKBENCH_SPEC = {
@@ -62,6 +87,43 @@ int cmd_workbench(int argc, char **argv) {
     t.governor = r.governor;
     stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
     int rc = tui_workbench_run(&t);
+    stopsig_finish();
+    return rc;
+}
+
+static const cmd_spec GUI_SPEC = {
+    "cabin gui", "cabin gui [-m MODEL] [--scene FILE] [--size WxH] [options]",
+    "The workbench in a window (SDL2): the conversation, an input line, and the panels as\n"
+    "graphics (precision grid, heat maps with their scale, latency and power plots, the\n"
+    "vehicle, the voice level). Keys and :commands as in the terminal workbench; hold Space\n"
+    "on an empty input line to talk. Needs a display (DISPLAY or WAYLAND_DISPLAY): without\n"
+    "one it says why and exits with status 2. docs/GUI.md.\n",
+};
+
+int cmd_gui(int argc, char **argv) {
+    run_opts r;
+    run_opts_init(&r);
+    workbench_opts wo;
+    memset(&wo, 0, sizeof wo);
+    opt_table tables[5] = { OPT_TABLE(WORKBENCH_OPTS, &wo), OPT_TABLE(GUI_OPTS, &wo), run_opts_reply_table(&r),
+                            run_opts_governor_table(&r), run_opts_table(&r) };
+    int prc = opts_parse(&GUI_SPEC, tables, 5, argc, argv);
+    if (prc) return prc == OPTS_DONE ? 0 : prc;
+    if (wo.print_palette) { ui_palette_print(stdout); return 0; }
+    char why[160];
+    if (!gui_available(why, sizeof why)) { fprintf(stderr, "cabin gui: %s\n", why); return 2; }
+    ui_opts t = wo.t;
+    r.s.system_prompt = wo.system;
+    r.s.model_path = run_opts_model(&r);
+    if (!t.scene && access(r.s.model_path, R_OK) != 0) {
+        fprintf(stderr, "cabin gui: %s: %s\n", r.s.model_path, strerror(errno));
+        return 1;
+    }
+    t.s = r.s;
+    t.free_actions = r.free_actions;
+    t.governor = r.governor;
+    stopsig_catch(NULL, true);   // a signal leaves the window the way :quit does
+    int rc = gui_run(&t, &wo.g);
     stopsig_finish();
     return rc;
 }

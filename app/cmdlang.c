@@ -170,6 +170,7 @@ static const cmd_def table[] = {
     { "expect", NULL, "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", SC | WB, 2, -1, v_expect, run_expect, NULL },
     { "wait", NULL, "wait MS", "pause", SC | WB, 1, 1, v_number, run_wait, NULL },
     { "note", NULL, "note TEXT", "a caption for demos", SC | WB, 1, -1, v_text, run_note, NULL },
+    { "type", NULL, "type TEXT", "put TEXT in the input line as if typed, Enter not pressed (headless: printed)", SC | WB, 1, -1, v_text, run_type, NULL },
     { "bench", NULL, "bench [N]", "decode N tokens (default 32) and report speed", SC | WB, 0, 1, NULL, run_bench, NULL },
     { "sweep", NULL, "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", SC | WB, 0, 1, NULL, run_sweep, NULL },
     { "compare", NULL, "compare A B [FILE]", "plans A and B on the same prompts (FILE, else the user turns so far): replies, speed, energy, KL, significance", SC | WB | CH, 2, 3, v_compare, run_compare, NULL },
@@ -177,7 +178,7 @@ static const cmd_def table[] = {
     { "governor", NULL, "governor TARGET [kl<=K] [KNOB=V ...] | off | log [FILE.json] | plot FILE.svg", "hold tps>=N, watts<=W or "
       "j_per_token<=J (or kl<=K alone) with the least quality lost; no argument: its state (docs/GOVERNOR.md)",
       SC | WB | CH, 0, -1, v_governor, run_governor, NULL },
-    { "snapshot", NULL, "snapshot FILE", "write the screen (headless: the transcript) as text", SC | WB, 1, 1, NULL, run_snapshot, NULL },
+    { "snapshot", NULL, "snapshot FILE", "write the screen as text (headless: the transcript); FILE.png: the window as a picture (cabin gui)", SC | WB, 1, 1, NULL, run_snapshot, NULL },
     { "save", NULL, "save FILE", "the conversation and the figures as JSON", WB, 1, 1, NULL, NULL, NULL },
     { "clear", NULL, "clear", "clear the conversation pane", WB, 0, 0, NULL, NULL, NULL },
     { "reset", NULL, "reset", "forget the conversation and reset the vehicle", SC | WB | CH, 0, 0, NULL, run_reset, NULL },

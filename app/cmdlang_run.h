@@ -14,6 +14,7 @@ int run_say(app_ctx *c, cmd_line *l, errbuf *err);
 int run_expect(app_ctx *c, cmd_line *l, errbuf *err);
 int run_wait(app_ctx *c, cmd_line *l, errbuf *err);
 int run_note(app_ctx *c, cmd_line *l, errbuf *err);
+int run_type(app_ctx *c, cmd_line *l, errbuf *err);
 int run_bench(app_ctx *c, cmd_line *l, errbuf *err);
 int run_heatmap(app_ctx *c, cmd_line *l, errbuf *err);
 int run_sweep(app_ctx *c, cmd_line *l, errbuf *err);

@@ -25,6 +25,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_voice(int argc, char **argv);
 int cmd_audio(int argc, char **argv);
 int cmd_workbench(int argc, char **argv);
+int cmd_gui(int argc, char **argv);
 
 #define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"
 

@@ -13,6 +13,7 @@ typedef struct command {
 
 static const command commands[] = {
     { "workbench",  cmd_workbench,  "the ncurses workbench: chat with live panels (the default on a terminal)" },
+    { "gui",        cmd_gui,        "the workbench in a window (SDL2): panels as graphics, hold Space to talk" },
     { "chat",       cmd_chat,       "chat with a model in the terminal (readline, streamed replies)" },
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },

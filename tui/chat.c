@@ -5,17 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *prefix_of(int kind) {
-    switch (kind) {
-    case MSG_USER: return tui_ascii ? "you > " : "you › ";
-    case MSG_ASSIST: return tui_ascii ? "cabin > " : "cabin › ";
-    case MSG_ACTION: return tui_ascii ? "  > action: " : "  ▸ action: ";
-    case MSG_VEHICLE: return tui_ascii ? "  * vehicle: " : "  ✓ vehicle: ";
-    case MSG_REFUSED: return tui_ascii ? "  x refused: " : "  ✗ refused: ";
-    case MSG_ERROR: return "  ! ";
-    default: return "  ";
-    }
-}
+static const char *prefix_of(int kind) { return chat_prefix(kind, tui_ascii); }
 
 static int color_of(int kind) {
     static const int c[] = { [MSG_USER] = TC_USER, [MSG_ASSIST] = TC_ASSIST, [MSG_ACTION] = TC_ACTION,
@@ -24,20 +14,7 @@ static int color_of(int kind) {
     return c[kind];
 }
 
-// What a message shows: a reply being streamed in the assistant format shows its action
-// apart ("[climate.set temp=22] ...") and "…" until the action is complete.
-static const char *display_text(const chat_msg *m, char *tmp, size_t n) {
-    if (m->kind != MSG_ASSIST) return m->text;
-    const char *p = m->text;
-    while (*p == ' ' || *p == '\n') p++;
-    if (strncmp(p, "<act>", 5) != 0) return p;
-    const char *close = strstr(p, "</act>");
-    if (!close) return tui_ascii ? "..." : "…";
-    const char *rest = close + 6;
-    while (*rest == ' ') rest++;
-    snprintf(tmp, n, "[%.*s] %s", (int)(close - p - 5), p + 5, rest);
-    return tmp;
-}
+static const char *display_text(const chat_msg *m, char *tmp, size_t n) { return chat_display_text(m, tmp, n, tui_ascii); }
 
 typedef struct row { int msg; int off, len; bool first; } row;
 

@@ -92,6 +92,7 @@ static int tui_snapshot(void *ud, const char *path, errbuf *err) {
     return layout_snapshot(path, err);
 }
 static int tui_chat_cols(void *ud) { (void)ud; return layout_chat_cols(); }
+static void tui_type(void *ud, const char *text) { le_insert_text(&((wb *)ud)->le, text); }
 
 int tui_workbench_run(const ui_opts *o) {
     setlocale(LC_ALL, "");
@@ -100,7 +101,7 @@ int tui_workbench_run(const ui_opts *o) {
     wb *b = xcalloc(1, sizeof *b);
     ui_session *s = &b->s;
     errbuf err = {{0}};
-    ui_face face = { "cabin workbench", b, tui_snapshot, tui_chat_cols };
+    ui_face face = { "cabin workbench", b, tui_snapshot, tui_type, tui_chat_cols };
     int orc = ui_session_open(s, o, &face, &err);
     if (orc) { fprintf(stderr, "%s\n", err.msg); free(b); return orc; }
     char hist[1024];

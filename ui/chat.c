@@ -6,6 +6,7 @@
 #include "base/dirs.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,4 +137,29 @@ int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, er
     int rc = afile_write_all(path, text, n + 1, err);
     free(text);
     return rc;
+}
+
+const char *chat_prefix(int kind, bool ascii) {
+    switch (kind) {
+    case MSG_USER: return ascii ? "you > " : "you › ";
+    case MSG_ASSIST: return ascii ? "cabin > " : "cabin › ";
+    case MSG_ACTION: return ascii ? "  > action: " : "  ▸ action: ";
+    case MSG_VEHICLE: return ascii ? "  * vehicle: " : "  ✓ vehicle: ";
+    case MSG_REFUSED: return ascii ? "  x refused: " : "  ✗ refused: ";
+    case MSG_ERROR: return "  ! ";
+    default: return "  ";
+    }
+}
+
+const char *chat_display_text(const chat_msg *m, char *tmp, size_t n, bool ascii) {
+    if (m->kind != MSG_ASSIST) return m->text;
+    const char *p = m->text;
+    while (*p == ' ' || *p == '\n') p++;
+    if (strncmp(p, "<act>", 5) != 0) return p;
+    const char *close = strstr(p, "</act>");
+    if (!close) return ascii ? "..." : "…";
+    const char *rest = close + 6;
+    while (*rest == ' ') rest++;
+    snprintf(tmp, n, "[%.*s] %s", (int)(close - p - 5), p + 5, rest);
+    return tmp;
 }

@@ -130,6 +130,13 @@ static int own_snapshot(void *front, cmd_line *l, errbuf *err) {
     ui_session *s = front;
     return s->face.snapshot(s->face.ud, l->argv[0], err);
 }
+static int own_type(void *front, cmd_line *l, errbuf *err) {
+    (void)err;
+    ui_session *s = front;
+    s->face.type(s->face.ud, l->rest);
+    s->dirty = true;
+    return 0;
+}
 static int own_say(void *front, cmd_line *l, errbuf *err) { (void)err; say(front, l->rest); return 0; }
 // live: a reply being written goes on
 static int own_precision(void *front, cmd_line *l, errbuf *err) { (void)err; request_plan(front, l->rest); return 0; }
@@ -139,7 +146,7 @@ static int own_wait(void *front, cmd_line *l, errbuf *err) { (void)err; ((ui_ses
 static const cmd_own session_own[] = {
     { "quit", own_quit }, { "help", own_help }, { "clear", own_clear }, { "save", own_save }, { "heatmap", own_heatmap },
     { "voice", own_voice }, { "snapshot", own_snapshot }, { "say", own_say }, { "precision", own_precision },
-    { "wait", own_wait }, { NULL, NULL },
+    { "wait", own_wait }, { "type", own_type }, { NULL, NULL },
 };
 
 // A parsed line: the session's own handler, else on the worker (text: the line as typed).

@@ -31,6 +31,8 @@ typedef struct ui_face {
     void *ud;
     // `:snapshot FILE`: the face's picture of itself (the terminal: text; the window: PNG)
     int (*snapshot)(void *ud, const char *path, errbuf *err);
+    // `:type TEXT`: TEXT into the input line, as if typed
+    void (*type)(void *ud, const char *text);
     // columns of the conversation pane, its border included (compare's two columns fit in it)
     int (*chat_cols)(void *ud);
 } ui_face;

@@ -107,6 +107,11 @@ void chat_free(chat_log *c);
 int chat_add(chat_log *c, int kind, const char *text);
 void chat_append(chat_log *c, int idx, const char *piece, size_t len);
 void chat_set_text(chat_log *c, int idx, const char *text);
+// What a message starts with ("you › ", "  ✓ vehicle: "; ascii: no UTF-8 drawing characters).
+const char *chat_prefix(int kind, bool ascii);
+// What a message shows: a reply being streamed in the assistant format shows its action apart
+// ("[climate.set temp=22] ...") and "…" until the action is complete (tmp: room for the former).
+const char *chat_display_text(const chat_msg *m, char *tmp, size_t n, bool ascii);
 // Transcript and stats as JSON, written atomically (temp file + rename).
 int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err);
 // $XDG_STATE_HOME/cabin (made if missing) + "/" + name, or "" when there is no home.

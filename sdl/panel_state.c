@@ -1,0 +1,103 @@
+// Vehicle and voice panels of the window: the simulated vehicle's fields (those the last turn
+// changed in colour), and the voice pipeline: its state, the input level as a meter and as a
+// trace of the last 10 seconds, the last transcript and the last turn's latency.
+#include "sdl/sdl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int vehicle_height(gfx *g, const ui_snapshot *s, int w) {
+    int cols = w >= 40 * g->cw ? 2 : 1;
+    int rows = (s->n_vfields + cols - 1) / cols;
+    return (rows > 0 ? rows : 1) * g->ch + g->ch + 14;
+}
+
+static void vehicle_update(const ui_snapshot *s) { (void)s; }
+
+static void vehicle_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p, gui_regions *reg) {
+    (void)p; (void)reg;
+    SDL_Rect in = gfx_box(g, r, "Vehicle");
+    if (s->n_vfields == 0) { gfx_text(g, in.x, in.y, "no vehicle state yet", C_DIM, in.w); return; }
+    int cols = r.w >= 40 * g->cw ? 2 : 1, cw = in.w / cols, rows = (s->n_vfields + cols - 1) / cols;
+    for (int i = 0; i < s->n_vfields; i++) {
+        int row = i % rows, col = i / rows;
+        int y = in.y + row * g->ch;
+        if (y + g->ch > in.y + in.h + 4) continue;
+        bool changed = s->vchanged[i] > 0 && s->vchanged[i] == s->turn;
+        int x = in.x + col * cw, vw = 10 * g->cw;
+        gfx_text(g, x, y, s->vfield[i], changed ? C_VEHICLE : C_DIM, cw - vw - g->cw);
+        gfx_text(g, x + cw - vw, y, s->vvalue[i], changed ? C_VEHICLE : C_TEXT, vw);
+    }
+}
+
+static const char *state_name(const ui_voice_view *v) {
+    switch (v->state) {
+    case TV_OFF: return "off";
+    case TV_STARTING: return "starting";
+    case TV_IDLE: return "idle";
+    case TV_LISTENING: return v->hands_free ? "listening (VAD)" : "listening";
+    case TV_RECOGNISING: return "recognising";
+    case TV_THINKING: return "thinking";
+    case TV_SPEAKING: return "speaking";
+    default: return "?";
+    }
+}
+
+#define LEVEL_HIST 100
+static float level[LEVEL_HIST];   // dB above -60 (0..60), 10 a second
+static int n_level;
+static double level_t;
+
+static int voice_height(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 8 * g->ch + 14; }
+
+static void voice_update(const ui_snapshot *s) {
+    if (s->now - level_t < 0.1) return;
+    level_t = s->now;
+    float v = s->voice.have_level ? (float)(s->voice.level_db + 60.0) : 0;
+    if (v < 0) v = 0;
+    if (n_level == LEVEL_HIST) { memmove(level, level + 1, (LEVEL_HIST - 1) * sizeof *level); n_level--; }
+    level[n_level++] = v;
+}
+
+static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p, gui_regions *reg) {
+    (void)p; (void)reg;
+    SDL_Rect in = gfx_box(g, r, "Voice   hold Space (empty input) or F5 to talk");
+    const ui_voice_view *v = &s->voice;
+    int y = in.y, ch = g->ch;
+    if (v->state == TV_OFF) {
+        gfx_text(g, in.x, y, v->line, C_WARN, in.w);
+        gfx_text(g, in.x, y + ch, "typing works; :voice FILE.wav plays a recording", C_DIM, in.w);
+        return;
+    }
+    ui_rgb sc = v->state >= TV_LISTENING ? C_GOOD : v->state == TV_STARTING ? C_WARN : C_TEXT;
+    gfx_text(g, in.x, y, state_name(v), sc, 16 * g->cw);
+    int mx = in.x + 17 * g->cw, mw = in.w - 17 * g->cw - 8 * g->cw;
+    if (mw > 20) {   // the meter: -60 .. 0 dBFS
+        double frac = v->have_level ? (v->level_db + 60.0) / 60.0 : 0;
+        gfx_bar(g, (SDL_Rect){ mx, y + 3, mw, ch - 6 }, frac, v->have_level && v->level_db > -3 ? C_WARN : C_GOOD);
+        if (v->have_level) gfx_textf(g, mx + mw + g->cw, y, 7 * g->cw, C_DIM, "%4.0f dB", v->level_db > -99 ? v->level_db : -99);
+        else gfx_text(g, mx + mw + g->cw, y, "   - dB", C_DIM, 7 * g->cw);
+    }
+    y += ch;
+    if (v->transcript[0]) {
+        int o = gfx_text(g, in.x, y, "heard: ", C_DIM, in.w);
+        gfx_text(g, in.x + o, y, v->transcript, C_USER, in.w - o);
+    } else {
+        gfx_text(g, in.x, y, "hold Space to talk, release to send", C_DIM, in.w);
+    }
+    y += ch;
+    if (v->turns > 0) {
+        char a[32] = "-", t[32] = "-";
+        if (v->asr_ms >= 0) snprintf(t, sizeof t, "%.0f ms", v->asr_ms);
+        if (v->first_audio_ms >= 0) snprintf(a, sizeof a, "%.0f ms", v->first_audio_ms);
+        gfx_textf(g, in.x, y, in.w, C_TEXT, "%s → transcript %s, → audio %s%s", v->turn_vad ? "end" : "release", t, a,
+                  v->barged_in ? " (cut off)" : "");
+    } else {
+        gfx_text(g, in.x, y, "latency: no spoken turn yet", C_DIM, in.w);
+    }
+    y += ch;
+    gfx_plot(g, (SDL_Rect){ in.x, y, in.w, in.y + in.h - y }, level, n_level, LEVEL_HIST, C_GOOD, "dB above -60", "input level, the last 10 s");
+}
+
+const gui_panel gui_panel_vehicle = { "vehicle", vehicle_height, vehicle_update, vehicle_draw };
+const gui_panel gui_panel_voice = { "voice", voice_height, voice_update, voice_draw };
