@@ -291,9 +291,14 @@ DEPS_GROUPS := build tests $(if $(filter 0,$(VULKAN_ASKED)),,vulkan) $(if $(filt
 deps:
 	@sh tools/install-deps.sh $(DEPS_GROUPS)
 
+# run: the window when there is a display (DISPLAY or WAYLAND_DISPLAY) and CABIN_UI is not "tui";
+# the terminal workbench otherwise, and when the window cannot open (cabin gui exits 2).
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/cabin
-	@if [ -f "$(MODEL)" ]; then ./$(BUILD)/cabin -m "$(MODEL)"; \
+	@if [ -f "$(MODEL)" ]; then \
+	     rc=2; if [ "$${CABIN_UI:-}" != tui ] && [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
+	         ./$(BUILD)/cabin gui -m "$(MODEL)"; rc=$$?; fi; \
+	     if [ $$rc = 2 ]; then ./$(BUILD)/cabin -m "$(MODEL)"; else exit $$rc; fi; \
 	else echo "cabin: the embedded default model $(MODEL) is not built yet (see issue: embedded model);"; \
 	     echo "       run a GGUF of your own with: ./$(BUILD)/cabin chat -m MODEL.gguf"; fi
 
