@@ -5,7 +5,8 @@
 # pixels: the conversation changed after the turn, every precision grid cell has its type's
 # colour (the palette from `cabin gui --print-palette`, ui/palette.c), the heat map's cells hold
 # both ends of the colour scale, the input line changed when text was typed (and not before).
-# Also: no display gives one line and exit 2; a PNG snapshot where there is no window says it
+# Hold-to-talk: Space held and released (xdotool) with a WAV recording as the microphone makes a
+# spoken turn. Also: no display gives one line and exit 2; a PNG snapshot where there is no window says it
 # needs one. Snapshots are kept in $GUI_SHOTS (default: none) for docs/images/.
 TAG=gui; . "$(dirname "$0")/lib.sh"
 MODEL=assets/models/cabin-tiny.gguf
@@ -65,5 +66,38 @@ if $CHECK grid "$S/3-mixed.png" "$T/palette" '*=q4_0' >/dev/null; then bad "gui_
 check heat "$S/4-heatmap.png" "$T/palette"
 check same "$S/3-mixed.png" "$S/4-heatmap.png" input
 check differ "$S/4-heatmap.png" "$S/5-typed.png" input 0.002
+
+# ---- hold-to-talk: Space held 4.4 s (xdotool) with a WAV recording as the microphone, then
+# released: the key-down and key-up reach the voice glue (ui_session_talk_hold -> tvoice_ptt), the
+# recording is recognised and becomes the user's turn, the reply is spoken into a WAV, and the
+# held Space types nothing into the input line ----
+WAV=assets/audio/set-temperature-22.wav
+if ! command -v xdotool >/dev/null 2>&1; then
+    echo "skipped: xdotool is not installed (Debian: xdotool): the hold-to-talk part"; skip=$((skip + 1))
+elif ! cabin_has_audio; then
+    echo "skipped: $CABIN was built without audio (make AUDIO=1): the hold-to-talk part"; skip=$((skip + 1))
+elif ! [ -f "$WAV" ] || ! [ -f assets/asr/cabin.lm ]; then
+    echo "skipped: $WAV or the recogniser's assets are missing: the hold-to-talk part"; skip=$((skip + 1))
+else
+    printf 'model %s\nwait 9000\nsnapshot %s/6-voice.png\n' "$(pwd)/$MODEL" "$S" >"$T/voice.scene"
+    cat >"$T/voice.sh" <<VOICE
+"$CABIN" gui --size 1280x800 -n 48 --temp 0 -t 1 --audio-in "$(pwd)/$WAV" --audio-out "$T/reply.wav" \
+    --scene "$T/voice.scene" --exit-after-scene 2>"$T/voice.err" &
+p=\$!
+sleep 2.5
+xdotool mousemove 640 400 keydown space sleep 4.4 keyup space
+wait \$p
+VOICE
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" SDL_RENDER_DRIVER=software timeout 120 \
+        xvfb-run -a -s "-screen 0 1280x800x24" sh "$T/voice.sh" && ok || { bad "cabin gui, hold-to-talk: exit status"; tail -3 "$T/voice.err"; }
+    heard=$(python3 -c "
+import json; m=json.load(open('$T/state/cabin/workbench-autosave.json'))['messages']
+print(next((x['text'] for x in m if x['role'] == 'user'), ''))" 2>/dev/null)
+    [ -n "$heard" ] && ok || bad "hold-to-talk: no spoken user turn in the transcript"
+    python3 -c "
+import wave,sys; w=wave.open('$T/reply.wav'); sys.exit(0 if w.getnframes() > w.getframerate()//10 else 1)" 2>/dev/null \
+        && ok || bad "hold-to-talk: reply.wav has no speech"
+    check same "$S/0-start.png" "$S/6-voice.png" input
+fi
 [ -n "$GUI_SHOTS" ] && mkdir -p "$GUI_SHOTS" && cp "$S"/*.png "$GUI_SHOTS"/
 test_finish
