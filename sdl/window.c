@@ -91,7 +91,8 @@ static void on_key_down(gui *w, const SDL_KeyboardEvent *e) {
     SDL_Keycode k = e->keysym.sym;
     bool ctrl = (e->keysym.mod & KMOD_CTRL) != 0;
     s->dirty = true;
-    if (k == w->talk_key && !ctrl && (w->talk_held || w->le.len == 0)) {   // hold-to-talk
+    // hold-to-talk (voice off: the key types as any other; F5 still says why it is off)
+    if (k == w->talk_key && !ctrl && (w->talk_held || (w->le.len == 0 && s->snap.voice.state != TV_OFF))) {
         w->drop_text = true;
         if (!e->repeat && !w->talk_held) { w->talk_held = true; ui_session_talk_hold(s, true); }
         return;
