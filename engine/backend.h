@@ -86,6 +86,9 @@ struct backend {
     // Of those, the types whose activations are rounded to Q8_K blocks instead (256 values
     // sharing one float scale, as the reference does for the K-quants): half a step per 256.
     uint64_t act_q8k_types;
+    // Types whose matmul rounds each activation to bf16 first (8 significant bits: a relative
+    // error of at most 2^-8 each) and sums the products in float (the BF16 dot product).
+    uint64_t act_bf16_types;
     // Types the backend has no kernel for but takes by converting the weights to convert_type
     // when they are prepared (bit t: wtype t): its products are those of the conversion.
     uint64_t converts_types;

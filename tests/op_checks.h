@@ -7,7 +7,8 @@
 // not from the output's size (a sum can cancel to near 0 while its terms are large):
 //   matmul    2(K+2)u · Σ|w·x| (float sums of K products in any order, on either side); a backend
 //             that rounds activations to 8 bits (backend.act_q8_types) also Σ|w|·step/2, the
-//             step amax/127 of each block of 32 (Q8_0) or 256 (Q8_K, backend.act_q8k_types)
+//             step amax/127 of each block of 32 (Q8_0) or 256 (Q8_K, backend.act_q8k_types); one
+//             that rounds them to bf16 (backend.act_bf16_types) also 2^-8 · Σ|w·x|
 //   rmsnorm   (C+32)u of each normalized term, through add, bias and swiglu (silu: 32u): float
 //             sums plus the few ULP GLSL allows inversesqrt, division and exp
 //   rope      4u · (|a·cos| + |b·sin|) per rotated element (both sides read the same cos/sin
@@ -224,7 +225,8 @@ static int op_outside(backend *b[2], const act2 *r, int n, const double *tol, do
 
 // Bounds of y = W x (rows x_row0 .. x_row0+n of x): (n, M).
 // act_block: the values sharing one activation scale (32 for Q8_0, 256 for Q8_K), 0: float.
-static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols, int n, int act_block) {
+static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols, int n, int act_block,
+                                bool act_bf16) {
     int64_t M = w->ne1, K = w->ne0;
     float *wf = op_tensor_f32(w);
     double *tol = xmalloc((size_t)n * (size_t)M * sizeof(double)), eps = 2.0 * (double)(K + 2) * F32_U;
@@ -243,7 +245,8 @@ static double *op_matmul_bounds(const tensor *w, const float *x, int64_t x_cols,
                 s += fabs((double)wf[r * K + k] * xr[k]);
                 q += fabs((double)wf[r * K + k]) * half_step[k];
             }
-            tol[(size_t)t * M + r] = eps * s + (act_block ? q * (1.0 + 2.0 * eps) : 0.0);
+            tol[(size_t)t * M + r] = eps * s + (act_block ? q * (1.0 + 2.0 * eps) : 0.0) +
+                                     (act_bf16 ? s * 0x1p-8 * (1.0 + 2.0 * eps) : 0.0);
         }
     }
     free(half_step);
@@ -273,8 +276,9 @@ static void op_check_matmul(backend *b[2], const char *tag) {
                         }
                         bool act_q8 = ((b[0]->act_q8_types | b[1]->act_q8_types) >> types[ti]) & 1;
                         bool act_q8k = ((b[0]->act_q8k_types | b[1]->act_q8k_types) >> types[ti]) & 1;
+                        bool act_bf16 = ((b[0]->act_bf16_types | b[1]->act_bf16_types) >> types[ti]) & 1;
                         double *tol = op_matmul_bounds(wc.owned ? &wc : &w, x.host + (int64_t)x_row0 * K, K, n,
-                                                       act_q8k ? 256 : act_q8 ? 32 : 0), q = 0;
+                                                       act_q8k ? 256 : act_q8 ? 32 : 0, act_bf16), q = 0;
                         int out = op_outside(b, &y, n, tol, &q);
                         free(tol);
                         cases++;

@@ -65,8 +65,9 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
     const size_t rb = (size_t)wtype_row_bytes(type, (uint64_t)k);
     const size_t wrb = rb + elem_align * (size_t)rng_int(3) * 3; // sometimes padded rows
     const size_t xs = (size_t)k + (size_t)rng_int(2) * 5;        // floats per activation row
-    const int quant_act = fast->act_format[type] == ACT_Q8_0;
-    const size_t xqrb = (size_t)(k / 32) * sizeof(block_q8_0) + 2 * (size_t)rng_int(2);
+    const enum act_format af = fast->act_format[type];
+    const int quant_act = af == ACT_Q8_0, bf16_act = af == ACT_BF16;
+    const size_t xqrb = cpu_act_row_bytes(af, k) + 2 * (size_t)rng_int(2);
 
     // Buffers start off vector alignment (+elem_align bytes, +1 float) to catch aligned loads.
     uint8_t *wbuf = xmalloc(rows * wrb + 64);
@@ -83,17 +84,16 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
     float *x = xbuf + 1;
     for (int64_t t = 0; t < n_tok; t++) fill_row(x + t * xs, k);
     uint8_t *xq = NULL;
-    if (quant_act) {
+    if (quant_act || bf16_act) {
         xq = xmalloc(n_tok * xqrb + 2);
-        for (int64_t t = 0; t < n_tok; t++)
-            fast->quantize_act_q8_0(x + t * xs, (block_q8_0 *)(void *)(xq + t * xqrb), k);
+        for (int64_t t = 0; t < n_tok; t++) cpu_act_prepare(fast, af, x + t * xs, 0, k, 1, xq + t * xqrb);
     }
     const size_t ny = (size_t)(n_tok * s.ldy);
     float *yr = xmalloc(sizeof(float) * ny), *yf = xmalloc(sizeof(float) * ny);
     for (size_t i = 0; i < ny; i++) yr[i] = yf[i] = SENTINEL;
 
     ref->matmul[type](w, wrb, k, s.row0, s.row1, x, xs * 4, n_tok, yr, s.ldy);
-    if (quant_act)
+    if (xq)
         fast->matmul[type](w, wrb, k, s.row0, s.row1, xq, xqrb, n_tok, yf, s.ldy);
     else
         fast->matmul[type](w, wrb, k, s.row0, s.row1, x, xs * 4, n_tok, yf, s.ldy);
@@ -142,6 +142,25 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
                        (long long)r, vr, exact);
                 ok = 0;
                 break;
+            }
+            if (bf16_act) {
+                // Activations rounded to bf16: (1) against the exact sum over the rounded
+                // activations, within float summation (2(k+2)u of the terms); (2) against the
+                // scalar f32 result, within the rounding (2^-8 of each term) as well.
+                const uint16_t *xb = (const uint16_t *)(const void *)(xq + t * xqrb);
+                double yb = 0, magb = 0;
+                for (int64_t i = 0; i < k; i++) {
+                    yb += (double)wr[i] * bf16_to_f32(xb[i]);
+                    magb += fabs((double)wr[i] * bf16_to_f32(xb[i]));
+                }
+                const double sum_err = 2.0 * (double)(k + 2) * 0x1p-24 * magb;
+                if (!(fabs(vf - yb) <= sum_err + 1e-30) ||
+                    !(fabs(vf - vr) <= 0x1p-8 * mag * 1.01 + sum_err + REL_TOL * mag + 1e-30)) {
+                    printf("  %s%s %s k=%lld: y[%lld][%lld] = %.9g, over bf16 activations %.9g, scalar %.9g\n",
+                           fast->name, kname, ti->name, (long long)k, (long long)t, (long long)r, vf, yb, vr);
+                    ok = 0;
+                }
+                continue;
             }
             if (!quant_act) {
                 if (!(fabs(vf - vr) <= REL_TOL * mag + 1e-30)) {

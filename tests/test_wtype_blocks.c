@@ -247,15 +247,14 @@ static void check_kernels(void) {
             const int64_t K = kb * (int64_t)(info->block_size == 256 ? 256 : 288), M = packed ? 19 : 7, N = packed ? 6 : 3;
             const int64_t row0 = packed ? 3 : 0, row1 = packed ? 18 : M;
             const size_t wrb = wtype_row_bytes(t, (uint64_t)K);
-            const size_t xrb = af == ACT_Q8_K ? (size_t)(K / 256) * sizeof(block_q8_k) : (size_t)(K / 32) * sizeof(block_q8_0);
+            const size_t xrb = cpu_act_row_bytes(af, K);
             uint8_t *w = xmalloc(wrb * M), *xq = xmalloc(xrb * N);
             float *wf = xmalloc(sizeof(float) * (size_t)(K * M)), *xf = xmalloc(sizeof(float) * (size_t)(K * N));
             float y[6 * 19];
             rand_blocks(t, w, (size_t)(K / info->block_size * M));
             for (int64_t i = 0; i < K * N; i++) xf[i] = rng_uniform();
             for (int64_t r = 0; r < N; r++) {
-                if (af == ACT_Q8_K) quantize_row_q8_k_ref(xf + r * K, xq + r * xrb, K);
-                else quantize_row_q8_0_ref(xf + r * K, xq + r * xrb, K);
+                cpu_act_prepare(ks, af, xf + r * K, 0, K, 1, xq + r * xrb);
                 for (int64_t i = 0; i < K; i++) {   // the activation as the kernel sees it
                     if (af == ACT_Q8_K) { const block_q8_k *b = (const block_q8_k *)(xq + r * xrb) + i / 256; xf[r * K + i] = b->d * (float)b->qs[i % 256]; }
                     else { const block_q8_0 *b = (const block_q8_0 *)(xq + r * xrb) + i / 32; xf[r * K + i] = fp16_to_f32(b->d) * (float)b->qs[i % 32]; }

@@ -87,12 +87,9 @@ static double bench(const cpu_kernels *kt, uint32_t type, int64_t rows, int64_t 
     for (int64_t i = 0; i < k * n_tok; i++) x[i] = (float)((i * 104729 % 2000) - 1000) / 1000.0f;
     const enum act_format af = kt->act_format[type];
     const int quant = af != ACT_F32;
-    const size_t xqrb = af == ACT_Q8_K ? (size_t)(k / 256) * sizeof(block_q8_k) : (size_t)(k / 32) * sizeof(block_q8_0);
+    const size_t xqrb = cpu_act_row_bytes(af, k);
     uint8_t *xq = quant ? xmalloc(xqrb * (size_t)n_tok) : NULL;
-    for (int64_t t = 0; quant && t < n_tok; t++) {
-        if (af == ACT_Q8_K) quantize_row_q8_k_ref(x + t * k, xq + t * xqrb, k);
-        else kt->quantize_act_q8_0(x + t * k, (block_q8_0 *)(xq + t * xqrb), k);
-    }
+    if (quant) cpu_act_prepare(kt, af, x, k, k, n_tok, xq);
     float *y = xmalloc(sizeof(float) * (size_t)(rows * n_tok));
     job base = { kt, type, NULL, wrb, k, 0, rows, n_tok, quant ? (const void *)xq : x,
                  quant ? xqrb : (size_t)k * 4, y, rows, packed };

@@ -178,7 +178,7 @@ typedef struct mm_job {
     const cpu_packed *packed; // w in the table's row-interleaved layout, or NULL: its rows
     const float *xf;          // f32 rows (stride xf_cols)
     int64_t xf_cols;
-    void *xq;                 // quantized rows (Q8_0 or Q8_K blocks, as act_format says)
+    void *xq;                 // prepared rows (Q8_0 or Q8_K blocks, bf16, as act_format says)
     size_t xq_row_bytes;
     enum act_format af;
     int n;
@@ -190,11 +190,9 @@ static void mm_quantize_worker(void *ctx, int ith, int nth) {
     mm_job *j = ctx;
     int64_t lo, hi;
     split_range(j->n, ith, nth, 1, &lo, &hi);
-    for (int64_t t = lo; t < hi; t++) {
-        void *row = (uint8_t *)j->xq + t * j->xq_row_bytes;
-        if (j->af == ACT_Q8_K) quantize_row_q8_k_ref(j->xf + t * j->xf_cols, row, j->w->ne0);
-        else j->k->quantize_act_q8_0(j->xf + t * j->xf_cols, row, j->w->ne0);
-    }
+    if (lo < hi)
+        cpu_act_prepare(j->k, j->af, j->xf + lo * j->xf_cols, j->xf_cols, j->w->ne0, hi - lo,
+                        (uint8_t *)j->xq + lo * j->xq_row_bytes);
 }
 
 static void mm_worker(void *ctx, int ith, int nth) {
@@ -216,8 +214,7 @@ static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_r
                  .y = out->data, .ldy = out->cols };
     j.af = c->k->act_format[w->type];
     if (j.af != ACT_F32) {
-        j.xq_row_bytes = j.af == ACT_Q8_K ? (size_t)(w->ne0 / QK_K) * sizeof(block_q8_k)
-                                          : (size_t)(w->ne0 / QK8_0) * sizeof(block_q8_0);
+        j.xq_row_bytes = cpu_act_row_bytes(j.af, w->ne0);
         size_t need = j.xq_row_bytes * (size_t)n;
         if (need > c->qbuf_bytes) {
             free(c->qbuf);
@@ -482,7 +479,8 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->weight_keeps_own = cpu_weight_keeps_own;
     b->supports_type = cpu_supports_type;
     for (int t = 0; t < WT_COUNT; t++)
-        if (k->matmul[t] && k->act_format[t] != ACT_F32) {
+        if (k->matmul[t] && k->act_format[t] == ACT_BF16) b->act_bf16_types |= 1ull << t;
+        else if (k->matmul[t] && k->act_format[t] != ACT_F32) {
             b->act_q8_types |= 1ull << t;
             if (k->act_format[t] == ACT_Q8_K) b->act_q8k_types |= 1ull << t;
         }

@@ -3,6 +3,7 @@
 // and are only handed out once the processor and the OS have both said yes.
 #include "engine/cpu/kernels.h"
 #include "base/base.h"
+#include "engine/half.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -119,12 +120,54 @@ const cpu_kernels *cpu_kernels_avx2(void) {
     return f->avx2 && f->fma && f->f16c ? &cpu_kernels_avx2_table : NULL;
 }
 
+// The AVX-512 table with the BF16 dot-product kernels, for processors that have them.
+static cpu_kernels avx512_bf16_table;
+static pthread_once_t avx512_bf16_once = PTHREAD_ONCE_INIT;
+static void avx512_bf16_make(void) {
+    avx512_bf16_table = cpu_kernels_avx512_table;
+    cpu_kernels_avx512_add_bf16(&avx512_bf16_table);
+}
+
 const cpu_kernels *cpu_kernels_avx512(void) {
     const cpu_features *f = cpu_get_features();
     // kernels_avx512.c is compiled with AVX2/FMA/F16C as well, so it needs all of them.
     int ok = f->avx2 && f->fma && f->f16c && f->avx512f && f->avx512bw && f->avx512vl &&
              f->avx512dq && f->avx512vnni;
-    return ok ? &cpu_kernels_avx512_table : NULL;
+    if (!ok) return NULL;
+    if (!f->avx512bf16) return &cpu_kernels_avx512_table;
+    pthread_once(&avx512_bf16_once, avx512_bf16_make);
+    return &avx512_bf16_table;
+}
+
+size_t cpu_act_row_bytes(enum act_format af, int64_t k) {
+    switch (af) {
+    case ACT_Q8_0: return (size_t)(k / QK8_0) * sizeof(block_q8_0);
+    case ACT_Q8_K: return (size_t)(k / QK_K) * sizeof(block_q8_k);
+    case ACT_BF16: return (size_t)((k + 31) / 32 * 32) * sizeof(uint16_t);
+    case ACT_F32: break;
+    }
+    return (size_t)k * sizeof(float);
+}
+
+void cpu_act_prepare(const cpu_kernels *kt, enum act_format af, const float *x, int64_t ldx,
+                     int64_t k, int64_t n, void *dst) {
+    const size_t rb = cpu_act_row_bytes(af, k);
+    for (int64_t t = 0; t < n; t++) {
+        const float *xr = x + t * ldx;
+        uint8_t *row = (uint8_t *)dst + (size_t)t * rb;
+        switch (af) {
+        case ACT_Q8_0: kt->quantize_act_q8_0(xr, (block_q8_0 *)(void *)row, k); break;
+        case ACT_Q8_K: quantize_row_q8_k_ref(xr, row, k); break;
+        case ACT_BF16: {
+            uint16_t *b = (uint16_t *)(void *)row;
+            int64_t i = 0;
+            for (; i < k; i++) b[i] = f32_to_bf16(xr[i]);
+            for (; i < (k + 31) / 32 * 32; i++) b[i] = 0;
+            break;
+        }
+        case ACT_F32: memcpy(row, xr, rb); break;
+        }
+    }
 }
 
 const cpu_kernels *cpu_kernels_select(const char *name) {

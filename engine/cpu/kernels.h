@@ -23,7 +23,9 @@ enum act_format {
     ACT_F32,   // float32 rows of k values
     ACT_Q8_0,  // k/32 block_q8_0 per row (see quantize_act)
     ACT_Q8_K,  // k/256 block_q8_k per row (quantize_row_q8_k_ref): the K-quants and IQ4_XS
+    ACT_BF16,  // k bf16 per row (f32_to_bf16), zero-padded to a multiple of 32
 };
+
 
 typedef struct cpu_kernels {
     const char *name;                   // "scalar", "avx2", "avx512"
@@ -89,6 +91,13 @@ typedef struct cpu_kernels {
     void (*attn_values_f16)(const float *p, int64_t ldp, int G, const uint16_t *v, int64_t ldv, int ns,
                             int hd, float *o);
 } cpu_kernels;
+
+// Bytes of one activation row of k values in format af, and n rows of floats (row t at
+// x + t*ldx) written in it (row t at dst + t*cpu_act_row_bytes): the one place the formats are
+// made, for the backend, the tests and the benchmarks.
+size_t cpu_act_row_bytes(enum act_format af, int64_t k);
+void cpu_act_prepare(const cpu_kernels *kt, enum act_format af, const float *x, int64_t ldx,
+                     int64_t k, int64_t n, void *dst);
 
 // Tables. cpu_kernels_avx2/avx512 return NULL when the processor (and OS) can't run them.
 const cpu_kernels *cpu_kernels_scalar(void);
@@ -182,6 +191,9 @@ void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+// Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
+// processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
+void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 #define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
 #define DQ8_ACT(name, type, act) [type] = act,
 
@@ -199,7 +211,9 @@ void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
 //   Q6_K (a super-block): d[16] (fp16), scales [16][row] (int8), then the 6-bit codes as three
 //     planes of 64 bytes a row, each chunked (four codes in three bytes, engine/cpu/pack_r16.c),
 //     32 bytes of padding. 3392 bytes.
-bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q4_K, Q6_K
+//   BF16 (32 weights; the row's end padded with zeros): its 64 bytes a row chunked, so a chunk
+//     is one pair of weights. 1024 bytes.
+bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q4_K, Q6_K, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,

@@ -1,5 +1,6 @@
 // AVX-512 VNNI kernels over the row-interleaved layout (engine/cpu/kernels.h, cpu_pack_r16):
-// Q4_0 and Q8_0 weights against Q8_0 activations, 16 weight rows per register.
+// Q4_0 and Q8_0 weights against Q8_0 activations, 16 weight rows per register (Q4_K and Q6_K,
+// and BF16 on vdpbf16ps, further down).
 //
 // One 512-bit load holds 4 bytes of each of 16 rows; vpdpbusd against the matching 4
 // activation bytes broadcast to every lane adds four products to each row's int32 lane, so a
@@ -343,4 +344,121 @@ void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
     matmul_r16(K8, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+// ---------------------------------------------------------------------------------------------
+// BF16 weights on the AVX-512 BF16 dot product (vdpbf16ps), against activations rounded to bf16
+// once per token (ACT_BF16). These functions are compiled for the extension by their target
+// attribute; cpu_kernels_avx512() puts them in the table it returns only where the processor has
+// it (cpu_kernels_avx512_add_bf16).
+//
+// vdpbf16ps adds to each float lane the products of the lane's two bf16 pairs: one instruction
+// does 32 multiply-adds where the float path converts the weights and runs two FMAs over f32
+// activations. The activations' rounding to bf16 (relative error at most 2^-8 each) is the
+// tolerance this table states for BF16 (tests/op_checks.h).
+//
+// Packed: a unit is 16 rows x 32 weights, 16 registers each holding one pair of weights of every
+// row; the activation pair is broadcast, and there is no horizontal sum. Prefill runs tiles of one
+// row group x up to TM tokens while the group's weights (64 KiB per 2048 of k) stay in L2. The
+// row kernel (weights left as they are, when they could not be packed) sums one row and token at
+// a time.
+#define BF16_TARGET __attribute__((target("avx512bf16")))
+enum { BF16_UNIT = 16 * 64 };   // bytes of a packed unit: 16 rows x 32 weights
+
+// One row of weights (k bf16 at w) · one token x (ACT_BF16: k bf16, zero-padded to a multiple of 32).
+BF16_TARGET
+static float dot_row(const uint16_t *w, const uint16_t *x, int64_t k) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512((const void *)(w + i)),
+                              (__m512bh)_mm512_loadu_si512((const void *)(x + i)));
+        a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512((const void *)(w + i + 32)),
+                              (__m512bh)_mm512_loadu_si512((const void *)(x + i + 32)));
+    }
+    for (; i < k; i += 32) {   // the last 1-63 weights; masked so the row's end is not passed
+        const __mmask32 m = k - i >= 32 ? 0xffffffffu : (__mmask32)((1u << (k - i)) - 1);
+        a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_maskz_loadu_epi16(m, w + i),
+                              (__m512bh)_mm512_maskz_loadu_epi16(m, x + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+BF16_TARGET
+static void matmul_bf16_dp(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                           const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    for (int64_t r = row0; r < row1; r++) {
+        const uint16_t *wr = (const uint16_t *)(const void *)((const uint8_t *)w + (size_t)r * wrb);
+        for (int64_t t = 0; t < n_tok; t++)
+            y[t * ldy + r] = dot_row(wr, (const uint16_t *)(const void *)((const uint8_t *)x + (size_t)t * xrb), k);
+    }
+}
+
+// G row groups (1 or 2, gs bytes apart) x T tokens: each activation pair broadcast feeds G
+// dot products, and 2 x 8 accumulators keep both vdpbf16ps pipes busy in prefill.
+INLINE BF16_TARGET void tile_bf16(const uint8_t *gw, size_t gs, int64_t nu, const uint8_t *x, size_t xrb,
+                                  float *y, int64_t ldy, const __mmask16 *store, const int G, const int T) {
+    __m512 acc[2][TM];
+    UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
+    for (int64_t u = 0; u < nu; u++) {
+        const uint8_t *pu = gw + (size_t)u * BF16_UNIT;
+        const uint8_t *xu = x + (size_t)u * 64;   // the unit's 32 activations of token 0
+        UNROLL for (int p = 0; p < 16; p++) {
+            __m512bh wv[2];
+            UNROLL for (int g = 0; g < G; g++) {
+                _mm_prefetch((const char *)(uintptr_t)((uintptr_t)pu + g * gs + PF_AHEAD + 64 * p), _MM_HINT_T1);
+                wv[g] = (__m512bh)_mm512_loadu_si512((const void *)(pu + g * gs + 64 * p));
+            }
+            UNROLL for (int t = 0; t < T; t++) {
+                int32_t pair;
+                __builtin_memcpy(&pair, xu + (size_t)t * xrb + 4 * p, 4);
+                const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+                UNROLL for (int g = 0; g < G; g++) acc[g][t] = _mm512_dpbf16_ps(acc[g][t], wv[g], xv);
+            }
+        }
+    }
+    UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++)
+        _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + g * R16, store[g], acc[g][t]);
+}
+
+typedef void (*bf16_tile_fn)(const uint8_t *gw, size_t gs, int64_t nu, const uint8_t *x, size_t xrb,
+                             float *y, int64_t ldy, const __mmask16 *store);
+#define BF16_TILE_FN(G, T)                                                                         \
+    static BF16_TARGET void tile_bf16_##G##_##T(const uint8_t *gw, size_t gs, int64_t nu,         \
+                                                const uint8_t *x, size_t xrb, float *y,            \
+                                                int64_t ldy, const __mmask16 *store) {             \
+        tile_bf16(gw, gs, nu, x, xrb, y, ldy, store, G, T);                                        \
+    }
+#define BF16_TILE_FNS(G) BF16_TILE_FN(G, 1) BF16_TILE_FN(G, 2) BF16_TILE_FN(G, 3) BF16_TILE_FN(G, 4) \
+    BF16_TILE_FN(G, 5) BF16_TILE_FN(G, 6) BF16_TILE_FN(G, 7) BF16_TILE_FN(G, 8)
+BF16_TILE_FNS(1)
+BF16_TILE_FNS(2)
+static const bf16_tile_fn bf16_tiles[2][TM] = {
+    { tile_bf16_1_1, tile_bf16_1_2, tile_bf16_1_3, tile_bf16_1_4, tile_bf16_1_5, tile_bf16_1_6, tile_bf16_1_7, tile_bf16_1_8 },
+    { tile_bf16_2_1, tile_bf16_2_2, tile_bf16_2_3, tile_bf16_2_4, tile_bf16_2_5, tile_bf16_2_6, tile_bf16_2_7, tile_bf16_2_8 },
+};
+
+static void matmul_bf16_r16(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    const int64_t nu = (k + 31) / 32;
+    const size_t gs = (size_t)nu * BF16_UNIT;
+    for (int64_t g = row0 / R16; g * R16 < row1;) {
+        const int G = (g + 1) * R16 < row1 ? 2 : 1;   // two groups while both hold rows of the range
+        const __mmask16 store[2] = { lanes_in(g, row0, row1), G == 2 ? lanes_in(g + 1, row0, row1) : 0 };
+        const uint8_t *gw = (const uint8_t *)w + (size_t)g * gs;
+        for (int64_t t = 0; t < n_tok;) {
+            const int T = n_tok - t >= TM ? TM : (int)(n_tok - t);
+            bf16_tiles[G - 1][T - 1](gw, gs, nu, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16,
+                                     ldy, store);
+            t += T;
+        }
+        g += G;
+    }
+}
+
+void cpu_kernels_avx512_add_bf16(cpu_kernels *table) {
+    table->matmul[WT_BF16] = matmul_bf16_dp;
+    table->matmul_packed[WT_BF16] = matmul_bf16_r16;
+    table->act_format[WT_BF16] = ACT_BF16;
 }

@@ -14,11 +14,14 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q8_0: return 64 + 2 * R16 * 32;                     // 1088
     case WT_Q4_K: return 4 * R16 + 2 * 8 * R16 + R16 * 128;     // 2368
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
+    case WT_BF16: return R16 * 64;                              // 1024
     default: return 0;
     }
 }
 
-static int64_t unit_weights(uint32_t type) { return type == WT_Q4_K || type == WT_Q6_K ? 256 : 64; }
+static int64_t unit_weights(uint32_t type) {
+    return type == WT_Q4_K || type == WT_Q6_K ? 256 : type == WT_BF16 ? 32 : 64;
+}
 
 bool cpu_r16_type(uint32_t type) { return cpu_r16_unit_bytes(type) != 0; }
 
@@ -90,6 +93,14 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q6_K:
                 for (int64_t b = 0; b < k / 256; b++)
                     pack_q6_k(gu + (size_t)b * unit, i, (const block_q6_k *)(const void *)row + b);
+                break;
+            case WT_BF16:
+                for (int64_t b = 0; b < nu; b++) {
+                    uint8_t span[64] = { 0 };   // the row's last span may be short
+                    const int64_t n = k - 32 * b < 32 ? k - 32 * b : 32;
+                    memcpy(span, row + (size_t)b * 64, (size_t)n * 2);
+                    put_chunks(gu + (size_t)b * unit, i, span, 64);
+                }
                 break;
             }
         }
