@@ -489,7 +489,13 @@ uint64_t model_decode_bytes(const model *m) {
     return n;
 }
 
-typedef struct prep_ctx { backend *b; errbuf *err; int rc; } prep_ctx;
+typedef struct prep_ctx { const model *m; backend *b; errbuf *err; int rc; } prep_ctx;
+
+// Whether [p, p+n) lies in the model file's mapping.
+static bool in_file_mapping(const model *m, const void *p, size_t n) {
+    const uint8_t *a = p, *base = m->file.base;
+    return m->file.mapped && a >= base && a + n <= base + m->file.size;
+}
 
 static void prep_one(tensor *t, void *ud) {
     prep_ctx *pc = ud;
@@ -500,6 +506,12 @@ static void prep_one(tensor *t, void *ud) {
         return;
     }
     pc->rc = pc->b->weight_prepare(pc->b, t, pc->err);
+    // A backend that multiplies from a copy of its own (the CPU's packed layout) has just read
+    // the file's pages under the tensor: drop them, so the resident set does not hold the
+    // weight twice (an embedding row read later faults its page back from the page cache).
+    if (!pc->rc && pc->b->weight_keeps_own && pc->b->weight_keeps_own(pc->b, t) &&
+        in_file_mapping(pc->m, t->data, t->n_bytes))
+        drop_pages(t->data, t->n_bytes);
 }
 
 static void release_one(tensor *t, void *ud) {
@@ -513,7 +525,7 @@ void model_release_backend(model *m, backend *b) {
 }
 
 int model_prepare_backend(model *m, backend *b, errbuf *err) {
-    prep_ctx pc = { b, err, 0 };
+    prep_ctx pc = { m, b, err, 0 };
     model_for_each_tensor(m, prep_one, &pc);
     if (!pc.rc && m->hp.tied_output) m->output.bk = m->tok_embd.bk;
     return pc.rc;
