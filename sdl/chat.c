@@ -18,65 +18,23 @@ static ui_rgb color_of(int kind) {
     }
 }
 
-typedef struct row { int msg; int off, len; bool first; } row;
-
-// Byte length of the UTF-8 character at t (1 for a broken byte).
-static int char_len(const char *t, int n) {
+// A character a cell (chat_char_fn): the byte length of the UTF-8 character at t (1 for a
+// broken byte).
+static int cell_char(const char *t, int n, int *cells) {
     unsigned char c = (unsigned char)t[0];
     int k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+    *cells = 1;
     return k <= n ? k : 1;
-}
-
-// Rows of at most cols characters (the first after the prefix), cut at spaces.
-static int wrap_msg(const char *t, int idx, int pre, int cols, row *rows, int max) {
-    int n = 0, off = 0, len = (int)strlen(t);
-    bool first = true;
-    if (len == 0 && max > 0) { rows[n++] = (row){ idx, 0, 0, true }; return n; }
-    while (off < len && n < max) {
-        int avail = cols - pre > 4 ? cols - pre : 4;
-        int w = 0, i = off, last_space = -1;
-        while (i < len && t[i] != '\n' && w < avail) {
-            if (t[i] == ' ') last_space = i;
-            i += char_len(t + i, len - i);
-            w++;
-        }
-        int end = i;
-        if (i < len && t[i] != '\n' && last_space > off) end = last_space;
-        rows[n++] = (row){ idx, off, end - off, first };
-        first = false;
-        off = end;
-        if (off < len && (t[off] == '\n' || t[off] == ' ')) off++;
-    }
-    return n;
 }
 
 void gui_chat_draw(gfx *g, SDL_Rect r, chat_log *c) {
     int h = r.h / g->ch, cols = r.w / g->cw;
     if (h <= 0 || cols <= 4) return;
-    int want = h + c->scroll + 1, cap = want + 64, n = 0;
-    row *rows = xmalloc((size_t)cap * sizeof *rows);
-    row *tmp = xmalloc((size_t)cap * sizeof *tmp);
+    chat_row *rows;
+    int n = chat_layout(c, h, cols, false, cell_char, &rows);
     char *buf = xmalloc(8192);
-    for (int i = c->n - 1; i >= 0 && n < want; i--) {
-        const char *t = chat_display_text(&c->m[i], buf, 8192, false);
-        const char *pre = chat_prefix(c->m[i].kind, false);
-        int k = wrap_msg(t, i, gfx_text_cols(pre, (int)strlen(pre)), cols, tmp, cap - n);
-        memmove(rows + k, rows, (size_t)n * sizeof *rows);   // rows so far are newer
-        memcpy(rows, tmp, (size_t)k * sizeof *rows);
-        n += k;
-        if (i > 0 && c->m[i].kind == MSG_USER && n < cap) {   // a blank row before each turn
-            memmove(rows + 1, rows, (size_t)n * sizeof *rows);
-            rows[0] = (row){ -1, 0, 0, false };
-            n++;
-        }
-    }
-    int max_scroll = n > h ? n - h : 0;
-    if (c->scroll > max_scroll) c->scroll = max_scroll;
-    if (c->scroll < 0) c->scroll = 0;
-    int start = n - h - c->scroll;
-    if (start < 0) start = 0;
-    for (int y = 0; y < h && start + y < n; y++) {
-        row *rw = &rows[start + y];
+    for (int y = 0; y < n; y++) {
+        const chat_row *rw = &rows[y];
         if (rw->msg < 0) continue;
         const chat_msg *m = &c->m[rw->msg];
         const char *t = chat_display_text(m, buf, 8192, false);
@@ -97,7 +55,6 @@ void gui_chat_draw(gfx *g, SDL_Rect r, chat_log *c) {
     }
     free(buf);
     free(rows);
-    free(tmp);
 }
 
 void gui_input_draw(gfx *g, SDL_Rect r, const line_edit *e) {

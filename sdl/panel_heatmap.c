@@ -40,17 +40,8 @@ static void draw_sensitivity(gfx *g, SDL_Rect in, const ui_snapshot *s, gui_poin
         gfx_text(g, in.x, y + 2 * ch, "`cabin heatmap --json`)", C_DIM, in.w);
         return;
     }
-    double lo = INFINITY, hi = 0;
-    for (int l = 0; l < m->n_layer; l++)
-        for (int k = 0; k < TK_LAYER_KINDS; k++) {
-            const sens_cell *c = sens_at(m, l, k);
-            if (!c->done) continue;
-            double v = c->kl_mean > 1e-9 ? c->kl_mean : 1e-9;
-            if (v < lo) lo = v;
-            if (v > hi) hi = v;
-        }
-    if (!(lo < INFINITY)) lo = hi = 1e-9;
-    if (hi <= lo) hi = lo * 10;
+    double lo, hi;
+    ui_heat_range(m, &lo, &hi);
     gfx_textf(g, in.x, y, in.w, C_TEXT, "KL per tensor at %s%s", wtype_name(m->type), s->heat_status[0] ? "  (updating)" : "");
     y += ch;
     static const char *const ks[] = { "q", "k", "v", "o", "g", "u", "d" };

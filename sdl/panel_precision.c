@@ -20,31 +20,20 @@ static int precision_height(gfx *g, const ui_snapshot *s, int w) {
 
 static void precision_update(const ui_snapshot *s) { (void)s; }
 
-static void fmt_bytes(char *b, size_t n, double v) {
-    if (v >= 1 << 30) snprintf(b, n, "%.2f GiB", v / (1 << 30));
-    else if (v >= 1 << 20) snprintf(b, n, "%.2f MiB", v / (1 << 20));
-    else snprintf(b, n, "%.0f KiB", v / 1024);
-}
 
 static void draw_kl(gfx *g, int x, int y, int w, const ui_snapshot *s) {
-    switch (s->kl_state) {   // the plan's weights vs the file's (ui/measure.c)
-    case KL_DONE:
-        if (s->kl < 1e-9) gfx_textf(g, x, y, w, C_TEXT, "KL 0  top-1 %.1f%%", 100 * s->agree);
-        else gfx_textf(g, x, y, w, C_TEXT, s->kl < 0.001 ? "KL %.1e  top-1 %.1f%%" : "KL %.4f  top-1 %.1f%%", s->kl, 100 * s->agree);
-        break;
-    case KL_FILE: gfx_text(g, x, y, "KL 0 (the file's precision)", C_DIM, w); break;
-    case KL_MEASURING: gfx_text(g, x, y, "KL vs file: measuring…", C_DIM, w); break;
-    case KL_FAILED: gfx_text(g, x, y, "KL vs file: could not measure", C_WARN, w); break;
-    default: gfx_text(g, x, y, "KL vs file: not measured", C_DIM, w); break;
-    }
+    char kl[96];
+    int tone;
+    ui_kl_text(s, false, kl, sizeof kl, &tone);
+    gfx_text(g, x, y, kl, tone == 0 ? C_TEXT : tone == 2 ? C_WARN : C_DIM, w);
 }
 
 static void precision_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p, gui_regions *reg) {
     SDL_Rect in = gfx_box(g, r, "Precision   F2 weights   F3 KV cache");
     int y = in.y, ch = g->ch;
     char wb[32], kb[32];
-    fmt_bytes(wb, sizeof wb, (double)s->st.weight_bytes);
-    fmt_bytes(kb, sizeof kb, (double)s->st.kv_bytes);
+    ui_fmt_bytes(wb, sizeof wb, (double)s->st.weight_bytes);
+    ui_fmt_bytes(kb, sizeof kb, (double)s->st.kv_bytes);
     if (s->switch_target[0] && s->st.switch_progress >= 0) {
         int o = gfx_textf(g, in.x, y, in.w, C_WARN, "switching to %s ", s->switch_target);
         gfx_bar(g, (SDL_Rect){ in.x + o, y + 3, in.w - o, ch - 6 }, s->st.switch_progress, C_WARN);
@@ -53,14 +42,8 @@ static void precision_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer
     }
     y += ch;
     char line[256];
-    int o = 0;
-    for (int t = 0; t < WT_COUNT && o < (int)sizeof line - 40; t++)
-        if (s->st.bytes_by_type[t]) {
-            char b[32];
-            fmt_bytes(b, sizeof b, (double)s->st.bytes_by_type[t]);
-            o += snprintf(line + o, sizeof line - (size_t)o, "%s%s %s", o ? "  " : "", wtype_name((uint32_t)t), b);
-        }
-    gfx_text(g, in.x, y, o ? line : "bytes by type: -", C_DIM, in.w);
+    ui_bytes_by_type(s, line, sizeof line);
+    gfx_text(g, in.x, y, line, C_DIM, in.w);
     y += ch;
     int o3 = gfx_textf(g, in.x, y, in.w, C_TEXT, "KV %s (%s)   ", s->kv_format, kb);
     draw_kl(g, in.x + o3, y, in.w - o3, s);

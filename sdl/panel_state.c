@@ -30,18 +30,6 @@ static void vehicle_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *
     }
 }
 
-static const char *state_name(const ui_voice_view *v) {
-    switch (v->state) {
-    case TV_OFF: return "off";
-    case TV_STARTING: return "starting";
-    case TV_IDLE: return "idle";
-    case TV_LISTENING: return v->hands_free ? "listening (VAD)" : "listening";
-    case TV_RECOGNISING: return "recognising";
-    case TV_THINKING: return "thinking";
-    case TV_SPEAKING: return "speaking";
-    default: return "?";
-    }
-}
 
 #define LEVEL_HIST 100
 static float level[LEVEL_HIST];   // dB above -60 (0..60), 10 a second
@@ -70,7 +58,7 @@ static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
         return;
     }
     ui_rgb sc = v->state >= TV_LISTENING ? C_GOOD : v->state == TV_STARTING ? C_WARN : C_TEXT;
-    gfx_text(g, in.x, y, state_name(v), sc, 16 * g->cw);
+    gfx_text(g, in.x, y, ui_voice_state_name(v), sc, 16 * g->cw);
     int mx = in.x + 17 * g->cw, mw = in.w - 17 * g->cw - 8 * g->cw;
     if (mw > 20) {   // the meter: -60 .. 0 dBFS
         double frac = v->have_level ? (v->level_db + 60.0) / 60.0 : 0;

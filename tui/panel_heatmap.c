@@ -38,17 +38,8 @@ static void draw_sensitivity(WINDOW *w, tui_rect in, const ui_snapshot *s) {
         if (y < end) tui_puts(w, y, in.x, "from `cabin heatmap --json`)", in.w, tui_attr(TC_DIM));
         return;
     }
-    double lo = INFINITY, hi = 0;
-    for (int l = 0; l < m->n_layer; l++)
-        for (int k = 0; k < TK_LAYER_KINDS; k++) {
-            const sens_cell *c = sens_at(m, l, k);
-            if (!c->done) continue;
-            double v = c->kl_mean > 1e-9 ? c->kl_mean : 1e-9;
-            if (v < lo) lo = v;
-            if (v > hi) hi = v;
-        }
-    if (!(lo < INFINITY)) lo = hi = 1e-9;
-    if (hi <= lo) hi = lo * 10;
+    double lo, hi;
+    ui_heat_range(m, &lo, &hi);
     tui_printf(w, y++, in.x, in.w, 0, "KL per tensor at %s%s", wtype_name(m->type), s->heat_status[0] ? "  (updating)" : "");
     if (y >= end) return;
     static const char *const ks[] = { " q", " k", " v", " o", " g", " u", " d" };

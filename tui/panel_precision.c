@@ -33,19 +33,14 @@ static int precision_height(const ui_snapshot *s, int w) {
 
 static void precision_update(const ui_snapshot *s) { (void)s; }
 
-static void fmt_bytes(char *b, size_t n, double v) {
-    if (v >= 1 << 30) snprintf(b, n, "%.2f GiB", v / (1 << 30));
-    else if (v >= 1 << 20) snprintf(b, n, "%.2f MiB", v / (1 << 20));
-    else snprintf(b, n, "%.0f KiB", v / 1024);
-}
 
 static void precision_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
     tui_rect in = tui_box(w, r, "Precision  F2 weights  F3 KV", focused);
     if (in.h < 1) return;
     int y = in.y, end = in.y + in.h;
     char wb[32], kb[32];
-    fmt_bytes(wb, sizeof wb, (double)s->st.weight_bytes);
-    fmt_bytes(kb, sizeof kb, (double)s->st.kv_bytes);
+    ui_fmt_bytes(wb, sizeof wb, (double)s->st.weight_bytes);
+    ui_fmt_bytes(kb, sizeof kb, (double)s->st.kv_bytes);
     if (s->switch_target[0] && s->st.switch_progress >= 0) {
         int o = tui_printf(w, y, in.x, in.w, tui_attr(TC_WARN), "switching to %s ", s->switch_target);
         tui_bar(w, y, in.x + o, in.w - o - 5 > 4 ? in.w - o - 5 : 4, s->st.switch_progress, tui_attr(TC_WARN));
@@ -56,26 +51,14 @@ static void precision_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool foc
     if (++y >= end) return;
     // bytes by type
     char line[256];
-    int o = 0;
-    for (int t = 0; t < WT_COUNT && o < (int)sizeof line - 40; t++)
-        if (s->st.bytes_by_type[t]) {
-            char b[32];
-            fmt_bytes(b, sizeof b, (double)s->st.bytes_by_type[t]);
-            o += snprintf(line + o, sizeof line - (size_t)o, "%s%s %s", o ? "  " : "", wtype_name((uint32_t)t), b);
-        }
-    tui_puts(w, y, in.x, o ? line : "bytes by type: -", in.w, tui_attr(TC_DIM));
+    ui_bytes_by_type(s, line, sizeof line);
+    tui_puts(w, y, in.x, line, in.w, tui_attr(TC_DIM));
     if (++y >= end) return;
     int o3 = tui_printf(w, y, in.x, in.w, 0, "KV %s (%s)   ", s->kv_format, kb);
-    switch (s->kl_state) {   // the plan's weights vs the file's (ui/measure.c)
-    case KL_DONE:   // small KLs (f16, q8_0) keep their digits
-        if (s->kl < 1e-9) tui_printf(w, y, in.x + o3, in.w - o3, 0, "KL 0  top-1 %.1f%%", 100 * s->agree);   // rounding only
-        else tui_printf(w, y, in.x + o3, in.w - o3, 0, s->kl < 0.001 ? "KL %.1e  top-1 %.1f%%" : "KL %.4f  top-1 %.1f%%", s->kl, 100 * s->agree);
-        break;
-    case KL_FILE: tui_puts(w, y, in.x + o3, "KL 0 (the file's precision)", in.w - o3, tui_attr(TC_DIM)); break;
-    case KL_MEASURING: tui_puts(w, y, in.x + o3, tui_ascii ? "KL vs file: measuring..." : "KL vs file: measuring…", in.w - o3, tui_attr(TC_DIM)); break;
-    case KL_FAILED: tui_puts(w, y, in.x + o3, "KL vs file: could not measure", in.w - o3, tui_attr(TC_WARN)); break;
-    default: tui_puts(w, y, in.x + o3, "KL vs file: not measured", in.w - o3, tui_attr(TC_DIM)); break;
-    }
+    char kl[96];
+    int tone;
+    ui_kl_text(s, tui_ascii, kl, sizeof kl, &tone);
+    tui_puts(w, y, in.x + o3, kl, in.w - o3, tone == 0 ? 0 : tui_attr(tone == 2 ? TC_WARN : TC_DIM));
     if (++y >= end) return;
     if (s->governor[0]) {   // the governor's state and its last change (app/govern.h)
         tui_puts(w, y, in.x, s->governor, in.w, tui_attr(TC_INFO));

@@ -6,18 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *state_name(const ui_voice_view *v) {
-    switch (v->state) {
-    case TV_OFF: return "off";
-    case TV_STARTING: return "starting";
-    case TV_IDLE: return "idle";
-    case TV_LISTENING: return v->hands_free ? "listening (VAD)" : "listening";
-    case TV_RECOGNISING: return "recognising";
-    case TV_THINKING: return "thinking";
-    case TV_SPEAKING: return "speaking";
-    default: return "?";
-    }
-}
 
 static int voice_height(const ui_snapshot *s, int w) {
     (void)w;
@@ -58,7 +46,7 @@ static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused
     }
     // state and level: "listening   level ████····  -23 dB"
     int active = v->state >= TV_LISTENING ? TC_GOOD : v->state == TV_STARTING ? TC_WARN : TC_NONE;
-    int x = in.x + tui_puts(w, y, in.x, state_name(v), in.w, tui_attr(active) | (v->state == TV_LISTENING ? A_BOLD : 0));
+    int x = in.x + tui_puts(w, y, in.x, ui_voice_state_name(v), in.w, tui_attr(active) | (v->state == TV_LISTENING ? A_BOLD : 0));
     int meter = in.x + 17;
     if (x < meter && in.w > 17 + 6 + 8) {
         tui_puts(w, y, meter, "level", 5, tui_attr(TC_DIM));

@@ -4,6 +4,7 @@
 #include "ui/ui.h"
 #include "base/afile.h"
 #include "base/dirs.h"
+#include "base/mem.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -162,4 +163,72 @@ const char *chat_display_text(const chat_msg *m, char *tmp, size_t n, bool ascii
     while (*rest == ' ') rest++;
     snprintf(tmp, n, "[%.*s] %s", (int)(close - p - 5), p + 5, rest);
     return tmp;
+}
+
+int chat_text_cells(const char *s, int bytes, chat_char_fn next) {
+    int w = 0;
+    for (int i = 0; i < bytes;) {
+        int c;
+        i += next(s + i, bytes - i, &c);
+        w += c < 0 ? 1 : c;
+    }
+    return w;
+}
+
+// Message idx's text t as rows of at most cols cells (the first after pre cells of prefix).
+static int wrap_msg(const char *t, int idx, int pre, int cols, chat_char_fn next, chat_row *rows, int max) {
+    int n = 0, off = 0, len = (int)strlen(t);
+    bool first = true;
+    if (len == 0 && max > 0) { rows[n++] = (chat_row){ idx, 0, 0, true }; return n; }
+    while (off < len && n < max) {
+        int avail = cols - pre > 4 ? cols - pre : 4;
+        int w = 0, i = off, last_space = -1;
+        while (i < len && t[i] != '\n') {
+            int cw;
+            int k = next(t + i, len - i, &cw);
+            if (cw < 0) cw = 1;
+            if (w + cw > avail) break;
+            if (t[i] == ' ') last_space = i;
+            w += cw;
+            i += k;
+        }
+        int end = i;
+        if (i < len && t[i] != '\n' && last_space > off) end = last_space;
+        rows[n++] = (chat_row){ idx, off, end - off, first };
+        first = false;
+        off = end;
+        if (off < len && (t[off] == '\n' || t[off] == ' ')) off++;
+    }
+    return n;
+}
+
+int chat_layout(chat_log *c, int h, int cols, bool ascii, chat_char_fn next, chat_row **out) {
+    // wrap only the messages that can show: from the newest back, enough rows for scroll + h
+    int want = h + c->scroll + 1, cap = want + 64, n = 0;
+    chat_row *rows = xmalloc((size_t)cap * sizeof *rows), *tmp = xmalloc((size_t)cap * sizeof *tmp);
+    char *buf = xmalloc(8192);
+    for (int i = c->n - 1; i >= 0 && n < want; i--) {
+        const char *t = chat_display_text(&c->m[i], buf, 8192, ascii);
+        const char *pre = chat_prefix(c->m[i].kind, ascii);
+        int k = wrap_msg(t, i, chat_text_cells(pre, (int)strlen(pre), next), cols, next, tmp, cap - n);
+        memmove(rows + k, rows, (size_t)n * sizeof *rows);   // rows so far are newer
+        memcpy(rows, tmp, (size_t)k * sizeof *rows);
+        n += k;
+        if (i > 0 && c->m[i].kind == MSG_USER && n < cap) {   // a blank row before each turn
+            memmove(rows + 1, rows, (size_t)n * sizeof *rows);
+            rows[0] = (chat_row){ -1, 0, 0, false };
+            n++;
+        }
+    }
+    free(buf);
+    free(tmp);
+    int max_scroll = n > h ? n - h : 0;
+    if (c->scroll > max_scroll) c->scroll = max_scroll;
+    if (c->scroll < 0) c->scroll = 0;
+    int start = n - h - c->scroll;
+    if (start < 0) start = 0;
+    int shown = n - start < h ? n - start : h;
+    memmove(rows, rows + start, (size_t)(shown > 0 ? shown : 0) * sizeof *rows);
+    *out = rows;
+    return shown > 0 ? shown : 0;
 }

@@ -112,6 +112,32 @@ const char *chat_prefix(int kind, bool ascii);
 // What a message shows: a reply being streamed in the assistant format shows its action apart
 // ("[climate.set temp=22] ...") and "…" until the action is complete (tmp: room for the former).
 const char *chat_display_text(const chat_msg *m, char *tmp, size_t n, bool ascii);
+// The conversation pane's rows, the same for every face: each message's display text (ascii as
+// chat_display_text takes it) wrapped to `cols` cells after its prefix, cut at spaces, a blank
+// row before each turn, newest at the bottom; c->scroll is clamped to what there is. next gives
+// the byte length of the character at s (n bytes left) and its width in cells (< 0: shown as 1).
+// Returns how many rows the pane shows (at most h): *rows (xmalloc'd; the caller frees) holds
+// them top to bottom.
+typedef struct chat_row {
+    int msg;      // message index, -1 for a blank row
+    int off, len; // bytes of the message's display text
+    bool first;   // the message's first row (drawn after its prefix)
+} chat_row;
+typedef int (*chat_char_fn)(const char *s, int n, int *cells);
+int chat_layout(chat_log *c, int h, int cols, bool ascii, chat_char_fn next, chat_row **rows);
+int chat_text_cells(const char *s, int bytes, chat_char_fn next);   // Σ cells, < 0 counting 1
+// What the panels show, worked out once for every face (ui/panel_data.c):
+// "1.19 MiB" (KiB, MiB, GiB).
+void ui_fmt_bytes(char *out, size_t n, double bytes);
+// The weights' bytes by type, "Q4_0 1.19 MiB  Q8_0 765 KiB" ("bytes by type: -" when none).
+void ui_bytes_by_type(const ui_snapshot *s, char *out, size_t n);
+// The plan's KL against the file's precision in words; *tone: 0 plain, 1 dimmed, 2 a warning.
+void ui_kl_text(const ui_snapshot *s, bool ascii, char *out, size_t n, int *tone);
+// The sensitivity heat map's colour-scale range: the smallest and largest KL of the cells done
+// (each at least 1e-9), hi above lo.
+void ui_heat_range(const sensitivity_map *m, double *lo, double *hi);
+// The voice pipeline's state in words ("listening (VAD)").
+const char *ui_voice_state_name(const ui_voice_view *v);
 // Transcript and stats as JSON, written atomically (temp file + rename).
 int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err);
 // $XDG_STATE_HOME/cabin (made if missing) + "/" + name, or "" when there is no home.

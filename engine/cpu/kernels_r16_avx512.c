@@ -358,10 +358,10 @@ void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
 // tolerance this table states for BF16 (tests/op_checks.h).
 //
 // Packed: a unit is 16 rows x 32 weights, 16 registers each holding one pair of weights of every
-// row; the activation pair is broadcast, and there is no horizontal sum. Prefill runs tiles of one
-// row group x up to TM tokens while the group's weights (64 KiB per 2048 of k) stay in L2. The
-// row kernel (weights left as they are, when they could not be packed) sums one row and token at
-// a time.
+// row; the activation pair is broadcast, and there is no horizontal sum. Tiles are two row groups
+// x up to TM tokens (one group where a range ends), the groups' weights (64 KiB each per 2048 of
+// k) staying in L2 while the tokens sweep past them. The row kernel (weights left as they are,
+// when they could not be packed) sums one row and token at a time.
 #define BF16_TARGET __attribute__((target("avx512bf16")))
 enum { BF16_UNIT = 16 * 64 };   // bytes of a packed unit: 16 rows x 32 weights
 
