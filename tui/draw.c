@@ -92,13 +92,7 @@ int tui_next_char(const char *s, int bytes, int *cols) {
 }
 
 int tui_width(const char *s, int bytes) {
-    int w = 0;
-    for (int i = 0; i < bytes;) {
-        int c;
-        i += tui_next_char(s + i, bytes - i, &c);
-        w += c < 0 ? 1 : c;
-    }
-    return w;
+    return chat_text_cells(s, bytes, tui_next_char);
 }
 
 int tui_puts(WINDOW *w, int y, int x, const char *s, int cols, int attr) {
