@@ -242,15 +242,18 @@ static void check_kernels(void) {
         const enum act_format af = ks->act_format[t];
         CHECK(ks->matmul[t] && af == (info->block_size == 256 ? ACT_Q8_K : ACT_Q8_0), "%s: kernel and activation format", info->name);
         if (!ks->matmul[t]) continue;
-        for (int kb = 1; kb <= 5; kb += 2)   // K: 1, 3, 5 blocks; 7 or 19 rows; 3 or 6 tokens
-        for (int packed = 0; packed < (ks->matmul_packed[t] ? 2 : 1); packed++) {
-            const int64_t K = kb * (int64_t)(info->block_size == 256 ? 256 : 288), M = packed ? 19 : 7, N = packed ? 6 : 3;
-            const int64_t row0 = packed ? 3 : 0, row1 = packed ? 18 : M;
+        // K: 1, 3, 5 blocks; rows kernel: 7 rows, 3 tokens; packed: 19 rows [3, 18), 6 tokens, and
+        // 40 rows [3, 37), 1 token (decode's two groups at a time, then one)
+        for (int kb = 1; kb <= 5; kb += 2)
+        for (int packed = 0; packed < (ks->matmul_packed[t] ? 3 : 1); packed++) {
+            const int64_t K = kb * (int64_t)(info->block_size == 256 ? 256 : 288);
+            const int64_t M = packed == 2 ? 40 : packed ? 19 : 7, N = packed == 2 ? 1 : packed ? 6 : 3;
+            const int64_t row0 = packed ? 3 : 0, row1 = packed == 2 ? 37 : packed ? 18 : M;
             const size_t wrb = wtype_row_bytes(t, (uint64_t)K);
             const size_t xrb = cpu_act_row_bytes(af, K);
             uint8_t *w = xmalloc(wrb * M), *xq = xmalloc(xrb * N);
             float *wf = xmalloc(sizeof(float) * (size_t)(K * M)), *xf = xmalloc(sizeof(float) * (size_t)(K * N));
-            float y[6 * 19];
+            float y[6 * 40];
             rand_blocks(t, w, (size_t)(K / info->block_size * M));
             for (int64_t i = 0; i < K * N; i++) xf[i] = rng_uniform();
             for (int64_t r = 0; r < N; r++) {
@@ -284,8 +287,8 @@ static void check_kernels(void) {
                     double q = fabs(y[n * M + r] - s) / (2.0 * (double)(K + 2) * 0x1p-24 * sa + 1e-30);
                     if (q > worst) worst = q;
                 }
-            CHECK(worst <= 1.0, "%s%s K=%lld: kernel vs double dot: |diff| / float bound %g", info->name,
-                  packed ? " packed" : "", (long long)K, worst);
+            CHECK(worst <= 1.0, "%s%s K=%lld N=%lld: kernel vs double dot: |diff| / float bound %g", info->name,
+                  packed ? " packed" : "", (long long)K, (long long)N, worst);
             free(w); free(xq); free(wf); free(xf);
         }
     }
