@@ -54,7 +54,7 @@ static int read_dir(input_list *l, const char *dir) {
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    if (n) qsort(names, (size_t)n, sizeof *names, by_name);   // an empty directory has no list at all
     for (int i = 0; i < n; i++) {
         struct stat st;
         if (!rc && stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) rc = read_input(l, names[i]);
