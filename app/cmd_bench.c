@@ -1,6 +1,7 @@
 // cabin bench: prefill and decode speed, judged against this machine's memory bandwidth.
 #include "app/bench_floor.h"
 #include "app/commands.h"
+#include "base/threads.h"
 #include "engine/precision.h"
 
 #include <cjson/cJSON.h>
@@ -277,7 +278,7 @@ int cmd_bench(int argc, char **argv) {
     r.s.model_path = run_opts_model(&r);
     session *s = session_open(&r.s, &err);
     if (!s) { fprintf(stderr, "cabin bench: %s\n", err.msg); return 1; }
-    int n_threads = r.s.backend.n_threads > 0 ? r.s.backend.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int n_threads = r.s.backend.n_threads > 0 ? r.s.backend.n_threads : default_threads();
     if (o.profile) session_backend(s)->set_profiling(session_backend(s), true);
     if (o.switch_spec && bench_switch(s, o.switch_spec, &err)) {
         fprintf(stderr, "cabin bench: %s\n", err.msg);

@@ -21,7 +21,7 @@ static const char *backend_choices(void) {   // made once: --help may be printed
 #define RO(field) offsetof(run_opts, field)
 static const opt_def RUN_OPT_DEFS[] = {
     { "--model", "-m", OPT_STR, RO(model), "FILE", "GGUF model", "$CABIN_MODEL or " CABIN_DEFAULT_MODEL, NULL, NULL },
-    { "--threads", "-t", OPT_INT, RO(s.backend.n_threads), "N", "CPU threads", "all cores", NULL, NULL },
+    { "--threads", "-t", OPT_INT, RO(s.backend.n_threads), "N", "CPU threads", "the physical cores", NULL, NULL },
     { "--backend", NULL, OPT_STR, RO(s.backend.name), "NAME", "compute backend (cpu-scalar: the scalar reference path;\n"
       "auto: the first this cabin has)", "auto", NULL, backend_choices },
     { "--device", NULL, OPT_STR, RO(s.backend.device), "N", "Vulkan device index (cabin devices lists them)", "the best", NULL, NULL },

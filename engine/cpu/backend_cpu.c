@@ -1,6 +1,7 @@
 // CPU backend: runs each op at once, in parallel over a thread pool, with the kernel table
 // chosen at creation ("scalar" is the reference; "auto" the fastest this machine can run).
 #include "engine/backend.h"
+#include "base/threads.h"
 #include "engine/cpu/attn_kv.h"
 #include "engine/cpu/kernels.h"
 #include "engine/rope.h"
@@ -457,10 +458,7 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
                 want, want == env ? " (from CABIN_KERNELS)" : "");
         return NULL;
     }
-    if (n_threads <= 0) {
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = nc > 0 ? (int)nc : 1;
-    }
+    if (n_threads <= 0) n_threads = default_threads();
     if (n_threads > 256) n_threads = 256;
     cpu_backend *c = xcalloc(1, sizeof *c);
     c->k = k;
