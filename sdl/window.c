@@ -58,14 +58,6 @@ static int gui_snapshot(void *ud, const char *path, errbuf *err) {
 static int gui_chat_cols_cb(void *ud) { return gui_chat_cols(ud); }
 static void gui_type(void *ud, const char *text) { le_insert_text(&((gui *)ud)->le, text); }
 
-static void enter_line(gui *w) {
-    char *line = xstrdup(w->le.buf);
-    le_history_add(&w->le, line);
-    le_clear(&w->le);
-    ui_session_submit(&w->s, line);
-    free(line);
-}
-
 static int le_key_of(SDL_Keycode k) {
     switch (k) {
     case SDLK_RETURN: case SDLK_KP_ENTER: return LE_ENTER;
@@ -117,13 +109,13 @@ static void on_key_down(gui *w, const SDL_KeyboardEvent *e) {
             if (t) { le_insert_text(&w->le, t); SDL_free(t); }
             return;
         }
-        if (k >= SDLK_a && k <= SDLK_z) { if (le_key(&w->le, 0, (wint_t)(k - SDLK_a + 1))) enter_line(w); }
+        if (k >= SDLK_a && k <= SDLK_z) { if (le_key(&w->le, 0, (wint_t)(k - SDLK_a + 1))) ui_session_enter(&w->s, &w->le); }
         return;
     }
     if (k == SDLK_TAB) { le_key(&w->le, 0, '\t'); return; }
     if (k == SDLK_ESCAPE) { if (w->le.searching) le_key(&w->le, 0, 27); return; }
     int lk = le_key_of(k);
-    if (lk != LE_NONE && le_key(&w->le, 1, (wint_t)lk)) enter_line(w);
+    if (lk != LE_NONE && le_key(&w->le, 1, (wint_t)lk)) ui_session_enter(&w->s, &w->le);
 }
 
 static void on_text(gui *w, const char *t) {

@@ -21,14 +21,6 @@ typedef struct wb {
     layout_state ls;
 } wb;
 
-static void enter_line(wb *b) {
-    char *line = xstrdup(b->le.buf);
-    le_history_add(&b->le, line);
-    le_clear(&b->le);
-    ui_session_submit(&b->s, line);
-    free(line);
-}
-
 static void on_key(wb *b, int is_key, wint_t ch) {
     ui_session *s = &b->s;
     s->dirty = true;
@@ -82,7 +74,7 @@ static void on_key(wb *b, int is_key, wint_t ch) {
         if (!is_key && (ch == '\n' || ch == '\r')) b->ls.focus = FOCUS_INPUT;
         return;
     }
-    if (le_key(&b->le, is_key, is_key ? (wint_t)tui_le_key((int)ch) : ch)) enter_line(b);
+    if (le_key(&b->le, is_key, is_key ? (wint_t)tui_le_key((int)ch) : ch)) ui_session_enter(&b->s, &b->le);
 }
 
 // The session's lending: the screen as text (a PNG needs the window), the conversation's width.

@@ -186,6 +186,14 @@ void ui_session_submit(ui_session *s, const char *line) {
     s->dirty = true;
 }
 
+void ui_session_enter(ui_session *s, line_edit *le) {
+    char *line = xstrdup(le->buf);
+    le_history_add(le, line);
+    le_clear(le);
+    ui_session_submit(s, line);
+    free(line);
+}
+
 // `compare` as it streams: one message per prompt, its two replies side by side, redrawn at each
 // piece to the width of the conversation pane (border and the message's indent left out).
 static void compare_event(ui_session *s, const ui_event *e) {

@@ -8,6 +8,7 @@
 
 #include "app/scene.h"
 #include "base/str.h"
+#include "ui/lineedit.h"
 #include "ui/ui.h"
 
 #include <stdarg.h>
@@ -78,6 +79,9 @@ int ui_session_close(ui_session *s);
 bool ui_session_poll(ui_session *s, double now, double fps);
 // A line typed in the input line: a `:` command or a chat turn.
 void ui_session_submit(ui_session *s, const char *line);
+// Enter in the input line: its text goes to the line's history and to ui_session_submit, and the
+// line is cleared.
+void ui_session_enter(ui_session *s, line_edit *le);
 // The keys both faces share.
 void ui_session_cycle_precision(ui_session *s);    // F2: f16 -> q8_0 -> q4_0, live
 void ui_session_cycle_kv(ui_session *s);           // F3: f16 -> q8 -> q4, between turns
