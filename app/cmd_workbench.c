@@ -60,6 +60,23 @@ static const cmd_spec WORKBENCH_SPEC = {
     "Needs a terminal; `cabin chat` is the plain front end. docs/WORKBENCH.md.\n",
 };
 
+// The session options both faces run, from their parsed options: the model (the embedded one
+// unless -m names another) must be readable when there is no scene (a scene may load one).
+// Says why not, naming cmd, and returns 1.
+static int ui_opts_from(const workbench_opts *wo, run_opts *r, const char *cmd, ui_opts *t) {
+    *t = wo->t;
+    r->s.system_prompt = wo->system;
+    r->s.model_path = run_opts_model(r);
+    if (!t->scene && access(r->s.model_path, R_OK) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", cmd, r->s.model_path, strerror(errno));
+        return 1;
+    }
+    t->s = r->s;
+    t->free_actions = r->free_actions;
+    t->governor = r->governor;
+    return 0;
+}
+
 int cmd_workbench(int argc, char **argv) {
     run_opts r;
     run_opts_init(&r);
@@ -68,23 +85,16 @@ int cmd_workbench(int argc, char **argv) {
     opt_table own = OPT_TABLE(WORKBENCH_OPTS, &wo);
     int prc = run_opts_parse_chat(&WORKBENCH_SPEC, &own, &r, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
-    ui_opts t = wo.t;
-    const char *system = wo.system;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "cabin workbench: needs a terminal (use `cabin chat` for pipes)\n");
         return 2;
     }
-    r.s.system_prompt = system;
-    r.s.model_path = run_opts_model(&r);
-    if (!t.scene && access(r.s.model_path, R_OK) != 0) {
-        fprintf(stderr, "cabin workbench: %s: %s\n", r.s.model_path, strerror(errno));
+    ui_opts t;
+    if (ui_opts_from(&wo, &r, "cabin workbench", &t)) {
         if (!r.model) fprintf(stderr, "cabin workbench: the embedded default model is not built yet; "
                               "give a GGUF model with -m FILE\n");
         return 1;
     }
-    t.s = r.s;
-    t.free_actions = r.free_actions;
-    t.governor = r.governor;
     stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
     int rc = tui_workbench_run(&t);
     stopsig_finish();
@@ -112,16 +122,8 @@ int cmd_gui(int argc, char **argv) {
     if (wo.print_palette) { ui_palette_print(stdout); return 0; }
     char why[160];
     if (!gui_available(why, sizeof why)) { fprintf(stderr, "cabin gui: %s\n", why); return 2; }
-    ui_opts t = wo.t;
-    r.s.system_prompt = wo.system;
-    r.s.model_path = run_opts_model(&r);
-    if (!t.scene && access(r.s.model_path, R_OK) != 0) {
-        fprintf(stderr, "cabin gui: %s: %s\n", r.s.model_path, strerror(errno));
-        return 1;
-    }
-    t.s = r.s;
-    t.free_actions = r.free_actions;
-    t.governor = r.governor;
+    ui_opts t;
+    if (ui_opts_from(&wo, &r, "cabin gui", &t)) return 1;
     stopsig_catch(NULL, true);   // a signal leaves the window the way :quit does
     int rc = gui_run(&t, &wo.g);
     stopsig_finish();
