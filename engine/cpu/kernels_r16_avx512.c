@@ -120,13 +120,24 @@ INLINE void tile(const int kind, const uint8_t *gw, int64_t np, const uint8_t *x
     UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
 }
 
-typedef void (*tile_fn)(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y,
+// One tile of a kind and a token count as a function: the weights of one row group (n units),
+// the tokens' activations (x, xrb bytes apart: prepared ones for Q4_0/Q8_0, Q8_K rows for the
+// K-quants), the group's 16 outputs of each token. TILE_FN(K, T) makes tile_K_T from tile_K.
+typedef void (*tile_fn)(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y,
                         int64_t ldy, __mmask16 store);
 #define TILE_FN(K, T)                                                                              \
-    static void tile_##K##_##T(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok,   \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb,        \
                                float *y, int64_t ldy, __mmask16 store) {                           \
-        tile(K, gw, np, xp, per_tok, y, ldy, store, T);                                            \
+        tile_##K(gw, n, x, xrb, y, ldy, store, T);                                                 \
     }
+INLINE void tile_K4(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y, int64_t ldy,
+                    __mmask16 store, const int T) {
+    tile(K4, gw, np, xp, per_tok, y, ldy, store, T);
+}
+INLINE void tile_K8(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y, int64_t ldy,
+                    __mmask16 store, const int T) {
+    tile(K8, gw, np, xp, per_tok, y, ldy, store, T);
+}
 #define TILE_FNS(K) TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4) TILE_FN(K, 5) \
     TILE_FN(K, 6) TILE_FN(K, 7) TILE_FN(K, 8)
 TILE_FNS(K4)
@@ -294,21 +305,14 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
     UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
 }
 
-typedef void (*ktile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
-                         int64_t ldy, __mmask16 store);
-#define KTILE_FN(K, T)                                                                             \
-    static void ktile_##K##_##T(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb,     \
-                                float *y, int64_t ldy, __mmask16 store) {                          \
-        tile_##K(gw, nsb, x, xrb, y, ldy, store, T);                                               \
-    }
-KTILE_FN(q4_k, 1) KTILE_FN(q4_k, 2) KTILE_FN(q4_k, 3) KTILE_FN(q4_k, 4)
-KTILE_FN(q6_k, 1) KTILE_FN(q6_k, 2) KTILE_FN(q6_k, 3) KTILE_FN(q6_k, 4)
-static const ktile_fn ktiles_q4_k[TMK] = { ktile_q4_k_1, ktile_q4_k_2, ktile_q4_k_3, ktile_q4_k_4 };
-static const ktile_fn ktiles_q6_k[TMK] = { ktile_q6_k_1, ktile_q6_k_2, ktile_q6_k_3, ktile_q6_k_4 };
+TILE_FN(q4_k, 1) TILE_FN(q4_k, 2) TILE_FN(q4_k, 3) TILE_FN(q4_k, 4)
+TILE_FN(q6_k, 1) TILE_FN(q6_k, 2) TILE_FN(q6_k, 3) TILE_FN(q6_k, 4)
+static const tile_fn tiles_q4_k[TMK] = { tile_q4_k_1, tile_q4_k_2, tile_q4_k_3, tile_q4_k_4 };
+static const tile_fn tiles_q6_k[TMK] = { tile_q6_k_1, tile_q6_k_2, tile_q6_k_3, tile_q6_k_4 };
 
 // Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
 // weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
-static void matmul_kquant_r16(const ktile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0,
+static void matmul_kquant_r16(const tile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0,
                               int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const int64_t nsb = k / 256;
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {
@@ -325,13 +329,13 @@ static void matmul_kquant_r16(const ktile_fn *tiles, size_t unit, const void *w,
 void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
-    matmul_kquant_r16(ktiles_q4_k, Q4K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+    matmul_kquant_r16(tiles_q4_k, Q4K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
-    matmul_kquant_r16(ktiles_q6_k, Q6K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+    matmul_kquant_r16(tiles_q6_k, Q6K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
