@@ -1,5 +1,6 @@
 // Tokenizer: loading from GGUF metadata, special tokens, the encode driver, detokenization.
-// The SPM and BPE algorithms live in tokenizer_spm.c and tokenizer_bpe.c.
+// The SPM and BPE algorithms live in tokenizer_spm.c and tokenizer_bpe.c; the hash, the output
+// list and the encode scratch they share with this file in tokenizer_common.c.
 #include "tokenizer_internal.h"
 #include "unicode.h"
 #include "base/base.h"
@@ -15,92 +16,7 @@
 #define TOK_MAX_TEXT ((size_t)1 << 29)
 #define TOK_MAX_TOKEN_TEXT (1u << 20)
 
-// ---- hashing ----
-
-uint32_t tok_hash_bytes(const char *p, size_t n) {
-    uint32_t h = 2166136261u;  // FNV-1a
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-int32_t tok_hash_find(const tokenizer *t, const tok_hash *h, const char *p, size_t n) {
-    if (!h->slots) return -1;
-    uint32_t hv = tok_hash_bytes(p, n);
-    for (uint32_t i = hv & h->mask;; i = (i + 1) & h->mask) {
-        int32_t s = h->slots[i];
-        if (s == 0) return -1;
-        int32_t id = s - 1;
-        if (t->text_hash[id] == hv && t->text_len[id] == n && memcmp(tok_text(t, id), p, n) == 0)
-            return id;
-    }
-}
-
-// false when there is no memory for the table.
-static bool hash_init(tok_hash *h, size_t count) {
-    size_t cap = 16;
-    while (cap < 2 * count) cap *= 2;
-    h->slots = try_calloc(cap, sizeof *h->slots);
-    h->mask = (uint32_t)(cap - 1);
-    return h->slots != NULL;
-}
-
-// Inserts id; an id with the same text already there is replaced (the last one wins).
-static void hash_insert(const tokenizer *t, tok_hash *h, int32_t id) {
-    uint32_t hv = t->text_hash[id];
-    for (uint32_t i = hv & h->mask;; i = (i + 1) & h->mask) {
-        int32_t s = h->slots[i];
-        if (s == 0 || (t->text_hash[s - 1] == hv && t->text_len[s - 1] == t->text_len[id] &&
-                       memcmp(tok_text(t, s - 1), tok_text(t, id), t->text_len[id]) == 0)) {
-            h->slots[i] = id + 1;
-            return;
-        }
-    }
-}
-
 // ---- small helpers ----
-
-void tok_out_push(tok_out *o, int32_t id) {
-    if (o->n == o->cap) {
-        o->cap = o->cap ? 2 * o->cap : 64;
-        o->ids = xrealloc(o->ids, o->cap * sizeof *o->ids);
-    }
-    o->ids[o->n++] = id;
-}
-
-void tok_work_free(tok_work *w) {
-    pretok_work_free(&w->pt);
-    free(w->buf);
-    free(w->sym_id);
-    free(w->sym_prev);
-    free(w->sym_next);
-    free(w->sym_off);
-    free(w->sym_len);
-    free(w->heap);
-    memset(w, 0, sizeof *w);
-}
-
-void tok_work_symbols(tok_work *w, size_t n) {
-    if (n <= w->sym_cap) return;
-    size_t cap = w->sym_cap ? w->sym_cap : 64;
-    while (cap < n) cap *= 2;
-    w->sym_id = xrealloc(w->sym_id, cap * sizeof *w->sym_id);
-    w->sym_prev = xrealloc(w->sym_prev, cap * sizeof *w->sym_prev);
-    w->sym_next = xrealloc(w->sym_next, cap * sizeof *w->sym_next);
-    w->sym_off = xrealloc(w->sym_off, cap * sizeof *w->sym_off);
-    w->sym_len = xrealloc(w->sym_len, cap * sizeof *w->sym_len);
-    w->sym_cap = cap;
-}
-
-void tok_work_buf(tok_work *w, size_t n) {
-    if (n <= w->buf_cap) return;
-    size_t cap = w->buf_cap ? w->buf_cap : 256;
-    while (cap < n) cap *= 2;
-    w->buf = xrealloc(w->buf, cap);
-    w->buf_cap = cap;
-}
 
 // Copies a file string for a message: at most 48 bytes, non-printable bytes as '?'.
 static void printable(char *dst, size_t n, const char *s, size_t len) {
@@ -183,9 +99,9 @@ static int load_tokens(const gguf_file *g, tokenizer *t, errbuf *err) {
         t->text_hash[i] = tok_hash_bytes(s->ptr, (size_t)s->len);
         off += (size_t)s->len + 1;
     }
-    if (!hash_init(&t->vocab, (size_t)n))
+    if (!tok_hash_init(&t->vocab, (size_t)n))
         return err_set(err, "%s: out of memory for the index of %d tokens", t->path, n);
-    for (int32_t i = 0; i < n; i++) hash_insert(t, &t->vocab, i);
+    for (int32_t i = 0; i < n; i++) tok_hash_insert(t, &t->vocab, i);
     return 0;
 }
 
@@ -254,7 +170,7 @@ static int build_special_index(tokenizer *t, errbuf *err) {
     for (int32_t i = 0; i < t->n_vocab; i++)
         if (is_special_type(t->types[i]) && t->text_len[i] > 0) count++;
     // (first byte, length) keys, sorted so each byte's lengths come longest first.
-    uint64_t *keys = hash_init(&t->special, count) ? try_malloc((count ? count : 1) * sizeof *keys) : NULL;
+    uint64_t *keys = tok_hash_init(&t->special, count) ? try_malloc((count ? count : 1) * sizeof *keys) : NULL;
     if (keys) t->sp_lens = try_malloc((count ? count : 1) * sizeof *t->sp_lens);
     if (!keys || !t->sp_lens) {
         free(keys);
@@ -263,7 +179,7 @@ static int build_special_index(tokenizer *t, errbuf *err) {
     size_t k = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
         if (!is_special_type(t->types[i]) || t->text_len[i] == 0) continue;
-        hash_insert(t, &t->special, i);
+        tok_hash_insert(t, &t->special, i);
         unsigned char b = (unsigned char)tok_text(t, i)[0];
         keys[k++] = (uint64_t)(255 - b) << 32 | t->text_len[i];
     }

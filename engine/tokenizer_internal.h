@@ -1,4 +1,6 @@
 // Private to engine/tokenizer*.c: the tokenizer struct and the pieces the SPM and BPE halves share.
+// Calls go one way: tokenizer.c (loading, the encode driver, decoding) -> tokenizer_spm.c /
+// tokenizer_bpe.c (the algorithms) -> tokenizer_common.c (hash, output list, encode scratch).
 #ifndef CABIN_TOKENIZER_INTERNAL_H
 #define CABIN_TOKENIZER_INTERNAL_H
 
@@ -81,9 +83,16 @@ typedef struct tok_work {
     size_t heap_n, heap_cap;
 } tok_work;
 
+// ---- tokenizer_common.c ----
+
 uint32_t tok_hash_bytes(const char *p, size_t n);
 // Id of the token whose text is exactly p[0..n), or -1.
 int32_t tok_hash_find(const tokenizer *t, const tok_hash *h, const char *p, size_t n);
+// An empty table for count entries; false when there is no memory for it.
+bool tok_hash_init(tok_hash *h, size_t count);
+// Inserts token id (its text and text_hash already set); an id with the same text already
+// there is replaced (the last one wins).
+void tok_hash_insert(const tokenizer *t, tok_hash *h, int32_t id);
 static inline const char *tok_text(const tokenizer *t, int32_t id) { return t->pool + t->text_off[id]; }
 
 void tok_out_push(tok_out *o, int32_t id);
@@ -93,12 +102,15 @@ void tok_work_symbols(tok_work *w, size_t n);
 // Ensures w->buf holds n bytes.
 void tok_work_buf(tok_work *w, size_t n);
 
+// ---- tokenizer_spm.c ----
+
 // SPM: tokenizes one fragment of raw text (no special tokens in it); add_prefix puts the
 // leading space in front.
 void spm_encode_fragment(const tokenizer *t, tok_work *w, const char *text, size_t len,
                          bool add_prefix, tok_out *o);
 
-// BPE
+// ---- tokenizer_bpe.c ----
+
 void bpe_init_byte_map(tokenizer *t);
 // Reads tokenizer.ggml.merges into the merge hash (entries whose parts or result are not tokens
 // are skipped and counted in n_merges_skipped).

@@ -2,7 +2,9 @@
 // engine/backend.h and vulkan/vulkan_backend.h).
 //   vk_device.c   instance, physical device choice and listing, device, buffers and memory
 //   vk_pipes.c    embedded SPIR-V -> pipelines (lazily), pipeline cache file, descriptor-set cache
-//   backend_vulkan.c  the backend: weights, activations, batch recording, profiling
+//   backend_vulkan.c  the backend: activations, life cycle, registry row
+//   vk_weights.c  weights: device layouts, repacking, upload (again after a precision switch)
+//   vk_record.c   batch recording: dispatches and their barriers, uploads, begin/end batch, profiling
 //   vk_ops.c      the ops: one or two dispatches each
 //   vk_kv.c       the device copy of the KV cache: layout, pull/push for eviction and format switches
 //   vk_attn.c     the KV ops: kv_store (store + fold into the quantized store), attention (+ statistics)
@@ -111,7 +113,7 @@ void vk_desc_clear(vk_pipes *p);
 // True if the build has the shaders (glslc was found at build time).
 bool vk_have_shaders(void);
 
-// ---- the backend (backend_vulkan.c, vk_ops.c) ----
+// ---- the backend's state (backend_vulkan.c; its parts below) ----
 
 // Device layouts of weights, each with its pipelines (shaders/common.glsl describes them). The
 // float types keep their own; every quantized type is repacked from its codes
@@ -120,7 +122,7 @@ bool vk_have_shaders(void);
 // or I8M (8-bit codes, scale and min per 16). FP8 has a layout of its own, F8 (E4M3 bytes, a
 // scale per 32).
 enum { VT_F32, VT_F16, VT_BF16, VT_Q8_0, VT_Q4_0, VT_Q4M, VT_I8M, VT_F8, VT_COUNT };
-int vk_type_slot(uint32_t wtype);   // the layout a weight type is uploaded in; -1: none
+int vk_type_slot(uint32_t wtype);   // the layout a weight type is uploaded in; -1: none (vk_weights.c)
 
 struct bk_act {
     vk_buf buf;          // (rows, cols) float32, rows are tokens
@@ -235,6 +237,11 @@ typedef struct vk_backend {
 
 #define VKB(b) ((vk_backend *)(b)->impl)
 
+// ---- recording (vk_record.c) ----
+
+// Sets begin_batch, end_batch and the profiling functions of b.
+void vk_record_install(backend *b);
+// Keeps the first error (since the last end_batch) for end_batch to report; ops stop recording.
 void vk_fail(vk_backend *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // Records one dispatch of pipe with bindings b (barrier first if a binding was written, or is
 // about to be written after a read, since the last barrier) and push constants pc.
@@ -242,13 +249,23 @@ void vk_dispatch(vk_backend *v, vk_pipe *pipe, const vk_bind *b, int nb, const v
                  uint32_t gx, uint32_t gy, uint32_t gz);
 // Copies a host array into this batch's upload buffer; identical recent uploads are shared.
 bool vk_upload(vk_backend *v, const void *data, size_t bytes, vk_bind *out);
+// Timestamps around one op's dispatches (profiling on): its device time and a call go to kind k.
 void vk_prof_begin(vk_backend *v);
 void vk_prof_end(vk_backend *v, enum op_kind k);
 // A buffer for this batch that stays valid until end_batch (attention partials).
 bool vk_scratch(vk_backend *v, vk_buf *slot, VkDeviceSize bytes);
-vk_weight *vk_weight_of(vk_backend *v, const tensor *t);
 // Destroys b now, or at end_batch when a batch is being recorded.
 void vk_buf_retire(vk_backend *v, vk_buf *b);
+
+// ---- weights (vk_weights.c) ----
+
+// Sets weight_prepare, weight_release and supports_type of b.
+void vk_weights_install(backend *b);
+// The device weight t->bk points to when it is one of v's, else NULL (callers check that it
+// is t's and still matches t: bk may be stale).
+vk_weight *vk_weight_of(vk_backend *v, const tensor *t);
+// Unlinks w from v->weights and retires its buffers.
+void vk_weight_free(vk_backend *v, vk_weight *w);
 
 // vk_ops.c
 void vk_ops_install(backend *b);

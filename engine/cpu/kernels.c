@@ -2,7 +2,6 @@
 // here may execute an AVX instruction; the SIMD tables live in kernels_avx2.c/kernels_avx512.c
 // and are only handed out once the processor and the OS have both said yes.
 #include "engine/cpu/kernels.h"
-#include "base/base.h"
 #include "engine/half.h"
 
 #include <pthread.h>
@@ -86,31 +85,6 @@ done:
 const cpu_features *cpu_get_features(void) {
     pthread_once(&features_once, detect_features);
     return &features;
-}
-
-// Scratch: one block per thread, remembered in a thread-local for speed and in a pthread key
-// so that it is freed when the thread exits.
-static _Thread_local struct {
-    void *base;    // as allocated
-    uint8_t *mem;  // base rounded up to 64 bytes
-    size_t size;   // usable bytes at mem
-} scratch;
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_key_make(void) { pthread_key_create(&scratch_key, free); }
-
-void *cpu_kernels_scratch(size_t bytes) {
-    if (bytes <= scratch.size && scratch.mem) return scratch.mem;
-    pthread_once(&scratch_once, scratch_key_make);
-    size_t size = bytes < 64 * 1024 ? 64 * 1024 : bytes + bytes / 4; // grow with headroom
-    size = (size + 63) & ~(size_t)63;
-    free(scratch.base);
-    scratch.base = xmalloc(size + 64);
-    scratch.mem = (uint8_t *)scratch.base + (64 - (uintptr_t)scratch.base % 64) % 64;
-    scratch.size = size;
-    pthread_setspecific(scratch_key, scratch.base);
-    return scratch.mem;
 }
 
 const cpu_kernels *cpu_kernels_scalar(void) { return &cpu_kernels_scalar_table; }

@@ -223,7 +223,7 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
 
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and
-// is freed when the thread exits.
+// is freed when the thread exits. (engine/cpu/kernels_scratch.c)
 void *cpu_kernels_scratch(size_t bytes);
 
 #endif
