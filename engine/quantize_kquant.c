@@ -223,7 +223,7 @@ static void q3_k_block(const float *x, const double *imp, block_q3_k *y) {
     y->d = f32_to_fp16(0.0f);
     if (max_scale != 0) {
         const float iscale = -32.0f / max_scale;
-        for (int j = 0; j < 16; j++) {   // layout: engine/wtype_kquant.c q3_k_scales
+        for (int j = 0; j < 16; j++) {   // layout: engine/wtype_kquant.c q3_k_decode
             const int l = clamp_int((int8_t)quant_nearest_int(iscale * scales[j]), -32, 31) + 32;
             if (j < 8) y->scales[j] = (uint8_t)(l & 0x0f);
             else y->scales[j - 8] |= (uint8_t)((l & 0x0f) << 4);

@@ -1,5 +1,6 @@
 #include "wtype.h"
 #include "engine/half.h"
+#include "engine/wtype_codes.h"
 #include "engine/quantize.h"
 #include "base/base.h"
 
@@ -27,24 +28,22 @@ static void bf16_from_f32_row(const float *src, void *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) d[i] = f32_to_bf16(src[i]);
 }
 
-void dequantize_row_q4_0(const void *src, float *dst, int64_t n) {
-    const block_q4_0 *b = src;
-    for (int64_t i = 0; i < n / QK4_0; i++) {
-        float d = fp16_to_f32(b[i].d);
-        for (int j = 0; j < 16; j++) {
-            dst[i * 32 + j] = d * (float)((b[i].qs[j] & 0x0f) - 8);
-            dst[i * 32 + j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
-        }
+// Q4_0: code = nibble - 8 under the fp16 scale d.
+WTYPE_DECODER void q4_0_decode(const block_q4_0 *b, const wtype_codes_out *c) {
+    c->scale[0] = fp16_to_f32(b->d);
+    for (int j = 0; j < 16; j++) {
+        c->code[j] = (int8_t)((b->qs[j] & 0x0f) - 8);
+        c->code[j + 16] = (int8_t)((b->qs[j] >> 4) - 8);
     }
 }
+WTYPE_CODES_DEFINE(q4_0, block_q4_0, QK4_0, 32, -8, 7, false, q4_0_decode)
 
-void dequantize_row_q8_0(const void *src, float *dst, int64_t n) {
-    const block_q8_0 *b = src;
-    for (int64_t i = 0; i < n / QK8_0; i++) {
-        float d = fp16_to_f32(b[i].d);
-        for (int j = 0; j < 32; j++) dst[i * 32 + j] = d * (float)b[i].qs[j];
-    }
+// Q8_0: the int8 are the codes under the fp16 scale d.
+WTYPE_DECODER void q8_0_decode(const block_q8_0 *b, const wtype_codes_out *c) {
+    c->scale[0] = fp16_to_f32(b->d);
+    memcpy(c->code, b->qs, 32);
 }
+WTYPE_CODES_DEFINE(q8_0, block_q8_0, QK8_0, 32, -128, 127, false, q8_0_decode)
 
 // Q4_0 scale: the weight of largest magnitude (keeping its sign) maps to -8, so d = max / -8.
 // Rounding matches the established GGUF quantizer: q = min(15, (int8)(x/d + 8.5)), with the
@@ -85,34 +84,39 @@ void quantize_row_q8_0_ref(const float *src, void *dst, int64_t n) {
 }
 
 static const wtype_info table[WT_COUNT] = {
-    [WT_F32]    = { "F32",    1,   4,   f32_to_f32,          f32_from_f32, false },
-    [WT_F16]    = { "F16",    1,   2,   f16_to_f32_row,      f16_from_f32_row, false },
-    [WT_Q4_0]   = { "Q4_0",   32,  18,  dequantize_row_q4_0, quantize_row_q4_0_ref, false },
-    [WT_Q4_1]   = { "Q4_1",   32,  20,  dequantize_row_q4_1, quantize_row_q4_1_ref, false },
-    [WT_Q5_0]   = { "Q5_0",   32,  22,  dequantize_row_q5_0, quantize_row_q5_0_ref, false },
-    [WT_Q5_1]   = { "Q5_1",   32,  24,  dequantize_row_q5_1, quantize_row_q5_1_ref, false },
-    [WT_Q8_0]   = { "Q8_0",   32,  34,  dequantize_row_q8_0, quantize_row_q8_0_ref, false },
-    [WT_Q8_1]   = { "Q8_1",   32,  36,  NULL, NULL, false },
-    [WT_Q2_K]   = { "Q2_K",   256, 84,  dequantize_row_q2_k, quantize_row_q2_k_ref, false },
-    [WT_Q3_K]   = { "Q3_K",   256, 110, dequantize_row_q3_k, quantize_row_q3_k_ref, false },
-    [WT_Q4_K]   = { "Q4_K",   256, 144, dequantize_row_q4_k, quantize_row_q4_k_ref, false },
-    [WT_Q5_K]   = { "Q5_K",   256, 176, dequantize_row_q5_k, quantize_row_q5_k_ref, false },
-    [WT_Q6_K]   = { "Q6_K",   256, 210, dequantize_row_q6_k, quantize_row_q6_k_ref, false },
-    [WT_Q8_K]   = { "Q8_K",   256, 292, NULL, NULL, false },
-    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  dequantize_row_iq4_nl, quantize_row_iq4_nl_ref, false },
-    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, dequantize_row_iq4_xs, quantize_row_iq4_xs_ref, false },
-    [WT_I8]     = { "I8",     1,   1,   NULL, NULL, false },
-    [WT_I16]    = { "I16",    1,   2,   NULL, NULL, false },
-    [WT_I32]    = { "I32",    1,   4,   NULL, NULL, false },
-    [WT_I64]    = { "I64",    1,   8,   NULL, NULL, false },
-    [WT_F64]    = { "F64",    1,   8,   NULL, NULL, false },
-    [WT_BF16]   = { "BF16",   1,   2,   bf16_to_f32_row,     bf16_from_f32_row, false },
-    [WT_FP8]    = { "FP8",    32,  34,  dequantize_row_fp8,  quantize_row_fp8, true },
+    [WT_F32]    = { "F32",    1,   4,   f32_to_f32,          f32_from_f32, false, NULL },
+    [WT_F16]    = { "F16",    1,   2,   f16_to_f32_row,      f16_from_f32_row, false, NULL },
+    [WT_Q4_0]   = { "Q4_0",   32,  18,  dequantize_row_q4_0, quantize_row_q4_0_ref, false, &wtype_codes_q4_0 },
+    [WT_Q4_1]   = { "Q4_1",   32,  20,  dequantize_row_q4_1, quantize_row_q4_1_ref, false, &wtype_codes_q4_1 },
+    [WT_Q5_0]   = { "Q5_0",   32,  22,  dequantize_row_q5_0, quantize_row_q5_0_ref, false, &wtype_codes_q5_0 },
+    [WT_Q5_1]   = { "Q5_1",   32,  24,  dequantize_row_q5_1, quantize_row_q5_1_ref, false, &wtype_codes_q5_1 },
+    [WT_Q8_0]   = { "Q8_0",   32,  34,  dequantize_row_q8_0, quantize_row_q8_0_ref, false, &wtype_codes_q8_0 },
+    [WT_Q8_1]   = { "Q8_1",   32,  36,  NULL, NULL, false, NULL },
+    [WT_Q2_K]   = { "Q2_K",   256, 84,  dequantize_row_q2_k, quantize_row_q2_k_ref, false, &wtype_codes_q2_k },
+    [WT_Q3_K]   = { "Q3_K",   256, 110, dequantize_row_q3_k, quantize_row_q3_k_ref, false, &wtype_codes_q3_k },
+    [WT_Q4_K]   = { "Q4_K",   256, 144, dequantize_row_q4_k, quantize_row_q4_k_ref, false, &wtype_codes_q4_k },
+    [WT_Q5_K]   = { "Q5_K",   256, 176, dequantize_row_q5_k, quantize_row_q5_k_ref, false, &wtype_codes_q5_k },
+    [WT_Q6_K]   = { "Q6_K",   256, 210, dequantize_row_q6_k, quantize_row_q6_k_ref, false, &wtype_codes_q6_k },
+    [WT_Q8_K]   = { "Q8_K",   256, 292, NULL, NULL, false, NULL },
+    [WT_IQ4_NL] = { "IQ4_NL", 32,  18,  dequantize_row_iq4_nl, quantize_row_iq4_nl_ref, false, &wtype_codes_iq4_nl },
+    [WT_IQ4_XS] = { "IQ4_XS", 256, 136, dequantize_row_iq4_xs, quantize_row_iq4_xs_ref, false, &wtype_codes_iq4_xs },
+    [WT_I8]     = { "I8",     1,   1,   NULL, NULL, false, NULL },
+    [WT_I16]    = { "I16",    1,   2,   NULL, NULL, false, NULL },
+    [WT_I32]    = { "I32",    1,   4,   NULL, NULL, false, NULL },
+    [WT_I64]    = { "I64",    1,   8,   NULL, NULL, false, NULL },
+    [WT_F64]    = { "F64",    1,   8,   NULL, NULL, false, NULL },
+    [WT_BF16]   = { "BF16",   1,   2,   bf16_to_f32_row,     bf16_from_f32_row, false, NULL },
+    [WT_FP8]    = { "FP8",    32,  34,  dequantize_row_fp8,  quantize_row_fp8, true, NULL },
 };
 
 const wtype_info *wtype_get(uint32_t type) {
     if (type >= WT_COUNT || !table[type].name) return NULL;
     return &table[type];
+}
+
+const wtype_codes *wtype_codes_get(uint32_t type) {
+    const wtype_info *t = wtype_get(type);
+    return t ? t->codes : NULL;
 }
 
 const char *wtype_name(uint32_t type) {

@@ -72,6 +72,7 @@ void kquant_scale_min(int j, const uint8_t q[12], uint8_t *sc, uint8_t *mn);
 
 typedef void (*wtype_to_f32_fn)(const void *src, float *dst, int64_t n);   // n % block_size == 0
 typedef void (*wtype_from_f32_fn)(const float *src, void *dst, int64_t n); // reference quantizer
+struct wtype_codes;
 
 typedef struct wtype_info {
     const char *name;        // as GGUF tools spell it: "F32", "Q4_0", ...
@@ -80,6 +81,9 @@ typedef struct wtype_info {
     wtype_to_f32_fn to_f32;      // NULL: layout known but not supported for compute
     wtype_from_f32_fn from_f32;  // NULL: cabin cannot produce this type
     bool in_memory_only;     // cabin's own type: GGUF files never hold it (reader and writer refuse)
+    // The quantized types' decoding to codes under per-group (scale, min) (engine/wtype_codes.h),
+    // from which their to_f32 is derived; NULL for the float types and FP8.
+    const struct wtype_codes *codes;
 } wtype_info;
 
 // NULL for an id cabin does not know.
@@ -95,7 +99,12 @@ uint64_t wtype_row_bytes(uint32_t type, uint64_t n);
 // Comma-separated names of the types supported for compute, for error messages.
 const char *wtype_supported_list(void);
 
-// Reference (scalar) conversions, exposed for tests and kernels.
+// Reference (scalar) conversions, exposed for tests and kernels. The quantized types'
+// dequantize_row_X and their codes wtype_codes_X (for the table; others ask wtype_codes_get) are
+// both made by WTYPE_CODES_DEFINE (engine/wtype_codes.h) from the type's one block decoder.
+extern const struct wtype_codes wtype_codes_q4_0, wtype_codes_q8_0, wtype_codes_q4_1, wtype_codes_q5_0,
+    wtype_codes_q5_1, wtype_codes_iq4_nl, wtype_codes_iq4_xs, wtype_codes_q2_k, wtype_codes_q3_k,
+    wtype_codes_q4_k, wtype_codes_q5_k, wtype_codes_q6_k;
 void dequantize_row_q4_0(const void *src, float *dst, int64_t n);
 void dequantize_row_q8_0(const void *src, float *dst, int64_t n);
 void dequantize_row_q4_1(const void *src, float *dst, int64_t n);

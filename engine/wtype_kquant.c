@@ -1,59 +1,55 @@
 // K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): super-blocks of 256 weights in sub-blocks of 16 or 32,
-// each sub-block with its own small integer scale (and min) under the super-block's fp16 scales.
-// Scalar dequantization, bit for bit the GGUF block layouts (engine/wtype.h gives each layout).
+// each sub-block with its own small integer scale (and min) under the super-block's fp16 scales,
+// bit for bit the GGUF block layouts (engine/wtype.h gives each layout). Each type's decoding is
+// written once, as one super-block's codes under per-group (scale, min); WTYPE_CODES_DEFINE
+// (engine/wtype_codes.h) derives the row decoding and the float dequantization from it.
 // The low bits of a weight sit in 128-weight halves: byte l of a half's 32 (Q2_K, Q3_K: 2 bits
 // at shift 2j for the j-th group of 32) or 64 (Q4_K, Q5_K, Q6_K: nibbles) code bytes.
 #include "engine/wtype.h"
 #include "engine/half.h"
+#include "engine/wtype_codes.h"
 
 #include <math.h>
 #include <string.h>
 
-void dequantize_row_q2_k(const void *src, float *dst, int64_t n) {
-    const block_q2_k *b = src;
-    for (int64_t i = 0; i < n / 256; i++) {
-        const float d = fp16_to_f32(b[i].d), dmin = fp16_to_f32(b[i].dmin);
-        const uint8_t *q = b[i].qs, *sc = b[i].scales;   // scale byte: low nibble scale, high min
-        for (int half = 0; half < 2; half++, q += 32)
-            for (int shift = 0; shift < 8; shift += 2)
-                for (int part = 0; part < 2; part++, sc++, dst += 16) {
-                    const float dl = d * (float)(*sc & 0x0f), ml = dmin * (float)(*sc >> 4);
-                    for (int l = 0; l < 16; l++) dst[l] = dl * (float)((q[l + 16 * part] >> shift) & 3) - ml;
-                }
-    }
+// Q2_K: w = d * scale * q - dmin * min; scale byte g: low nibble scale, high nibble min.
+WTYPE_DECODER void q2_k_decode(const block_q2_k *b, const wtype_codes_out *c) {
+    const float d = fp16_to_f32(b->d), dmin = fp16_to_f32(b->dmin);
+    const uint8_t *q = b->qs;
+    int g = 0;
+    int8_t *code = c->code;
+    for (int half = 0; half < 2; half++, q += 32)
+        for (int shift = 0; shift < 8; shift += 2)
+            for (int part = 0; part < 2; part++, g++, code += 16) {
+                c->scale[g] = d * (float)(b->scales[g] & 0x0f);
+                c->min[g] = dmin * (float)(b->scales[g] >> 4);
+                for (int l = 0; l < 16; l++) code[l] = (int8_t)((q[l + 16 * part] >> shift) & 3);
+            }
 }
+WTYPE_CODES_DEFINE(q2_k, block_q2_k, QK_K, 16, 0, 3, true, q2_k_decode)
 
-// Q3_K's 16 six-bit scales in 12 bytes: scale s has its low 4 bits in byte s%8 (nibble s/8) and
-// its high 2 bits in byte 8 + s%4 (bits 2*(s/4), +1); stored with an offset of 32.
-static void q3_k_scales(const uint8_t packed[12], int8_t out[16]) {
-    for (int s = 0; s < 16; s++) {
-        const int lo = (packed[s % 8] >> (4 * (s / 8))) & 0x0f;
-        const int hi = (packed[8 + s % 4] >> (2 * (s / 4))) & 3;
-        out[s] = (int8_t)((lo | hi << 4) - 32);
-    }
-}
-
-void dequantize_row_q3_k(const void *src, float *dst, int64_t n) {
-    const block_q3_k *b = src;
-    for (int64_t i = 0; i < n / 256; i++) {
-        const float d = fp16_to_f32(b[i].d);
-        int8_t scales[16];
-        q3_k_scales(b[i].scales, scales);
-        const uint8_t *q = b[i].qs;
-        int s = 0;
-        uint8_t m = 1;   // hmask bit of the current group of 32: set means "no -4"
-        for (int half = 0; half < 2; half++, q += 32)
-            for (int shift = 0; shift < 8; shift += 2, m <<= 1)
-                for (int part = 0; part < 2; part++, s++, dst += 16) {
-                    const float dl = d * (float)scales[s];
-                    for (int l = 0; l < 16; l++) {
-                        const int k = l + 16 * part;
-                        const int v = ((q[k] >> shift) & 3) - ((b[i].hmask[k] & m) ? 0 : 4);
-                        dst[l] = dl * (float)v;
-                    }
+// Q3_K: w = d * (scale - 32) * q. The 16 six-bit scales in 12 bytes: scale s has its low 4 bits
+// in byte s%8 (nibble s/8) and its high 2 bits in byte 8 + s%4 (bits 2*(s/4), +1). q is 2 low
+// bits, minus 4 where the group of 32's hmask bit is clear.
+WTYPE_DECODER void q3_k_decode(const block_q3_k *b, const wtype_codes_out *c) {
+    const float d = fp16_to_f32(b->d);
+    const uint8_t *q = b->qs;
+    uint8_t m = 1;   // hmask bit of the current group of 32: set means "no -4"
+    int s = 0;
+    int8_t *code = c->code;
+    for (int half = 0; half < 2; half++, q += 32)
+        for (int shift = 0; shift < 8; shift += 2, m <<= 1)
+            for (int part = 0; part < 2; part++, s++, code += 16) {
+                const int lo = (b->scales[s % 8] >> (4 * (s / 8))) & 0x0f;
+                const int hi = (b->scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+                c->scale[s] = d * (float)((lo | hi << 4) - 32);
+                for (int l = 0; l < 16; l++) {
+                    const int k = l + 16 * part;
+                    code[l] = (int8_t)(((q[k] >> shift) & 3) - ((b->hmask[k] & m) ? 0 : 4));
                 }
-    }
+            }
 }
+WTYPE_CODES_DEFINE(q3_k, block_q3_k, QK_K, 16, -4, 3, false, q3_k_decode)
 
 // Q4_K/Q5_K: 8 six-bit (scale, min) pairs in 12 bytes. Pairs 0-3: low 6 bits of bytes j and
 // j+4. Pairs 4-7: low 4 bits from byte j+4 (scale: low nibble, min: high nibble), high 2 bits
@@ -68,59 +64,54 @@ void kquant_scale_min(int j, const uint8_t q[12], uint8_t *sc, uint8_t *mn) {
     }
 }
 
-void dequantize_row_q4_k(const void *src, float *dst, int64_t n) {
-    const block_q4_k *b = src;
-    for (int64_t i = 0; i < n / 256; i++) {
-        const float d = fp16_to_f32(b[i].d), dmin = fp16_to_f32(b[i].dmin);
-        const uint8_t *q = b[i].qs;
-        for (int j = 0; j < 8; j += 2, q += 32) {   // 64 weights: low nibbles, then high
-            uint8_t sc0, m0, sc1, m1;
-            kquant_scale_min(j, b[i].scales, &sc0, &m0);
-            kquant_scale_min(j + 1, b[i].scales, &sc1, &m1);
-            const float d0 = d * sc0, n0 = dmin * m0, d1 = d * sc1, n1 = dmin * m1;
-            for (int l = 0; l < 32; l++) *dst++ = d0 * (float)(q[l] & 0x0f) - n0;
-            for (int l = 0; l < 32; l++) *dst++ = d1 * (float)(q[l] >> 4) - n1;
+// Q4_K and Q5_K's low 4 bits: w = d * scale * q - dmin * min. 64 weights per 32 code bytes (low
+// nibbles, then high), a (scale, min) pair per 32.
+WTYPE_DECODER void q45_k_low(uint16_t d16, uint16_t dmin16, const uint8_t scales[12], const uint8_t *q,
+                             const wtype_codes_out *c) {
+    const float d = fp16_to_f32(d16), dmin = fp16_to_f32(dmin16);
+    int8_t *code = c->code;
+    for (int j = 0; j < 8; j += 2, q += 32, code += 64) {
+        uint8_t sc0, m0, sc1, m1;
+        kquant_scale_min(j, scales, &sc0, &m0);
+        kquant_scale_min(j + 1, scales, &sc1, &m1);
+        c->scale[j] = d * sc0, c->min[j] = dmin * m0;
+        c->scale[j + 1] = d * sc1, c->min[j + 1] = dmin * m1;
+        for (int l = 0; l < 32; l++) {
+            code[l] = (int8_t)(q[l] & 0x0f);
+            code[l + 32] = (int8_t)(q[l] >> 4);
         }
     }
 }
 
-void dequantize_row_q5_k(const void *src, float *dst, int64_t n) {
-    const block_q5_k *b = src;
-    for (int64_t i = 0; i < n / 256; i++) {
-        const float d = fp16_to_f32(b[i].d), dmin = fp16_to_f32(b[i].dmin);
-        const uint8_t *q = b[i].qs, *qh = b[i].qh;
-        uint8_t u0 = 1, u1 = 2;   // qh bits of the current 64 weights' two groups
-        for (int j = 0; j < 8; j += 2, q += 32, u0 <<= 2, u1 <<= 2) {
-            uint8_t sc0, m0, sc1, m1;
-            kquant_scale_min(j, b[i].scales, &sc0, &m0);
-            kquant_scale_min(j + 1, b[i].scales, &sc1, &m1);
-            const float d0 = d * sc0, n0 = dmin * m0, d1 = d * sc1, n1 = dmin * m1;
-            for (int l = 0; l < 32; l++) *dst++ = d0 * (float)((q[l] & 0x0f) + (qh[l] & u0 ? 16 : 0)) - n0;
-            for (int l = 0; l < 32; l++) *dst++ = d1 * (float)((q[l] >> 4) + (qh[l] & u1 ? 16 : 0)) - n1;
-        }
-    }
+WTYPE_DECODER void q4_k_decode(const block_q4_k *b, const wtype_codes_out *c) {
+    q45_k_low(b->d, b->dmin, b->scales, b->qs, c);
 }
+WTYPE_CODES_DEFINE(q4_k, block_q4_k, QK_K, 32, 0, 15, true, q4_k_decode)
 
-void dequantize_row_q6_k(const void *src, float *dst, int64_t n) {
-    const block_q6_k *b = src;
-    for (int64_t i = 0; i < n / 256; i++) {
-        const float d = fp16_to_f32(b[i].d);
-        const uint8_t *ql = b[i].ql, *qh = b[i].qh;
-        const int8_t *sc = b[i].scales;
-        for (int half = 0; half < 2; half++, dst += 128, ql += 64, qh += 32, sc += 8)
-            for (int l = 0; l < 32; l++) {
-                const int s = l / 16;
-                const int q1 = ((ql[l] & 0x0f) | ((qh[l] >> 0) & 3) << 4) - 32;
-                const int q2 = ((ql[l + 32] & 0x0f) | ((qh[l] >> 2) & 3) << 4) - 32;
-                const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                dst[l] = d * (float)sc[s] * (float)q1;
-                dst[l + 32] = d * (float)sc[s + 2] * (float)q2;
-                dst[l + 64] = d * (float)sc[s + 4] * (float)q3;
-                dst[l + 96] = d * (float)sc[s + 6] * (float)q4;
-            }
-    }
+// Q5_K: Q4_K's codes plus 16 where bit g of qh[l] is set (weight 32g + l).
+WTYPE_DECODER void q5_k_decode(const block_q5_k *b, const wtype_codes_out *c) {
+    q45_k_low(b->d, b->dmin, b->scales, b->qs, c);
+    for (int g = 0; g < 8; g++)
+        for (int l = 0; l < 32; l++) c->code[32 * g + l] = (int8_t)(c->code[32 * g + l] | ((b->qh[l] >> g) & 1) << 4);
 }
+WTYPE_CODES_DEFINE(q5_k, block_q5_k, QK_K, 32, 0, 31, true, q5_k_decode)
+
+// Q6_K: w = d * scale * q, evaluated as (d * scale) * q; q = 4 low bits (ql) and 2 high bits
+// (qh), minus 32, in 128-weight halves of 4 runs of 32.
+WTYPE_DECODER void q6_k_decode(const block_q6_k *b, const wtype_codes_out *c) {
+    const float d = fp16_to_f32(b->d);
+    const uint8_t *ql = b->ql, *qh = b->qh;
+    for (int g = 0; g < 16; g++) c->scale[g] = d * (float)b->scales[g];
+    int8_t *code = c->code;
+    for (int half = 0; half < 2; half++, code += 128, ql += 64, qh += 32)
+        for (int l = 0; l < 32; l++) {
+            code[l] = (int8_t)(((ql[l] & 0x0f) | ((qh[l] >> 0) & 3) << 4) - 32);
+            code[l + 32] = (int8_t)(((ql[l + 32] & 0x0f) | ((qh[l] >> 2) & 3) << 4) - 32);
+            code[l + 64] = (int8_t)(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+            code[l + 96] = (int8_t)(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
+        }
+}
+WTYPE_CODES_DEFINE(q6_k, block_q6_k, QK_K, 16, -32, 31, false, q6_k_decode)
 
 // Q8_K: the weight of largest magnitude (keeping its sign) maps to -127: iscale = -127 / max,
 // q = nearest (ties to even) of iscale * x, at most 127; d = 1 / iscale. An all-zero block gets

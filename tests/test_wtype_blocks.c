@@ -1,8 +1,10 @@
-// The weight types cabin reads but does not write (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K..Q6_K):
+// The quantized weight types beyond Q4_0/Q8_0 (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K..Q6_K):
 // each dequantization on hand-made blocks (known scales, mins and codes, packed here from the
-// GGUF layout's description: known values), the Q8_K activation quantizer on known rows, and
-// each type's CPU matmul kernel (engine/cpu/kernels_dequant_avx2.c) against the double dot product
-// of the dequantized weights and the dequantized 8-bit activations on random blocks.
+// GGUF layout's description: known values), every quantized type's codes (the one decoding its
+// dequantization is derived from) against what the header promises, the Q8_K activation
+// quantizer on known rows, and each type's CPU matmul kernel (engine/cpu/kernels_dequant_avx2.c)
+// against the double dot product of the dequantized weights and the dequantized 8-bit
+// activations on random blocks.
 #include "test.h"
 #include "rng.h"
 #include "base/base.h"
@@ -212,9 +214,9 @@ static void check_q8_k(void) {
 // Random bytes with sane fp16 super-scales (cf. tests/op_checks.h): enough to exercise every bit.
 static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) {
     static const struct { uint32_t type; int off[2], n; } f16_at[] = {
-        { WT_Q4_1, { 0, 2 }, 2 }, { WT_Q5_0, { 0 }, 1 }, { WT_Q5_1, { 0, 2 }, 2 }, { WT_IQ4_NL, { 0 }, 1 },
-        { WT_IQ4_XS, { 0 }, 1 }, { WT_Q2_K, { 80, 82 }, 2 }, { WT_Q3_K, { 108 }, 1 }, { WT_Q4_K, { 0, 2 }, 2 },
-        { WT_Q5_K, { 0, 2 }, 2 }, { WT_Q6_K, { 208 }, 1 },
+        { WT_Q4_0, { 0 }, 1 }, { WT_Q8_0, { 0 }, 1 }, { WT_Q4_1, { 0, 2 }, 2 }, { WT_Q5_0, { 0 }, 1 },
+        { WT_Q5_1, { 0, 2 }, 2 }, { WT_IQ4_NL, { 0 }, 1 }, { WT_IQ4_XS, { 0 }, 1 }, { WT_Q2_K, { 80, 82 }, 2 },
+        { WT_Q3_K, { 108 }, 1 }, { WT_Q4_K, { 0, 2 }, 2 }, { WT_Q5_K, { 0, 2 }, 2 }, { WT_Q6_K, { 208 }, 1 },
     };
     const wtype_info *ti = wtype_get(type);
     for (size_t i = 0; i < n_blocks * ti->block_bytes; i++) p[i] = (uint8_t)rng_int(256);
@@ -294,9 +296,13 @@ static void check_kernels(void) {
     }
 }
 
-// Every quantized type's codes (engine/wtype_codes.h) give back, as scale * code - min in float,
-// exactly the weights its dequantization gives, bit for bit, with codes inside the stated range:
-// random blocks of 1, 2 and 3 super-blocks (Q4_0/Q8_0 from their quantizer on random rows).
+// Every quantized type's decoding is written once, as codes under per-group (scale, min)
+// (engine/wtype_codes.h), and its to_f32 derived from it; the hand-made blocks above check the
+// decoding through to_f32. Here, on random blocks (1, 9, 25 and 300 of them: whole and partial
+// runs of 256 weights): to_f32 is exactly scale * code - min in float, bit for bit, as the header
+// states and the Vulkan repacking relies on; the stated code range holds and is tight (both ends
+// occur: a backend picks its layout by it); mins are zeros where the type has none, and may be
+// NULL.
 static void check_codes(void) {
     static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0, WT_Q5_1, WT_IQ4_NL, WT_IQ4_XS,
                                       WT_Q2_K, WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K };
@@ -304,37 +310,49 @@ static void check_codes(void) {
         const uint32_t t = types[ti];
         const wtype_info *info = wtype_get(t);
         const wtype_codes *c = wtype_codes_get(t);
-        CHECK(c != NULL, "%s: codes", info->name);
+        CHECK(c != NULL && c == info->codes && info->block_size % (uint32_t)c->group == 0, "%s: codes", info->name);
         if (!c) continue;
-        for (int64_t n = 256; n <= 768; n += 256) {
+        int lo = 127, hi = -128;
+        static const int64_t blocks[] = { 1, 9, 25, 300 };   // 300: every code of Q8_0 comes up
+        for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+            const int64_t nb = blocks[k], n = nb * info->block_size, ng = n / c->group;
             uint8_t *w = xmalloc((size_t)wtype_row_bytes(t, (uint64_t)n));
-            float *want = xmalloc(sizeof(float) * (size_t)n), *scale = xmalloc(sizeof(float) * (size_t)(n / c->group));
-            float *min = xmalloc(sizeof(float) * (size_t)(n / c->group));
-            int8_t *code = xmalloc((size_t)n);
-            if (t == WT_Q4_0 || t == WT_Q8_0) {
-                for (int64_t i = 0; i < n; i++) want[i] = rng_uniform() - 0.5f;
-                info->from_f32(want, w, n);
-            } else {
-                rand_blocks(t, w, (size_t)(n / info->block_size));
-            }
+            float *want = xmalloc(sizeof(float) * (size_t)n), *scale = xmalloc(sizeof(float) * (size_t)ng);
+            float *min = xmalloc(sizeof(float) * (size_t)ng);
+            int8_t *code = xmalloc((size_t)n), *code2 = xmalloc((size_t)n);
+            rand_blocks(t, w, (size_t)nb);
             info->to_f32(w, want, n);
-            c->to_codes(w, code, scale, c->has_min ? min : NULL, n);
-            int bad = -1, range = -1;
+            for (int64_t g = 0; g < ng; g++) min[g] = -12345.5f;
+            c->to_codes(w, code, scale, min, n);
+            int bad = -1, range = -1, zero = 1;
             for (int64_t i = 0; i < n && bad < 0; i++) {
                 const int64_t g = i / c->group;
-                const float got = scale[g] * (float)code[i] - (c->has_min ? min[g] : 0.0f);
+                const float got = c->has_min ? scale[g] * (float)code[i] - min[g] : scale[g] * (float)code[i];
                 if (memcmp(&got, &want[i], sizeof got) != 0) bad = (int)i;
                 if (range < 0 && (code[i] < c->code_lo || code[i] > c->code_hi)) range = (int)i;
+                if (code[i] < lo) lo = code[i];
+                if (code[i] > hi) hi = code[i];
             }
+            for (int64_t g = 0; g < ng && !c->has_min; g++) zero &= min[g] == 0.0f;
             CHECK(bad < 0, "%s n=%lld: scale * code - min differs from the dequantized weight at %d", info->name,
                   (long long)n, bad);
             CHECK(range < 0, "%s n=%lld: code %d at %d outside %d..%d", info->name, (long long)n,
                   range < 0 ? 0 : code[range], range, c->code_lo, c->code_hi);
-            free(w); free(want); free(scale); free(min); free(code);
+            CHECK(zero, "%s n=%lld: mins are zeros (no min in this type)", info->name, (long long)n);
+            if (!c->has_min) {
+                c->to_codes(w, code2, scale, NULL, n);
+                CHECK(memcmp(code, code2, (size_t)n) == 0, "%s n=%lld: the same codes without mins", info->name, (long long)n);
+            }
+            free(w); free(want); free(scale); free(min); free(code); free(code2);
         }
+        CHECK(lo == c->code_lo && hi == c->code_hi, "%s: codes span %d..%d, stated %d..%d", info->name, lo, hi,
+              c->code_lo, c->code_hi);
     }
-    CHECK(wtype_codes_get(WT_F16) == NULL && wtype_codes_get(WT_F32) == NULL && wtype_codes_get(WT_BF16) == NULL,
-          "float types have no codes");
+    static const uint32_t no_codes[] = { WT_F32, WT_F16, WT_BF16, WT_FP8, WT_Q8_1, WT_Q8_K, WT_I8 };
+    int none = 1;
+    for (size_t i = 0; i < sizeof no_codes / sizeof no_codes[0]; i++) none &= wtype_codes_get(no_codes[i]) == NULL;
+    CHECK(none && wtype_codes_get(WT_COUNT) == NULL && wtype_codes_get(5) == NULL,
+          "no codes for the float types, FP8, types cabin does not compute and unknown ids");
 }
 
 int main(void) {
