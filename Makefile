@@ -1,20 +1,24 @@
 # cabin — build, run, test, bench.
-# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/, tui/ or sdl/ needs no edit here.
+# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/, tui/, sdl/ or cli/ needs no edit here.
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
 #
-# Layers, each a library with its own link list (docs/ARCHITECTURE.md has the picture):
+# Layers, each a library with its own link list and the layers below it that it needs
+# (LAYER_NEEDS_*; docs/ARCHITECTURE.md has the picture). Includes and calls run downwards only:
 #   base    base/                      libcabin_base.a    -lpthread
-#   engine  engine/ engine/cpu/        libcabin_engine.a  -lm -lpthread -lcjson
-#   vulkan  vulkan/ + embedded SPIR-V  objects            -lvulkan            (VULKAN=1)
+#   engine  engine/ engine/cpu/        libcabin_engine.a  -lm -lpthread -lcjson           needs base
+#   vulkan  vulkan/ + embedded SPIR-V  objects            -lvulkan            (VULKAN=1)   needs engine
 #   audio   audio/                     libcabin_audio.a   PortAudio, ALSA, pocketsphinx, espeak-ng
 #                                                         (AUDIO=1; AUDIO=0: wav, vad, clause and
-#                                                         audio/audio_off.c, no library)
-#   app     app/ (main.c aside)        libcabin_app.a     -lreadline -lcjson
-#   ui      ui/                        libcabin_ui.a      (the front-end core: worker, snapshot, voice glue)
-#   tui     tui/                       libcabin_tui.a     -lncursesw -lreadline
+#                                                         audio/audio_off.c, no library)  needs base
+#   app     app/                       libcabin_app.a     -lm -lcjson                      needs engine, audio
+#   ui      ui/                        libcabin_ui.a      -lm -lcjson (the front-end core: worker,
+#                                                         snapshot, the panels' words)     needs app
+#   tui     tui/                       libcabin_tui.a     -lncursesw                       needs ui
 #   sdl     sdl/                       libcabin_sdl.a     SDL2, SDL2_ttf, zlib (SDL=1; SDL=0: sdl/gui_off.c,
 #                                                         `cabin gui` says it was built without the window)
+#                                                                                          needs ui
+#   cli     cli/ (main.c aside)        libcabin_cli.a     -lreadline (the commands)        needs tui, sdl
 # `make VULKAN=0 AUDIO=0 SDL=0` builds a text-only cabin that needs none of their packages. Each
 # defaults to 1 when pkg-config finds its packages (or when there is no pkg-config to ask).
 
@@ -57,8 +61,10 @@ FEATURES_FILE := $(BUILD)/features
 
 BASE_LIBS   := -lpthread
 ENGINE_LIBS := -lm -lpthread -lcjson
-APP_LIBS    := -lreadline -lcjson
-TUI_LIBS    := -lncursesw -lreadline
+APP_LIBS    := -lm -lcjson
+UI_LIBS     := -lm -lcjson
+TUI_LIBS    := -lncursesw
+CLI_LIBS    := -lreadline -lm -lcjson
 ifeq ($(VULKAN),1)
 VK_LIBS     := -lvulkan
 else
@@ -161,7 +167,7 @@ AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c,$(wildcard audio/*.
 else
 AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c $(AUDIO_DEV_SRC),$(wildcard audio/*.c)) audio/audio_off.c)
 endif
-APP_OBJ    := $(call lib_objs,$(filter-out app/main.c,$(wildcard app/*.c)))
+APP_OBJ    := $(call lib_objs,$(wildcard app/*.c))
 UI_OBJ     := $(call lib_objs,$(wildcard ui/*.c))
 TUI_OBJ    := $(call lib_objs,$(wildcard tui/*.c))
 ifeq ($(SDL),1)
@@ -169,14 +175,10 @@ SDL_OBJ    := $(call lib_objs,$(filter-out sdl/gui_off.c,$(wildcard sdl/*.c)))
 else
 SDL_OBJ    := $(call lib_objs,sdl/gui_off.c)
 endif
-MAIN_OBJ   := $(BUILD)/app/main.o
-LIB_base   := $(BUILD)/libcabin_base.a
-LIB_engine := $(BUILD)/libcabin_engine.a
-LIB_audio  := $(BUILD)/libcabin_audio.a
-LIB_app    := $(BUILD)/libcabin_app.a
-LIB_ui     := $(BUILD)/libcabin_ui.a
-LIB_tui    := $(BUILD)/libcabin_tui.a
-LIB_sdl    := $(BUILD)/libcabin_sdl.a
+CLI_OBJ    := $(call lib_objs,$(filter-out cli/main.c,$(wildcard cli/*.c)))
+MAIN_OBJ   := $(BUILD)/cli/main.o
+LAYERS     := cli tui sdl ui app audio engine base
+$(foreach l,$(LAYERS),$(eval LIB_$(l) := $(BUILD)/libcabin_$(l).a))
 $(LIB_base): $(BASE_OBJ)
 $(LIB_engine): $(ENGINE_OBJ)
 $(LIB_audio): $(AUDIO_OBJ)
@@ -184,43 +186,66 @@ $(LIB_app): $(APP_OBJ)
 $(LIB_ui): $(UI_OBJ)
 $(LIB_tui): $(TUI_OBJ)
 $(LIB_sdl): $(SDL_OBJ)
+$(LIB_cli): $(CLI_OBJ)
 $(BUILD)/libcabin_%.a: $(FEATURES_FILE)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 
-GROUP_START := -Wl,--start-group
-GROUP_END   := -Wl,--end-group
-# cabin: app, ui, tui and sdl call each other (app/cmd_workbench.c opens the workbench and the
-# window, ui/, tui/ and sdl/ run the command language), so they are one link group.
-CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_sdl) $(GROUP_END) $(LIB_audio) \
-              $(LIB_engine) $(LIB_base) $(APP_LIBS) $(TUI_LIBS) $(SDL_LIBS) $(AUDIO_LIBS) $(BACKEND_LIBS) $(ENGINE_LIBS) $(BASE_LIBS)
+# What each layer's library needs of the layers below it, and its own link list. A program
+# linking layer L links L and every layer it needs, in LAYERS order (each before what it
+# uses), then their link lists: no link group, since no layer calls one above it
+# (tests/layers.sh checks the includes and the symbols).
+LAYER_NEEDS_base   :=
+LAYER_NEEDS_engine := base
+LAYER_NEEDS_audio  := base
+LAYER_NEEDS_app    := engine audio
+LAYER_NEEDS_ui     := app
+LAYER_NEEDS_tui    := ui
+LAYER_NEEDS_sdl    := ui
+LAYER_NEEDS_cli    := tui sdl
+LAYER_LIBS_base    := $(BASE_LIBS)
+LAYER_LIBS_engine  := $(ENGINE_LIBS)
+LAYER_LIBS_audio   := $(AUDIO_LIBS)
+LAYER_LIBS_app     := $(APP_LIBS)
+LAYER_LIBS_ui      := $(UI_LIBS)
+LAYER_LIBS_tui     := $(TUI_LIBS)
+LAYER_LIBS_sdl     := $(SDL_LIBS)
+LAYER_LIBS_cli     := $(CLI_LIBS)
+# $(call layer_closure,L...): L and every layer they need, directly or not
+layer_closure = $(sort $(1) $(foreach l,$(1),$(call layer_closure,$(LAYER_NEEDS_$(l)))))
+# $(call layers_of,L...): that closure in link order
+layers_of = $(filter $(call layer_closure,$(1)),$(LAYERS))
+# $(call layer_link,L...): the libraries, then their link lists
+layer_libs = $(foreach l,$(call layers_of,$(1)),$(LIB_$(l)))
+layer_link = $(call layer_libs,$(1)) $(foreach l,$(call layers_of,$(1)),$(LAYER_LIBS_$(l)))
+
+CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(call layer_link,cli) $(BACKEND_LIBS)
 
 # ---- tests ----
-# A test links base and engine, plus each layer whose headers it includes (app/, ui/, tui/, audio/,
-# vulkan/); the tests in ALL_BACKEND_TESTS exercise every registered backend, so they link every
-# backend's objects (BACKEND_OBJ: the registry has a backend's row only when they are linked). A test that
-# includes a vulkan/ header itself, with VULKAN=0, or any audio/ header itself, with AUDIO=0 (even
-# one of the parts that need no library: wav, vad, clause, ring), is built from tests/skipped.c
-# instead: the whole test is skipped, not only its device parts, and it prints why in the line
-# tests/run.sh reads. The tests of ALL_BACKEND_TESTS still run with VULKAN=0, on the CPU rows.
+# A test links the layers whose headers it includes (app/, ui/, tui/, cli/, audio/, vulkan/) and
+# what they need (layer_link), base and engine always; the tests in ALL_BACKEND_TESTS exercise
+# every registered backend, so they link every backend's objects (BACKEND_OBJ: the registry has a
+# backend's row only when they are linked). A test that includes a vulkan/ header itself, with
+# VULKAN=0, or any audio/ header itself, with AUDIO=0 (even one of the parts that need no library:
+# wav, vad, clause, ring), is built from tests/skipped.c instead: the whole test is skipped, not
+# only its device parts, and it prints why in the line tests/run.sh reads. The tests of
+# ALL_BACKEND_TESTS still run with VULKAN=0, on the CPU rows.
 ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 test_includes = $(if $(shell grep -l '^\#include "$(2)/' tests/$(1).c 2>/dev/null),$(2))
-test_layers = $(foreach l,app ui tui audio vulkan,$(call test_includes,$(1),$(l))) \
+test_layers = $(foreach l,app ui tui cli audio vulkan,$(call test_includes,$(1),$(l))) \
               $(if $(filter $(1),$(ALL_BACKEND_TESTS)),vulkan)
 # $(call test_skip,NAME): why NAME cannot be built here, or empty
 test_skip = $(if $(and $(filter 0,$(VULKAN)),$(call test_includes,$(1),vulkan)),built without Vulkan (make VULKAN=1),$(if \
             $(and $(filter 0,$(AUDIO)),$(filter audio,$(call test_layers,$(1)))),built without audio (make AUDIO=1)))
-# the link line of test NAME: its libraries, in dependency order, then their link lists
-test_link = $(if $(filter vulkan,$(2)),$(BACKEND_OBJ)) $(if $(filter app ui tui,$(2)),$(GROUP_START) $(LIB_app) $(LIB_ui) $(LIB_tui) $(GROUP_END) $(LIB_audio)) \
-            $(if $(filter audio,$(2)),$(LIB_audio)) $(LIB_engine) $(LIB_base) \
-            $(if $(filter app ui tui,$(2)),$(APP_LIBS) $(TUI_LIBS) $(AUDIO_LIBS)) $(if $(filter audio,$(2)),$(AUDIO_LIBS)) \
-            $(if $(filter vulkan,$(2)),$(BACKEND_LIBS)) $(ENGINE_LIBS) $(BASE_LIBS)
+# the link line of a program that includes the layers $(2) (vulkan: the backends' objects)
+test_link = $(if $(filter vulkan,$(2)),$(BACKEND_OBJ)) $(call layer_link,$(filter-out vulkan,$(2)) engine) \
+            $(if $(filter vulkan,$(2)),$(BACKEND_LIBS))
 define test_rule
 ifeq ($(call test_skip,$(1)),)
 $(BUILD)/tests/$(1): tests/$(1).c tests/test.h $(FEATURES_FILE) $(if $(filter vulkan,$(call test_layers,$(1))),$(BACKEND_OBJ)) \
-                     $(LIB_engine) $(LIB_base) $(if $(filter app ui tui audio,$(call test_layers,$(1))),$(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio))
+                     $(call layer_libs,$(filter-out vulkan,$(call test_layers,$(1))) engine)
 	@mkdir -p $$(dir $$@)
 	$(CC) $(ALL_CFLAGS) -o $$@ $$< $(call test_link,$(1),$(call test_layers,$(1)))
 else
@@ -240,8 +265,8 @@ $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 # FUZZ_SECONDS seconds, or FUZZ_RUNS inputs, from seed FUZZ_SEED (fuzz/run.sh). A target links
 # the layers whose headers it includes.
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
-fuzz_layers = $(foreach l,app ui tui audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
-fuzz_deps = $(FEATURES_FILE) $(LIB_engine) $(LIB_base) $(if $(call fuzz_layers,$(1)),$(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_audio))
+fuzz_layers = $(foreach l,app ui tui cli audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
+fuzz_deps = $(FEATURES_FILE) $(call layer_libs,$(call fuzz_layers,$(1)) engine)
 FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 define fuzz_rule
@@ -281,7 +306,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(LIB_app) $(LIB_ui) $(LIB_tui) $(LIB_sdl) $(LIB_audio) $(LIB_engine) $(LIB_base) $(FEATURES_FILE) $(VK_CHECK)
+$(BUILD)/cabin: $(MAIN_OBJ) $(BACKEND_OBJ) $(call layer_libs,cli) $(FEATURES_FILE) $(VK_CHECK)
 	$(CC) $(ALL_CFLAGS) -o $@ $(CABIN_LINK)
 
 # deps: the packages of the layers asked for (tools/debian-packages.txt); a layer turned off on

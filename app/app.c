@@ -1,8 +1,7 @@
 // The application layer behind the command language: the assistant (session, simulated vehicle,
 // grammar; app/turn.h), a transcript, expectations. Scenes, the workbench and chat share it.
-#include "app/cmdlang.h"
+#include "app/verbs.h"
 #include "base/afile.h"
-#include "app/cmdlang_run.h"
 #include "app/compare.h"
 #include "app/eval_text.h"
 #include "engine/precision.h"
@@ -513,10 +512,19 @@ int run_compare(app_ctx *c, cmd_line *l, errbuf *err) {
     return rc;
 }
 
+bool app_snapshot_is_png(const char *path) {
+    size_t n = strlen(path);
+    return n >= 4 && strcasecmp(path + n - 4, ".png") == 0;
+}
+
+int app_snapshot_needs_window(const char *path, errbuf *err) {
+    return err_set(err, "snapshot %s: a PNG is a picture of the window; it needs `cabin gui` (a text snapshot: FILE.txt)", path);
+}
+
 int run_snapshot(app_ctx *c, cmd_line *l, errbuf *err) {
     if (c->snapshot) return c->snapshot(c, l->argv[0], err);
-    if (cmd_snapshot_is_png(l->argv[0])) {
-        cmd_snapshot_needs_window(l->argv[0], err);
+    if (app_snapshot_is_png(l->argv[0])) {
+        app_snapshot_needs_window(l->argv[0], err);
         return err_prefix(err, "%s:%d", l->file, l->line);
     }
     // whole or not at all: a snapshot taken over an older one never leaves half of each
@@ -588,15 +596,5 @@ int run_car(app_ctx *c, cmd_line *l, errbuf *err) {
         vehicle_get(c->as.car, *f, val, sizeof val);
         app_print(c, "  %-24s %s %s", *f, val, vehicle_field_unit(*f));
     }
-    return 0;
-}
-
-int run_help(app_ctx *c, cmd_line *l, errbuf *err) {
-    (void)l; (void)err;
-    int n;
-    const cmd_def *t = cmdlang_table(&n);
-    char buf[256];
-    for (int i = 0; i < n; i++)
-        if (!c->front || (t[i].offered & c->front)) app_print(c, "  %-50s %s", t[i].usage, cmdlang_help(&t[i], buf, sizeof buf));
     return 0;
 }

@@ -1,6 +1,6 @@
 // Command-language parsing, validation and the command table (see cmdlang.h).
 #include "app/cmdlang.h"
-#include "app/cmdlang_run.h"
+#include "app/verbs.h"
 #include "engine/backend.h"
 #include "engine/kv_cache.h"
 #include "engine/precision.h"
@@ -154,11 +154,20 @@ static int v_set(cmd_line *l, errbuf *err) {
     return err_set(err, "%s:%d: set: unknown setting '%s' (%s)", WHERE(l), l->argv[0], app_setting_names());
 }
 
+// `help`: the commands the front end offers, with their help lines.
+static int run_help(app_ctx *c, cmd_line *l, errbuf *err) {
+    (void)l; (void)err;
+    cmd_help_row rows[CMD_MAX_ROWS];
+    int n = cmdlang_help_rows(c->front, "", rows, CMD_MAX_ROWS);
+    for (int i = 0; i < n; i++) app_print(c, "  %-50s %s", rows[i].usage, rows[i].help);
+    return 0;
+}
+
 #define SC CMD_IN_SCENE
 #define WB CMD_IN_WORKBENCH
 #define CH CMD_IN_CHAT
 // The one table: every command of every front end. A new command is a row here and its `run`
-// (app/app.c, declared in cmdlang_run.h), or a front end's own handler.
+// (app/app.c, declared in app/app.h), or a front end's own handler.
 static const cmd_def table[] = {
     { "model", NULL, "model PATH", "open another GGUF model (the conversation starts over)", SC | WB, 1, 1, v_file_exists, run_model, NULL },
     { "backend", NULL, "backend NAME", "run on another backend (the conversation starts over)", SC | WB, 1, 1, v_backend, run_backend, NULL },
@@ -194,6 +203,7 @@ static const cmd_def table[] = {
 #undef WB
 #undef CH
 #define N_DEFS (int)(sizeof table / sizeof table[0])
+_Static_assert(sizeof table / sizeof table[0] <= CMD_MAX_ROWS, "CMD_MAX_ROWS holds the whole table");
 
 const cmd_def *cmdlang_table(int *n) { *n = N_DEFS; return table; }
 
@@ -250,6 +260,18 @@ const char *cmdlang_help(const cmd_def *d, char *buf, size_t n) {
     if (!d->arg_words) return d->help;
     snprintf(buf, n, "%s %s", d->help, d->arg_words());
     return buf;
+}
+
+int cmdlang_help_rows(unsigned where, const char *prefix, cmd_help_row *rows, int max) {
+    int n = 0;
+    for (int i = 0; i < N_DEFS && n < max; i++) {
+        if (where && !(table[i].offered & where)) continue;
+        snprintf(rows[n].usage, sizeof rows[n].usage, "%s%s", prefix, table[i].usage);
+        const char *h = cmdlang_help(&table[i], rows[n].help, sizeof rows[n].help);
+        if (h != rows[n].help) snprintf(rows[n].help, sizeof rows[n].help, "%s", h);
+        n++;
+    }
+    return n;
 }
 
 const char *cmdlang_complete(const char *prefix, unsigned where, int i) {
@@ -378,13 +400,4 @@ int cmdlang_exec(app_ctx *c, const char *text, errbuf *err) {
     r = cmdlang_run(c, &l, err);
     cmdlang_free(&l);
     return r;
-}
-
-bool cmd_snapshot_is_png(const char *path) {
-    size_t n = strlen(path);
-    return n >= 4 && strcasecmp(path + n - 4, ".png") == 0;
-}
-
-int cmd_snapshot_needs_window(const char *path, errbuf *err) {
-    return err_set(err, "snapshot %s: a PNG is a picture of the window; it needs `cabin gui` (a text snapshot: FILE.txt)", path);
 }

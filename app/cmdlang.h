@@ -8,14 +8,15 @@
 #ifndef CABIN_CMDLANG_H
 #define CABIN_CMDLANG_H
 
-#include "app/turn.h"
-#include "engine/session.h"
+#include "base/err.h"
 
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #define CMD_MAX_ARGS 16
+
+struct app_ctx;   // what the commands act on (app/app.h)
 
 typedef struct cmd_line {
     const char *file;        // where it came from (for messages): a scene path or "command line"
@@ -38,35 +39,6 @@ enum cmd_front_kind {
     CMD_IN_CHAT = 4,         // `cabin chat`'s `/` commands
 };
 
-// What the commands act on: the assistant (session, car, grammar) and what a run prints.
-typedef struct app_ctx {
-    assistant as;
-    session_opts opts;       // how the session was opened (model path, backend, ...)
-    char *model_path;
-    unsigned front;          // the front end driving it (enum cmd_front_kind): what it parses
-    char *last_reply;        // text of the last assistant reply
-    strbuf transcript;       // everything the run printed (for snapshot)
-    double t0;               // run start (timestamps)
-    double speed;            // demo pacing: 1 = human pace for `say`, 0 = instant
-    bool check;              // stop at the first failed expectation
-    int passed, failed;
-    bool quit;
-    FILE *out;               // where the transcript is printed (NULL: nowhere)
-    bool timestamps;         // prefix lines with [seconds]
-    struct sensitivity_map *heatmap;   // the last `heatmap` run (NULL: none)
-    // front-end hooks: a turn's events as they happen, besides the transcript lines (ud: the
-    // front end's; NULL: the transcript only)
-    const turn_hooks *turn;
-    // what a loop running beside the commands says (the governor's decisions, app/govern.h):
-    // the front end shows it its own way; NULL: app_print (the transcript)
-    void (*notice)(void *ud, const char *line);
-    void *notice_ud;
-    // `compare`: the replies as they stream (compare_opts.on_piece, on the thread running the
-    // command); NULL: they are printed side by side with the table when both plans are done
-    void (*compare_piece)(void *ud, int side, int idx, const char *prompt, const char *piece, int len);
-    void *compare_ud;
-    int (*snapshot)(struct app_ctx *c, const char *path, errbuf *err); // screen as text
-} app_ctx;
 
 typedef struct cmd_def {
     const char *name;
@@ -78,7 +50,7 @@ typedef struct cmd_def {
     int (*validate)(cmd_line *l, errbuf *err);             // may be NULL
     // What it does on the app object: scenes, the workbench's worker thread and chat run it
     // unless the front end has its own handler (cmd_own). NULL: the front ends' own only.
-    int (*run)(app_ctx *c, cmd_line *l, errbuf *err);
+    int (*run)(struct app_ctx *c, cmd_line *l, errbuf *err);
     // The words its first argument takes (`set`'s keys), appended to the help; may be NULL.
     const char *(*arg_words)(void);
 } cmd_def;
@@ -96,9 +68,9 @@ typedef struct cmd_own {
 int cmdlang_parse(const char *text, const char *file, int line, unsigned where, cmd_line *out, errbuf *err);
 void cmdlang_free(cmd_line *l);
 // Runs a parsed line on the app object.
-int cmdlang_run(app_ctx *c, cmd_line *l, errbuf *err);
+int cmdlang_run(struct app_ctx *c, cmd_line *l, errbuf *err);
 // Parses (as c->front offers) and runs one line typed by a person; errors name "command line".
-int cmdlang_exec(app_ctx *c, const char *text, errbuf *err);
+int cmdlang_exec(struct app_ctx *c, const char *text, errbuf *err);
 const cmd_def *cmdlang_table(int *n);
 // The row named name (or one of its aliases) that front end `where` offers (0: any); NULL none.
 const cmd_def *cmdlang_find(const char *name, unsigned where);
@@ -109,26 +81,15 @@ int (*cmdlang_own_handler(const cmd_own *own, const cmd_def *d))(void *, cmd_lin
 int cmdlang_check_own(const cmd_own *own, unsigned where, errbuf *err);
 // A row's help line: help, then its argument words when it has them.
 const char *cmdlang_help(const cmd_def *d, char *buf, size_t n);
+// A help list's rows: each command front end `where` offers (0: every one), in table order, its
+// usage after prefix (":" in the workbench, "/" in chat) and its help line (cmdlang_help).
+// Returns how many, at most max (CMD_MAX_ROWS holds the whole table).
+#define CMD_MAX_ROWS 64
+typedef struct cmd_help_row { char usage[96]; char help[256]; } cmd_help_row;
+int cmdlang_help_rows(unsigned where, const char *prefix, cmd_help_row *rows, int max);
 // Names starting with prefix that `where` offers, for completion; the i-th match or NULL.
 const char *cmdlang_complete(const char *prefix, unsigned where, int i);
-// `snapshot FILE.png` is a picture of the window (cabin gui); the other faces write text.
-bool cmd_snapshot_is_png(const char *path);
-// The one-line error of a PNG asked for where there is no window: always -1.
-int cmd_snapshot_needs_window(const char *path, errbuf *err);
 // The front end's name in messages ("scene files", "the workbench", "chat").
 const char *cmdlang_front_name(unsigned where);
-
-// Application state helpers shared by front ends.
-int app_open(app_ctx *c, const session_opts *o, bool free_actions, errbuf *err);
-void app_close(app_ctx *c);
-// Prints (and records in the transcript) one line: "[  1.234] text" when timestamps are on.
-void app_print(app_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-// One user turn through the assistant: "you:", "action:", "vehicle:" / "refused:" and "cabin:"
-// lines in the transcript, and the turn's events to c->turn.
-int app_say(app_ctx *c, const char *text, errbuf *err);
-// A metric by name from the session stats (app_metric_names lists them); -1 if unknown. With
-// c NULL only the name is checked.
-int app_metric(app_ctx *c, const char *name, double *out);
-const char *app_metric_names(void);   // "decode_tps, prefill_tps, ..."
 
 #endif

@@ -6,6 +6,7 @@
 // Each prompt is a fresh chat turn (session_reset, then session_chat: a model without a chat
 // template gets the "plain" layout, so every model goes through the same path).
 #include "app/compare.h"
+#include "engine/json_text.h"
 #include "app/eval_actions.h"
 #include "app/eval_text.h"
 #include "app/plot.h"
@@ -437,15 +438,7 @@ char *compare_json(const compare_result *r) {
     cJSON_AddNumberToObject(s, "top1", r->top1_mean);
     cJSON_AddNumberToObject(s, "same", r->same);
     if (r->exact_turns > 0) cJSON_AddNumberToObject(s, "exact_turns", r->exact_turns);
-    char *t = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(t);
-    char *copy = xmalloc(len + 2);
-    memcpy(copy, t, len);
-    copy[len] = '\n';
-    copy[len + 1] = 0;
-    cJSON_free(t);
-    return copy;
+    return json_text(root, true);
 }
 
 int compare_plot(const compare_result *r, const char *path, errbuf *err) {

@@ -2,7 +2,7 @@
 // fresh chat turn for plan A and for plan B with the same seed; per prompt the replies, decode
 // speed, joules per token, and KL(A||B) with top-1 agreement teacher-forced on A's tokens; over
 // the prompts, who wins each metric and whether the difference is significant (app/paired.h).
-// Used by cabin compare (app/cmd_compare.c) and the command language's `compare`.
+// Used by cabin compare (cli/cmd_compare.c) and the command language's `compare`.
 #ifndef CABIN_COMPARE_H
 #define CABIN_COMPARE_H
 

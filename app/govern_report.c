@@ -1,6 +1,7 @@
 // The precision governor's reports: its state line, its log, the trace as JSON and as SVG
 // charts, and its `expect` metrics (see govern.h).
 #include "app/govern.h"
+#include "engine/json_text.h"
 #include "app/govern_run.h"
 #include "app/plot.h"
 #include "engine/wtype.h"
@@ -124,8 +125,7 @@ int gov_run_save_json(const gov_run *r, const char *path, errbuf *err) {
         cJSON_AddNumberToObject(o, "ms", r->drifts[i].ms);
         cJSON_AddItemToArray(dr, o);
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
+    char *text = json_text(root, false);
     int rc = afile_write_all(path, text, strlen(text), err);
     free(text);
     return rc;

@@ -2,7 +2,7 @@
 // and --governor on chat, scene and the workbench: the precision loop of app/govern.h on the
 // app's assistant.
 #include "app/cmdlang.h"
-#include "app/cmdlang_run.h"
+#include "app/verbs.h"
 #include "app/govern.h"
 
 #include <string.h>

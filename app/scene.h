@@ -3,7 +3,7 @@
 #ifndef CABIN_SCENE_H
 #define CABIN_SCENE_H
 
-#include "app/cmdlang.h"
+#include "app/app.h"
 
 #include <stdint.h>
 

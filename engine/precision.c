@@ -1,4 +1,5 @@
 #include "precision.h"
+#include "engine/json_text.h"
 #include "wtype.h"
 
 #include <cjson/cJSON.h>
@@ -307,11 +308,7 @@ char *plan_to_json(const precision_plan *p) {
         cJSON_AddStringToObject(o, "type", type_str(r->type));
         cJSON_AddItemToArray(rules, o);
     }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    char *out = xstrdup(s);
-    cJSON_free(s);
-    return out;
+    return json_text(root, false);
 }
 
 int plan_save(const precision_plan *p, const char *path, errbuf *err) {

@@ -1,5 +1,6 @@
 // Per-tensor quantization sensitivity and the plan derived from it (engine/sensitivity.h).
 #include "sensitivity.h"
+#include "engine/json_text.h"
 #include "wtype.h"
 
 #include <cjson/cJSON.h>
@@ -153,11 +154,7 @@ char *sensitivity_to_json(const sensitivity_map *m) {
             cJSON_AddStringToObject(o, "file_type", wtype_name(c->file_type));
             cJSON_AddItemToArray(cells, o);
         }
-    char *txt = cJSON_Print(root);
-    cJSON_Delete(root);
-    char *copy = xstrdup(txt);   // callers free() it
-    cJSON_free(txt);
-    return copy;
+    return json_text(root, false);   // callers free() it
 }
 
 static double num(const cJSON *o, const char *key, double dflt) {

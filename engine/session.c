@@ -1,6 +1,7 @@
 #include "session.h"
 #include "chat_template.h"
 #include "wtype.h"
+#include "base/str.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -621,3 +622,9 @@ void session_set_profiling(session *s, bool on) {
 const model *session_model(const session *s) { return s->m; }
 backend *session_backend(session *s) { return s->b; }
 int session_n_vocab(const session *s) { return s->m->hp.n_vocab; }
+
+bool session_collect_text(void *ud, int32_t token, const char *piece, int len) {
+    (void)token;
+    strbuf_append(ud, piece, (size_t)len);
+    return true;
+}

@@ -88,6 +88,8 @@ typedef struct session session;
 // Called for every generated token with its text piece (bytes, may be a partial UTF-8 char).
 // Return false to stop generating.
 typedef bool (*token_cb)(void *ud, int32_t token, const char *piece, int len);
+// A token_cb that appends every piece to the strbuf ud (base/str.h) and never stops.
+bool session_collect_text(void *ud, int32_t token, const char *piece, int len);
 
 // Constrained decoding: before each sampled token of session_chat/session_complete, `mask` may
 // set the logits of tokens that must not come next to -INFINITY (logits: n_vocab floats, a copy

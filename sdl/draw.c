@@ -203,3 +203,17 @@ void gfx_heat_legend(gfx *g, int x, int y, int w, double lo, double hi, const ch
     }
     gfx_text(g, x + aw + gw, y, b, C_DIM, bw);
 }
+
+ui_rgb gfx_tone(int tone) {
+    switch (tone) {
+    case UI_DIM: return C_DIM;
+    case UI_WARN: return C_WARN;
+    case UI_GOOD: return C_GOOD;
+    case UI_INFO: return C_INFO;
+    case UI_TITLE: return C_TITLE;
+    case UI_USER: return C_USER;
+    default: return C_TEXT;
+    }
+}
+
+int gfx_line_text(gfx *g, int x, int y, const ui_line *l, int max_w) { return gfx_text(g, x, y, l->text, gfx_tone(l->tone), max_w); }

@@ -4,7 +4,6 @@
 //   panels' column: 42% of the width, at least 50 and at most 84 characters
 //   status bar: one row; input line: one row and a margin
 #include "sdl/window.h"
-#include "app/cmdlang.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,16 +11,9 @@
 static void draw_status(gui *w, SDL_Rect r) {
     gfx *g = &w->g;
     const ui_snapshot *s = &w->s.snap;
-    const session_stats *st = &s->st;
     gfx_fill(g, r, C_BORDER);
-    double tps = st->decode_tps > 0 ? st->decode_tps : st->decode_tps_last32;
-    char sw[64] = "";
-    if (s->switch_target[0] && st->switch_progress >= 0)
-        snprintf(sw, sizeof sw, " → %s %.0f%%", s->switch_target, 100.0 * st->switch_progress);
     char left[512];
-    snprintf(left, sizeof left, " %s │ %s%s │ %.1f tok/s │ TTFT %.0f ms │ %.1f W%s │ KV %d/%d │ F1 help",
-             w->s.notice[0] ? w->s.notice : (s->generating ? "generating…" : "ready"), s->plan_name[0] ? s->plan_name : "-", sw,
-             tps, st->ttft_ms, s->watts, s->power_measured ? "" : " est.", st->n_past, st->n_ctx);
+    ui_status_line(s, w->s.notice, false, left, sizeof left);
     int y = r.y + (r.h - g->ch) / 2;
     int o = gfx_text(g, r.x, y, left, C_TEXT, r.w);
     if (w->ptr.hover[0]) gfx_text(g, r.x + o + 2 * g->cw, y, w->ptr.hover, C_WARN, r.w - o - 2 * g->cw);
@@ -46,8 +38,8 @@ static const char *const help_keys[][2] = {
 
 static void draw_help(gui *w, int W, int H) {
     gfx *g = &w->g;
-    int n_table;
-    const cmd_def *table = cmdlang_table(&n_table);
+    ui_help_row cmds[UI_MAX_HELP_ROWS];
+    int n_cmd = ui_help_commands(cmds, UI_MAX_HELP_ROWS);
     int bw = 100 * g->cw < W - 4 * g->cw ? 100 * g->cw : W - 4 * g->cw;
     SDL_Rect r = { (W - bw) / 2, g->ch, bw, H - 2 * g->ch };
     SDL_Rect in = gfx_box(g, r, "Help — keys and :commands (any key closes it)");
@@ -57,16 +49,12 @@ static void draw_help(gui *w, int W, int H) {
         gfx_text(g, in.x + kw, y, help_keys[i][1], C_TEXT, in.w - kw);
     }
     y += g->ch / 2;
-    gfx_text(g, in.x, y, "commands (type : first)", C_TITLE, in.w);
+    gfx_text(g, in.x, y, ui_help_commands_title, C_TITLE, in.w);
     y += g->ch;
     kw = 40 * g->cw;
-    for (int i = 0; i < n_table && y + g->ch <= in.y + in.h; i++) {
-        if (!(table[i].offered & CMD_IN_WORKBENCH)) continue;
-        char k[96], h[256];
-        snprintf(k, sizeof k, ":%s", table[i].usage);
-        gfx_text(g, in.x, y, k, C_USER, kw - g->cw);
-        gfx_text(g, in.x + kw, y, cmdlang_help(&table[i], h, sizeof h), C_TEXT, in.w - kw);
-        y += g->ch;
+    for (int i = 0; i < n_cmd && y + g->ch <= in.y + in.h; i++, y += g->ch) {
+        gfx_text(g, in.x, y, cmds[i].usage, C_USER, kw - g->cw);
+        gfx_text(g, in.x + kw, y, cmds[i].help, C_TEXT, in.w - kw);
     }
 }
 

@@ -23,7 +23,7 @@ static void vehicle_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *
         int row = i % rows, col = i / rows;
         int y = in.y + row * g->ch;
         if (y + g->ch > in.y + in.h + 4) continue;
-        bool changed = s->vchanged[i] > 0 && s->vchanged[i] == s->turn;
+        bool changed = ui_vfield_changed(s, i);
         int x = in.x + col * cw, vw = 10 * g->cw;
         gfx_text(g, x, y, s->vfield[i], changed ? C_VEHICLE : C_DIM, cw - vw - g->cw);
         gfx_text(g, x + cw - vw, y, s->vvalue[i], changed ? C_VEHICLE : C_TEXT, vw);
@@ -54,15 +54,16 @@ static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
     int y = in.y, ch = g->ch;
     if (v->state == TV_OFF) {
         gfx_text(g, in.x, y, v->line, C_WARN, in.w);
-        gfx_text(g, in.x, y + ch, "typing works; :voice FILE.wav plays a recording", C_DIM, in.w);
+        gfx_text(g, in.x, y + ch, ui_voice_off_hint, C_DIM, in.w);
         return;
     }
     ui_rgb sc = v->state >= TV_LISTENING ? C_GOOD : v->state == TV_STARTING ? C_WARN : C_TEXT;
     gfx_text(g, in.x, y, ui_voice_state_name(v), sc, 16 * g->cw);
     int mx = in.x + 17 * g->cw, mw = in.w - 17 * g->cw - 8 * g->cw;
     if (mw > 20) {   // the meter: -60 .. 0 dBFS
-        double frac = v->have_level ? (v->level_db + 60.0) / 60.0 : 0;
-        gfx_bar(g, (SDL_Rect){ mx, y + 3, mw, ch - 6 }, frac, v->have_level && v->level_db > -3 ? C_WARN : C_GOOD);
+        bool loud;
+        double frac = ui_voice_level_frac(v, &loud);
+        gfx_bar(g, (SDL_Rect){ mx, y + 3, mw, ch - 6 }, frac, loud ? C_WARN : C_GOOD);
         if (v->have_level) gfx_textf(g, mx + mw + g->cw, y, 7 * g->cw, C_DIM, "%4.0f dB", v->level_db > -99 ? v->level_db : -99);
         else gfx_text(g, mx + mw + g->cw, y, "   - dB", C_DIM, 7 * g->cw);
     }
@@ -74,15 +75,9 @@ static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
         gfx_text(g, in.x, y, "hold Space to talk, release to send", C_DIM, in.w);
     }
     y += ch;
-    if (v->turns > 0) {
-        char a[32] = "-", t[32] = "-";
-        if (v->asr_ms >= 0) snprintf(t, sizeof t, "%.0f ms", v->asr_ms);
-        if (v->first_audio_ms >= 0) snprintf(a, sizeof a, "%.0f ms", v->first_audio_ms);
-        gfx_textf(g, in.x, y, in.w, C_TEXT, "%s → transcript %s, → audio %s%s", v->turn_vad ? "end" : "release", t, a,
-                  v->barged_in ? " (cut off)" : "");
-    } else {
-        gfx_text(g, in.x, y, "latency: no spoken turn yet", C_DIM, in.w);
-    }
+    ui_line lat;
+    ui_voice_latency_text(v, false, &lat);
+    gfx_line_text(g, in.x, y, &lat, in.w);
     y += ch;
     gfx_plot(g, (SDL_Rect){ in.x, y, in.w, in.y + in.h - y }, level, n_level, LEVEL_HIST, C_GOOD, "dB above -60", "input level, the last 10 s");
 }

@@ -6,6 +6,7 @@
 
 #include "ui/lineedit.h"
 #include "ui/palette.h"
+#include "ui/panel_data.h"
 #include "ui/session.h"
 
 #include <SDL2/SDL.h>
@@ -34,6 +35,9 @@ void gfx_line(gfx *g, int x0, int y0, int x1, int y1, ui_rgb c);
 int gfx_text(gfx *g, int x, int y, const char *s, ui_rgb c, int max_w);
 int gfx_textf(gfx *g, int x, int y, int max_w, ui_rgb c, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 int gfx_text_cols(const char *s, int bytes);     // characters in s[0..bytes)
+ui_rgb gfx_tone(int tone);                       // the colour of an enum ui_tone
+// A line of ui/panel_data.h in its tone's colour; returns the width drawn.
+int gfx_line_text(gfx *g, int x, int y, const ui_line *l, int max_w);
 // A panel's frame and title; returns the rectangle inside it.
 SDL_Rect gfx_box(gfx *g, SDL_Rect r, const char *title);
 // A plot of v[0..n) (oldest first) in r with its axes: y from 0 to the max (ticks labelled in
@@ -52,7 +56,7 @@ typedef struct gui_pointer {
 } gui_pointer;
 
 // Where the pixel test looks (the snapshot's tEXt chunk "cabin-regions" lists them).
-#define GUI_MAX_CELLS (UI_MAX_LAYERS * TK_LAYER_KINDS)
+#define GUI_MAX_CELLS (UI_MAX_LAYERS * UI_LAYER_KINDS)
 typedef struct gui_regions {
     SDL_Rect chat, input, heat;
     int n_cells;

@@ -35,7 +35,6 @@ static int fit_scale(gui *w, errbuf *err) {
 // `:snapshot FILE.png`: the frame drawn now, read back, written as PNG with the regions.
 static int gui_snapshot(void *ud, const char *path, errbuf *err) {
     gui *w = ud;
-    if (!cmd_snapshot_is_png(path)) return err_set(err, "snapshot %s: the window writes PNG pictures (FILE.png)", path);
     w->s.snap.now = now_sec();
     gui_draw_frame(w);
     int W, H;
@@ -207,7 +206,7 @@ int gui_run(const ui_opts *o, const gui_opts *g) {
     errbuf err = {{0}};
     int rc = open_window(w, g, &err);   // before the model: no display fails at once
     if (rc) { fprintf(stderr, "%s\n", err.msg); close_window(w); free(w); return rc; }
-    ui_face face = { "cabin gui", w, gui_snapshot, gui_type, gui_chat_cols_cb };
+    ui_face face = { "cabin gui", w, gui_snapshot, gui_type, gui_chat_cols_cb, true };
     rc = ui_session_open(&w->s, o, &face, &err);
     if (rc) { fprintf(stderr, "%s\n", err.msg); close_window(w); free(w); return rc; }
     char hist[1024];

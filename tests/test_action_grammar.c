@@ -167,19 +167,6 @@ static void checker_cases(void) {
     EXPECT("<act>nav.go dest=Zoo</act>", "I want to go to the Zoo", -1);  // values are lowercase
 }
 
-typedef struct reply_buf { char text[4096]; size_t len; } reply_buf;
-
-static bool collect(void *ud, int32_t t, const char *piece, int len) {
-    (void)t;
-    reply_buf *b = ud;
-    if (b->len + (size_t)len < sizeof b->text) {
-        memcpy(b->text + b->len, piece, (size_t)len);
-        b->len += (size_t)len;
-        b->text[b->len] = 0;
-    }
-    return true;
-}
-
 static void forbid_all(void *ud, float *logits, int n_vocab) {
     (void)ud;
     for (int i = 0; i < n_vocab; i++) logits[i] = -INFINITY;
@@ -249,21 +236,22 @@ static void random_model_replies(void) {
         "what's the capital of France", "fan to seven", "get me to 42 elm street", "hey",
     };
     int n_req = (int)(sizeof requests / sizeof requests[0]), complete = 0, runs = 40, sentence_numbers = 0, refused_runs = 0;
+    strbuf b = { 0 };
     for (int i = 0; i < runs && g; i++) {
         const char *req = requests[i % n_req];
-        reply_buf b = { .len = 0 };
+        strbuf_clear(&b);
         session_reset(s);
         vehicle_reset(car);
-        CHECK(action_grammar_chat(g, s, req, collect, &b, &err) == 0, "chat: %s", err.msg);
+        CHECK(action_grammar_chat(g, s, req, session_collect_text, &b, &err) == 0, "chat: %s", err.msg);
         // 64 tokens may end inside the action: then it must still be a valid prefix
-        int r = action_grammar_check(b.text, b.len, req);
-        CHECK(r >= 0, "seed %llu: '%s' -> '%s' left the grammar", (unsigned long long)seed, req, b.text);
+        int r = action_grammar_check(strbuf_str(&b), b.len, req);
+        CHECK(r >= 0, "seed %llu: '%s' -> '%s' left the grammar", (unsigned long long)seed, req, strbuf_str(&b));
         if (r != 1) continue;
         complete++;
         action a;
         char sentence[4096], perr[128], change[512], reason[256];
-        CHECK(action_parse(b.text, &a, sentence, sizeof sentence, perr, sizeof perr) == 0,
-              "seed %llu: '%s' does not parse: %s", (unsigned long long)seed, b.text, perr);
+        CHECK(action_parse(strbuf_str(&b), &a, sentence, sizeof sentence, perr, sizeof perr) == 0,
+              "seed %llu: '%s' does not parse: %s", (unsigned long long)seed, strbuf_str(&b), perr);
         vehicle *v = vehicle_new();
         char would[256];
         bool refused = vehicle_check(car, &a, would, sizeof would) != 0;
@@ -276,7 +264,7 @@ static void random_model_replies(void) {
                 stated_number = true;
         int applied = vehicle_apply(v, &a, change, sizeof change, reason, sizeof reason);
         CHECK(applied == 0 || needs_state || stated_number, "seed %llu: the car refuses '%s': %s",
-              (unsigned long long)seed, b.text, reason);
+              (unsigned long long)seed, strbuf_str(&b), reason);
         const char *name = action_slot_value(&a, "contact");
         if (!name) name = action_slot_value(&a, "dest");
         if (name && strcmp(name, "home") && strcmp(name, "work")) {
@@ -289,23 +277,23 @@ static void random_model_replies(void) {
         vehicle_free(v);
         // The sentence after </act> says only the action's numbers (a reply cut off at 64 tokens
         // may end inside one); of an action the car refuses, it is the car's reason.
-        const char *after = strstr(b.text, "</act>") + 6;
+        const char *after = strstr(strbuf_str(&b), "</act>") + 6;
         if (refused) {
             refused_runs++;
             CHECK(after[0] == 0 || (after[0] == ' ' && strncmp(after + 1, would, strlen(after + 1)) == 0),
-                  "seed %llu: '%s' is refused by the car ('%s') and says something else", (unsigned long long)seed, b.text, would);
+                  "seed %llu: '%s' is refused by the car ('%s') and says something else", (unsigned long long)seed, strbuf_str(&b), would);
             continue;
         }
-        CHECK(action_grammar_check_sentence(b.text, after, strlen(after), false) == 0,
-              "seed %llu: the sentence of '%s' breaks the sentence rules", (unsigned long long)seed, b.text);
+        CHECK(action_grammar_check_sentence(strbuf_str(&b), after, strlen(after), false) == 0,
+              "seed %llu: the sentence of '%s' breaks the sentence rules", (unsigned long long)seed, strbuf_str(&b));
         if (strpbrk(after, "0123456789")) sentence_numbers++;
     }
     // A filter that forbids every token: the session falls back to the unmasked logits.
     token_filter none = { forbid_all, NULL, NULL };
     session_set_filter(s, &none);
     session_reset(s);
-    reply_buf b = { .len = 0 };
-    CHECK(session_chat(s, "hey", collect, &b, &err) == 0, "chat: %s", err.msg);
+    strbuf_clear(&b);
+    CHECK(session_chat(s, "hey", session_collect_text, &b, &err) == 0, "chat: %s", err.msg);
     session_stats st;
     session_get_stats(s, &st);
     CHECK(st.gen_tokens > 0, "a filter that forbids everything stopped generation");
@@ -313,6 +301,7 @@ static void random_model_replies(void) {
     CHECK(complete >= runs / 4, "only %d of %d random replies closed their action within 64 tokens", complete, runs);
     printf("random model (seed %llu): %d of %d replies complete valid actions, %d of them with numbers in the sentence, "
            "%d refused by the car and saying its reason\n", (unsigned long long)seed, complete, runs, sentence_numbers, refused_runs);
+    strbuf_free(&b);
     action_grammar_free(g);
     vehicle_free(car);
     session_close(s);

@@ -1,8 +1,8 @@
-// cabin bench's floor (app/bench_floor.h): the passes' summary, the verdict on a decode against
+// cabin bench's floor (cli/bench_floor.h): the passes' summary, the verdict on a decode against
 // the best pass (within the floor, above it with the bytes in cache, above it disturbed) and the
 // KV bytes a decoded token reads; then one real pass over the probe's buffer.
 #include "test.h"
-#include "app/bench_floor.h"
+#include "cli/bench_floor.h"
 
 #include <math.h>
 

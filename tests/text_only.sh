@@ -27,16 +27,16 @@ SDL_HEADERS='SDL2/|zlib\.h'
 bins="$CABIN $(ls "$BUILD"/tests/test_* 2>/dev/null | grep -v '\.d$')"
 # linked PATTERN: the binaries that link a library matching PATTERN
 linked() { for b in $bins; do ldd "$b" 2>/dev/null | grep -Eq "$1" && echo "$b"; done; }
-# The sources this build compiled: each layer library's members (by the layer's folders), main.c
+# The sources this build compiled: each layer library's members (by the layer's folders), cli/main.c
 # and the tests not stood in for by tests/skipped.c (their .d names their source first).
 sources() {
-    for lib in base:base engine:"engine engine/cpu" audio:audio app:app ui:ui tui:tui sdl:sdl; do
+    for lib in base:base engine:"engine engine/cpu" audio:audio app:app ui:ui tui:tui sdl:sdl cli:cli; do
         name=${lib%%:*}; dirs=${lib#*:}
         for o in $(ar t "$BUILD/libcabin_$name.a" 2>/dev/null); do
             for d in $dirs; do [ -f "$d/${o%.o}.c" ] && { echo "$d/${o%.o}.c"; break; }; done
         done
     done
-    echo app/main.c
+    echo cli/main.c
     for d in "$BUILD"/tests/test_*.d; do
         src=$(head -n 1 "$d" | awk '{print $2}')
         [ "$src" != tests/skipped.c ] && echo "$src"

@@ -1,7 +1,6 @@
 // Drawing helpers shared by the workbench and its panels: colours (256 / 8 / none), boxes,
 // UTF-8-safe text, sparklines and bars.
 #include "tui/tui.h"
-#include "engine/wtype.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,15 +66,23 @@ int tui_attr(int c) {
 }
 
 int tui_type_color(uint32_t t) {
-    switch (t) {
-    case WT_F32: return TC_T_F32;
-    case WT_F16: return TC_T_F16;
-    case WT_BF16: return TC_T_BF16;
-    case WT_Q8_0: return TC_T_Q8;
-    case WT_Q4_0: return TC_T_Q4;
-    default: return TC_T_OTHER;
+    static const int pair[UI_TYPE_CLASSES] = { TC_T_F32, TC_T_F16, TC_T_BF16, TC_T_Q8, TC_T_Q4, TC_T_OTHER };
+    return pair[ui_type_class(t)];
+}
+
+int tui_tone_attr(int tone) {
+    switch (tone) {
+    case UI_DIM: return tui_attr(TC_DIM);
+    case UI_WARN: return tui_attr(TC_WARN);
+    case UI_GOOD: return tui_attr(TC_GOOD);
+    case UI_INFO: return tui_attr(TC_INFO);
+    case UI_TITLE: return tui_attr(TC_TITLE);
+    case UI_USER: return tui_attr(TC_USER);
+    default: return 0;
     }
 }
+
+int tui_line(WINDOW *w, int y, int x, int cols, const ui_line *l) { return tui_puts(w, y, x, l->text, cols, tui_tone_attr(l->tone)); }
 
 int tui_next_char(const char *s, int bytes, int *cols) {
     unsigned char c = (unsigned char)s[0];

@@ -69,20 +69,7 @@ void layout_status(const layout_state *ls, const ui_snapshot *s) {
     mvwhline(stdscr, y, 0, ' ', COLS);
     wattroff(stdscr, a);
     char buf[512];
-    const char *sep = tui_ascii ? " | " : " │ ";
-    const session_stats *st = &s->st;
-    double tps = st->decode_tps > 0 ? st->decode_tps : st->decode_tps_last32;
-    char sw[64] = "";
-    if (s->switch_target[0] && st->switch_progress >= 0)
-        snprintf(sw, sizeof sw, "%s→%s %.0f%%", sep, s->switch_target, 100.0 * st->switch_progress);
-    snprintf(buf, sizeof buf, " %s%s%s%s%s%.1f tok/s%sTTFT %.0f ms%s%.1f W%s%sKV %d/%d%s%s",
-             ls->notice[0] ? ls->notice : (s->generating ? "generating…" : "ready"), sep,
-             s->plan_name[0] ? s->plan_name : "-", sw, sep, tps, sep, st->ttft_ms, sep, s->watts,
-             s->power_measured ? "" : " est.", sep, st->n_past, st->n_ctx, sep, "F1 help");
-    if (tui_ascii) {   // "…" and "→" are not ASCII
-        for (char *p = buf; (p = strstr(p, "…")); ) memcpy(p, "...", 3);
-        for (char *p = buf; (p = strstr(p, "→")); ) memcpy(p, "-> ", 3);
-    }
+    ui_status_line(s, ls->notice, tui_ascii, buf, sizeof buf);
     tui_puts(stdscr, y, 0, buf, COLS, a);
 }
 
@@ -104,12 +91,8 @@ static const char *const help_keys[][2] = {
 };
 
 void layout_help(void) {
-    int n_table;
-    const cmd_def *table = cmdlang_table(&n_table);
-    const cmd_def *t[64];   // the commands the workbench offers, from the one table
-    int n_cmd = 0;
-    for (int i = 0; i < n_table && n_cmd < 64; i++)
-        if (table[i].offered & CMD_IN_WORKBENCH) t[n_cmd++] = &table[i];
+    ui_help_row cmds[UI_MAX_HELP_ROWS];   // the commands the workbench offers, from the one table
+    int n_cmd = ui_help_commands(cmds, UI_MAX_HELP_ROWS);
     int n_keys = (int)(sizeof help_keys / sizeof help_keys[0]);
     int total = n_keys + 2 + n_cmd;
     int h = LINES - 2, w = COLS - 4;
@@ -127,16 +110,10 @@ void layout_help(void) {
         int x = in.x + (col ? cw0 : 0), y = in.y + row;
         int cw = col ? in.w - cw0 : cw0;
         const char *k = NULL, *d = NULL;
-        char kbuf[80], hbuf[256];
         if (i < n_keys) { k = help_keys[i][0]; d = help_keys[i][1]; }
         else if (i == n_keys) { row++; continue; }
-        else if (i == n_keys + 1) { tui_puts(stdscr, y, x, "commands (type : first)", cw - 1, tui_attr(TC_TITLE)); row++; continue; }
-        else {
-            const cmd_def *c = t[i - n_keys - 2];
-            snprintf(kbuf, sizeof kbuf, ":%s", c->usage);
-            k = kbuf;
-            d = cmdlang_help(c, hbuf, sizeof hbuf);
-        }
+        else if (i == n_keys + 1) { tui_puts(stdscr, y, x, ui_help_commands_title, cw - 1, tui_attr(TC_TITLE)); row++; continue; }
+        else { k = cmds[i - n_keys - 2].usage; d = cmds[i - n_keys - 2].help; }
         int kw = cw > 60 ? 24 : 18;
         tui_puts(stdscr, y, x, k, kw - 1, tui_attr(TC_USER));
         tui_puts(stdscr, y, x + kw, d, cw - kw - 1, 0);

@@ -1,12 +1,11 @@
 // Heat map panel, three views cycled with F4: quantization sensitivity per (layer, tensor kind)
 // (KL vs the file when only that tensor is at q4_0; from `:heatmap`), KV cache occupancy per
 // layer (filled and quantized slots), and the newest token's attention over the context. A
-// colour scale with its legend; "no data yet" when there is none.
+// colour scale with its legend; "no data yet" when there is none. The words, ranges and cell
+// values are ui/panel_data.c's; here each cell is a digit in its step's colour.
 #include "tui/tui.h"
-#include "engine/wtype.h"
 #include "ui/palette.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,111 +17,71 @@ static int heat_height(const ui_snapshot *s, int w) {
 
 static void heat_update(const ui_snapshot *s) { (void)s; }
 
-static int step_of(double v, double lo, double hi) {
-    return (int)(ui_heat_frac(v, lo, hi) * (TUI_HEAT_STEPS - 1) + 0.5);
-}
+static int step_of(double frac) { return (int)(frac * (TUI_HEAT_STEPS - 1) + 0.5); }
 
-static void draw_legend(WINDOW *w, int y, int x, int cols, double lo, double hi, const char *unit) {
-    int o = tui_printf(w, y, x, cols, tui_attr(TC_DIM), "%.2g ", lo);
+static void draw_legend(WINDOW *w, int y, int x, int cols, const ui_heat_text *h) {
+    int o = tui_printf(w, y, x, cols, tui_attr(TC_DIM), "%.2g ", h->lo);
     for (int k = 0; k < TUI_HEAT_STEPS && o + 2 <= cols; k++, o += 2)
         tui_puts(w, y, x + o, tui_ascii ? "##" : "██", 2, tui_attr(TC_HEAT0 + k));
-    tui_printf(w, y, x + o, cols - o, tui_attr(TC_DIM), " %.2g %s", hi, unit);
+    tui_printf(w, y, x + o, cols - o, tui_attr(TC_DIM), " %.2g %s", h->hi, h->unit);
 }
 
-static void draw_sensitivity(WINDOW *w, tui_rect in, const ui_snapshot *s) {
-    const sensitivity_map *m = s->heat;
-    int y = in.y, end = in.y + in.h;
-    if (!m) {
-        tui_puts(w, y++, in.x, s->heat_status[0] ? s->heat_status : "no data yet", in.w, tui_attr(s->heat_status[0] ? TC_WARN : TC_DIM));
-        if (y < end) tui_puts(w, y++, in.x, ":heatmap computes one (or :heatmap FILE.json", in.w, tui_attr(TC_DIM));
-        if (y < end) tui_puts(w, y, in.x, "from `cabin heatmap --json`)", in.w, tui_attr(TC_DIM));
-        return;
+// A row per layer: tensor kinds three columns a cell (" 3 "), attention bins one ("3").
+static void draw_cells(WINDOW *w, tui_rect in, int y, const ui_snapshot *s, const ui_heat_text *h) {
+    int end = in.y + in.h, cw = h->kind_cols ? 3 : 1;
+    if (h->kind_cols) {
+        tui_puts(w, y, in.x, "layer", 5, tui_attr(TC_DIM));
+        for (int k = 0; k < h->n_cols; k++) tui_printf(w, y, in.x + 5 + 3 * k, 3, tui_attr(TC_DIM), " %s", ui_kind_letter(k));
+        y++;
     }
-    double lo, hi;
-    ui_heat_range(m, &lo, &hi);
-    tui_printf(w, y++, in.x, in.w, 0, "KL per tensor at %s%s", wtype_name(m->type), s->heat_status[0] ? "  (updating)" : "");
-    if (y >= end) return;
-    static const char *const ks[] = { " q", " k", " v", " o", " g", " u", " d" };
-    tui_puts(w, y, in.x, "layer", 5, tui_attr(TC_DIM));
-    for (int k = 0; k < TK_LAYER_KINDS; k++) tui_puts(w, y, in.x + 5 + 3 * k, ks[k], 3, tui_attr(TC_DIM));
-    y++;
     int rows = end - y - 1;
-    int n = m->n_layer < rows ? m->n_layer : rows;
+    int n = h->n_layer < rows ? h->n_layer : rows;
+    int cols = h->n_cols < (in.w - 5) / cw ? h->n_cols : (in.w - 5) / cw;
     for (int i = 0; i < n; i++, y++) {
-        int l = (m->n_layer > n && i == n - 1) ? m->n_layer - 1 : i;
+        int l = ui_grid_layer(h->n_layer, n, i, false);
         tui_printf(w, y, in.x, 5, tui_attr(TC_DIM), "%4d", l);
-        for (int k = 0; k < TK_LAYER_KINDS; k++) {
-            const sens_cell *c = sens_at(m, l, k);
-            if (!c->done) { tui_puts(w, y, in.x + 5 + 3 * k, "  .", 3, tui_attr(TC_DIM)); continue; }
-            int st = step_of(c->kl_mean, lo, hi);
-            char cell[8];
-            snprintf(cell, sizeof cell, " %d ", st);   // the step digit keeps it readable without colour
-            tui_puts(w, y, in.x + 5 + 3 * k, cell, 3, tui_attr(TC_HEAT0 + st));
+        for (int c = 0; c < cols; c++) {
+            double f = ui_heat_cell(s, h, l, c);
+            if (f < 0) { tui_puts(w, y, in.x + 5 + cw * c, cw == 3 ? "  ." : ".", cw, tui_attr(TC_DIM)); continue; }
+            int st = step_of(f);
+            char cell[8];   // the step digit keeps it readable without colour
+            snprintf(cell, sizeof cell, cw == 3 ? " %d " : "%d", st);
+            tui_puts(w, y, in.x + 5 + cw * c, cell, cw, tui_attr(TC_HEAT0 + st));
         }
     }
-    if (y < end) draw_legend(w, y, in.x, in.w, lo, hi, "nats");
+    if (y < end) draw_legend(w, y, in.x, in.w, h);
 }
 
-static void draw_kv(WINDOW *w, tui_rect in, const ui_snapshot *s) {
-    int y = in.y, end = in.y + in.h;
-    double frac = s->st.n_ctx > 0 ? (double)s->st.n_past / s->st.n_ctx : 0;
-    tui_printf(w, y++, in.x, in.w, 0, "KV %s, policy %s: %d / %d tokens", s->kv_format,
-               s->kv_policy[0] ? s->kv_policy : "none", s->st.n_past, s->st.n_ctx);
-    if (y >= end) return;
-    tui_printf(w, y++, in.x, in.w, tui_attr(TC_DIM), "%.2f of %.2f MiB (%.1f%%); bar: filled, # quantized",
-               (double)s->st.kv_used_bytes / (1 << 20), (double)s->st.kv_bytes / (1 << 20), 100 * frac);
+// The KV cache: a bar per layer of the context its slots fill, '#' over the quantized share.
+static void draw_bars(WINDOW *w, tui_rect in, int y, const ui_snapshot *s, const ui_heat_text *h) {
+    int end = in.y + in.h;
     int rows = end - y - 1;
-    int n = s->n_layer < rows ? s->n_layer : rows;
+    int n = h->n_layer < rows ? h->n_layer : rows;
     int bw = in.w - 5;
     for (int i = 0; i < n; i++, y++) {
-        int l = (s->n_layer > n && i == n - 1) ? s->n_layer - 1 : i;
-        double f = s->st.n_ctx > 0 ? (double)s->kv_used[l] / s->st.n_ctx : 0;
-        double q = s->st.n_ctx > 0 ? (double)s->kv_quant[l] / s->st.n_ctx : 0;
+        int l = ui_grid_layer(h->n_layer, n, i, false);
+        double f, q, frac;
+        ui_heat_bar(s, l, &f, &q, &frac);
         tui_printf(w, y, in.x, 5, tui_attr(TC_DIM), "%4d", l);
-        tui_bar(w, y, in.x + 5, bw, f, tui_attr(TC_HEAT0 + step_of(f > 0.01 ? f : 0.01, 0.01, 1)));
+        tui_bar(w, y, in.x + 5, bw, f, tui_attr(TC_HEAT0 + step_of(frac)));
         int qc = (int)(q * bw + 0.5);
         for (int k = 0; k < qc; k++) mvwaddch(w, y, in.x + 5 + k, '#' | tui_attr(TC_T_Q8));
     }
-    if (y < end) draw_legend(w, y, in.x, in.w, 0.01, 1, "of the context");
-}
-
-// Attention of the newest token over the context (mean over heads), layers × bins of slots.
-static void draw_attention(WINDOW *w, tui_rect in, const ui_snapshot *s) {
-    int y = in.y, end = in.y + in.h;
-    if (s->att_bins <= 0) {
-        tui_puts(w, y, in.x, "no data yet (after the first token)", in.w, tui_attr(TC_DIM));
-        return;
-    }
-    tui_printf(w, y++, in.x, in.w, 0, "last token over %d slots (%d per column)", s->att_slots,
-               (s->att_slots + s->att_bins - 1) / s->att_bins);
-    double lo = 1e-4, hi = 0;
-    for (int l = 0; l < s->n_layer; l++)
-        for (int b = 0; b < s->att_bins; b++) if (s->att[l][b] > hi) hi = s->att[l][b];
-    if (hi <= lo) hi = lo * 10;
-    int rows = end - y - 1;
-    int n = s->n_layer < rows ? s->n_layer : rows;
-    int cols = s->att_bins < in.w - 5 ? s->att_bins : in.w - 5;
-    for (int i = 0; i < n; i++, y++) {
-        int l = (s->n_layer > n && i == n - 1) ? s->n_layer - 1 : i;
-        tui_printf(w, y, in.x, 5, tui_attr(TC_DIM), "%4d", l);
-        for (int b = 0; b < cols; b++) {
-            double v = s->att[l][b];
-            int st = v < lo ? 0 : step_of(v, lo, hi);
-            char c[2] = { (char)('0' + st), 0 };
-            tui_puts(w, y, in.x + 5 + b, c, 1, tui_attr(TC_HEAT0 + st));
-        }
-    }
-    if (y < end) draw_legend(w, y, in.x, in.w, lo, hi, "weight");
+    if (y < end) draw_legend(w, y, in.x, in.w, h);
 }
 
 static void heat_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused) {
-    char title[64];
-    snprintf(title, sizeof title, "Heat map: %s  F4", ui_heat_modes[s->heat_mode]);
+    ui_heat_text h;
+    ui_heat_text_make(s, tui_ascii, &h);
+    char title[80];
+    snprintf(title, sizeof title, "%s  F4", h.title);
     tui_rect in = tui_box(w, r, title, focused);
     if (in.h < 1) return;
-    if (s->heat_mode == HEAT_SENSITIVITY) draw_sensitivity(w, in, s);
-    else if (s->heat_mode == HEAT_KV) draw_kv(w, in, s);
-    else draw_attention(w, in, s);
+    int y = in.y, end = in.y + in.h;
+    for (int i = 0; i < h.n_lines && y < end; i++, y++) tui_line(w, y, in.x, in.w, &h.lines[i]);
+    if (y >= end) return;
+    if (h.shape == UI_HEAT_CELLS) draw_cells(w, in, y, s, &h);
+    else if (h.shape == UI_HEAT_BARS) draw_bars(w, in, y, s, &h);
 }
 
 const tui_panel tui_panel_heatmap = { "heatmap", heat_height, heat_update, heat_draw };

@@ -35,7 +35,7 @@ static void vehicle_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focus
     bool all_fit = (s->n_vfields + cols - 1) / cols <= in.h;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < s->n_vfields; i++) {
-            bool ch = s->vchanged[i] > 0 && s->vchanged[i] == s->turn;
+            bool ch = ui_vfield_changed(s, i);
             if (all_fit ? pass == 0 : (pass == 0) == ch) order[n++] = i;
         }
     int rows = all_fit ? (n + cols - 1) / cols : in.h;
@@ -43,7 +43,7 @@ static void vehicle_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focus
         int i = order[j];
         int row = j % rows, col = j / rows;
         if (col >= cols) break;
-        bool changed = s->vchanged[i] > 0 && s->vchanged[i] == s->turn;
+        bool changed = ui_vfield_changed(s, i);
         char name[40];
         short_name(s->vfield[i], name, sizeof name);
         int vw = 9, nw = cw - vw;

@@ -41,7 +41,7 @@ static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused
     int y = in.y, end = in.y + in.h;
     if (v->state == TV_OFF) {
         y += wrap(w, y, in.x, in.w, end - y > 1 ? end - y - 1 : 1, v->line, tui_attr(TC_WARN));
-        if (y < end) tui_puts(w, y, in.x, "typing works; :voice FILE.wav plays a recording", in.w, tui_attr(TC_DIM));
+        if (y < end) tui_puts(w, y, in.x, ui_voice_off_hint, in.w, tui_attr(TC_DIM));
         return;
     }
     // state and level: "listening   level ████····  -23 dB"
@@ -51,9 +51,10 @@ static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused
     if (x < meter && in.w > 17 + 6 + 8) {
         tui_puts(w, y, meter, "level", 5, tui_attr(TC_DIM));
         int bw = in.w - 17 - 6 - 8;
+        bool loud;
+        double frac = ui_voice_level_frac(v, &loud);
         if (v->have_level) {
-            double frac = (v->level_db + 60.0) / 60.0;   // -60 .. 0 dBFS
-            tui_bar(w, y, meter + 6, bw, frac, tui_attr(v->level_db > -3 ? TC_WARN : TC_GOOD));
+            tui_bar(w, y, meter + 6, bw, frac, tui_attr(loud ? TC_WARN : TC_GOOD));
             tui_printf(w, y, meter + 6 + bw + 1, 7, tui_attr(TC_DIM), "%4.0f dB", v->level_db > -99 ? v->level_db : -99);
         } else {
             tui_bar(w, y, meter + 6, bw, 0, 0);
@@ -70,16 +71,9 @@ static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused
     }
     if (++y >= end) return;
     // the last turn's latency, from the end of speech
-    if (v->turns > 0) {
-        const char *arrow = tui_ascii ? "->" : "→";
-        char a[32] = "-", t[32] = "-";
-        if (v->asr_ms >= 0) snprintf(t, sizeof t, "%.0f ms", v->asr_ms);
-        if (v->first_audio_ms >= 0) snprintf(a, sizeof a, "%.0f ms", v->first_audio_ms);
-        tui_printf(w, y, in.x, in.w, 0, "%s %s transcript %s, %s audio %s%s", v->turn_vad ? "end" : "release",
-                   arrow, t, arrow, a, v->barged_in ? " (cut off)" : "");
-    } else {
-        tui_puts(w, y, in.x, "latency: no spoken turn yet", in.w, tui_attr(TC_DIM));
-    }
+    ui_line lat;
+    ui_voice_latency_text(v, tui_ascii, &lat);
+    tui_line(w, y, in.x, in.w, &lat);
     if (++y >= end) return;
     tui_puts(w, y, in.x, v->line, in.w, tui_attr(TC_DIM));
 }

@@ -6,6 +6,7 @@
 #define CABIN_TUI_H
 
 #include "ui/lineedit.h"
+#include "ui/panel_data.h"
 #include "ui/session.h"
 
 #include <ncurses.h>
@@ -36,7 +37,10 @@ enum tui_color {
 #define TUI_HEAT_STEPS 6
 void tui_colors_init(void);      // 256, 8 or no colours; NO_COLOR respected
 int tui_attr(int color);         // COLOR_PAIR (or a mono attribute) for a tui_color
-int tui_type_color(uint32_t wtype);
+int tui_type_color(uint32_t wtype);   // the pair of a weight type's class (ui_type_class)
+int tui_tone_attr(int tone);          // the attribute of an enum ui_tone
+// A line of ui/panel_data.h in its tone, clipped to cols; returns the columns used.
+int tui_line(WINDOW *w, int y, int x, int cols, const ui_line *l);
 // Draws the frame and title of a panel; returns the inner rectangle.
 tui_rect tui_box(WINDOW *w, tui_rect r, const char *title, bool focused);
 // UTF-8 text clipped to at most `cols` columns at (y, x); control bytes and broken UTF-8 are

@@ -77,10 +77,9 @@ static void on_key(wb *b, int is_key, wint_t ch) {
     if (le_key(&b->le, is_key, is_key ? (wint_t)tui_le_key((int)ch) : ch)) ui_session_enter(&b->s, &b->le);
 }
 
-// The session's lending: the screen as text (a PNG needs the window), the conversation's width.
+// The session's lending: the screen as text, the conversation's width.
 static int tui_snapshot(void *ud, const char *path, errbuf *err) {
     (void)ud;
-    if (cmd_snapshot_is_png(path)) return cmd_snapshot_needs_window(path, err);
     return layout_snapshot(path, err);
 }
 static int tui_chat_cols(void *ud) { (void)ud; return layout_chat_cols(); }
@@ -93,7 +92,7 @@ int tui_workbench_run(const ui_opts *o) {
     wb *b = xcalloc(1, sizeof *b);
     ui_session *s = &b->s;
     errbuf err = {{0}};
-    ui_face face = { "cabin workbench", b, tui_snapshot, tui_type, tui_chat_cols };
+    ui_face face = { "cabin workbench", b, tui_snapshot, tui_type, tui_chat_cols, false };
     int orc = ui_session_open(s, o, &face, &err);
     if (orc) { fprintf(stderr, "%s\n", err.msg); free(b); return orc; }
     char hist[1024];

@@ -2,6 +2,7 @@
 // vehicle changes, command output), kept the same for every face, and saved as JSON with the
 // stats of the snapshot (atomically: a temp file, then rename).
 #include "ui/ui.h"
+#include "engine/json_text.h"
 #include "base/afile.h"
 #include "base/dirs.h"
 #include "base/mem.h"
@@ -131,11 +132,8 @@ int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, er
         cJSON_AddNumberToObject(v, "release_to_first_token_ms", s->voice.first_token_ms);
         cJSON_AddNumberToObject(v, "release_to_first_audio_ms", s->voice.first_audio_ms);
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t n = strlen(text);
-    text[n] = '\n';   // cJSON_Print's text, its terminator replaced by a newline
-    int rc = afile_write_all(path, text, n + 1, err);
+    char *text = json_text(root, true);
+    int rc = afile_write_all(path, text, strlen(text), err);
     free(text);
     return rc;
 }

@@ -1,19 +1,17 @@
 // Colours with a meaning (ui/palette.h).
 #include "ui/palette.h"
+#include "ui/panel_data.h"
 #include "engine/wtype.h"
 
 #include <math.h>
 
 // Types from wide (cool) to narrow (warm): the eye reads "more red, more quantized".
 ui_rgb ui_type_rgb(uint32_t t) {
-    switch (t) {
-    case WT_F32:  return (ui_rgb){ 70, 110, 200 };
-    case WT_F16:  return (ui_rgb){ 60, 170, 220 };
-    case WT_BF16: return (ui_rgb){ 110, 140, 230 };
-    case WT_Q8_0: return (ui_rgb){ 80, 190, 110 };
-    case WT_Q4_0: return (ui_rgb){ 235, 160, 50 };
-    default:      return (ui_rgb){ 200, 90, 170 };
-    }
+    static const ui_rgb by_class[UI_TYPE_CLASSES] = {
+        [UI_TYPE_F32] = { 70, 110, 200 }, [UI_TYPE_F16] = { 60, 170, 220 }, [UI_TYPE_BF16] = { 110, 140, 230 },
+        [UI_TYPE_Q8] = { 80, 190, 110 },  [UI_TYPE_Q4] = { 235, 160, 50 },  [UI_TYPE_OTHER] = { 200, 90, 170 },
+    };
+    return by_class[ui_type_class(t)];
 }
 
 // Dark blue -> teal -> yellow -> red, linear between the stops.

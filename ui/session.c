@@ -126,9 +126,15 @@ static int own_voice(void *front, cmd_line *l, errbuf *err) {
     return tvoice_file(s->tv, l->argv[0], err);
 }
 
+// The path's kind is checked here, once for every face: a PNG is the window's picture, text
+// the terminal's.
 static int own_snapshot(void *front, cmd_line *l, errbuf *err) {
     ui_session *s = front;
-    return s->face.snapshot(s->face.ud, l->argv[0], err);
+    const char *path = l->argv[0];
+    bool png = app_snapshot_is_png(path);
+    if (png && !s->face.snapshot_png) return app_snapshot_needs_window(path, err);
+    if (!png && s->face.snapshot_png) return err_set(err, "snapshot %s: the window writes PNG pictures (FILE.png)", path);
+    return s->face.snapshot(s->face.ud, path, err);
 }
 static int own_type(void *front, cmd_line *l, errbuf *err) {
     (void)err;
@@ -281,7 +287,9 @@ static void poll_aside(ui_session *s) {
 static void read_power(ui_session *s) {
     ui_snapshot *sn = &s->snap;
     if (sn->hw_t == 0 || sn->now - sn->hw_t >= 0.5) {   // a few dozen sysfs reads: 2 Hz is plenty
+        hw_state prev = sn->hw;
         hw_state_read("/", &sn->hw);
+        sn->hw_throttling = sn->hw_t > 0 && hw_state_throttled(&prev, &sn->hw);
         sn->hw_t = sn->now;
     }
     sn->n_pw = s->pm ? power_monitor_read(s->pm, sn->pw, TEL_MAX_SOURCES) : 0;

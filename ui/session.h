@@ -30,12 +30,14 @@ typedef struct ui_opts {
 typedef struct ui_face {
     const char *name;            // "cabin workbench", "cabin gui": messages and the welcome line
     void *ud;
-    // `:snapshot FILE`: the face's picture of itself (the terminal: text; the window: PNG)
+    // `:snapshot FILE`: the face's picture of itself (the terminal: text; the window: PNG),
+    // called only with a path of the kind snapshot_png says
     int (*snapshot)(void *ud, const char *path, errbuf *err);
     // `:type TEXT`: TEXT into the input line, as if typed
     void (*type)(void *ud, const char *text);
     // columns of the conversation pane, its border included (compare's two columns fit in it)
     int (*chat_cols)(void *ud);
+    bool snapshot_png;           // the snapshot is a PNG picture (FILE.png), else text
 } ui_face;
 
 typedef struct ui_session {

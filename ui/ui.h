@@ -6,7 +6,7 @@
 #ifndef CABIN_UI_H
 #define CABIN_UI_H
 
-#include "app/cmdlang.h"
+#include "app/app.h"
 #include "engine/hwstate.h"
 #include "engine/precision.h"
 #include "engine/sensitivity.h"
@@ -79,6 +79,7 @@ typedef struct ui_snapshot {
     double watts;                // the total now
     hw_state hw;                 // CPU clock, throttling, temperature, supply (engine/hwstate.h)
     double hw_t;                 // when hw was read (seconds; at most 2 reads a second)
+    bool hw_throttling;          // the throttle count rose between the last two readings
     const sensitivity_map *heat; // NULL: no heat map yet
     char heat_status[96];        // "computing 12/42" or ""
     int heat_mode;               // enum ui_heat_mode (names: ui_heat_modes)
@@ -126,18 +127,7 @@ typedef struct chat_row {
 typedef int (*chat_char_fn)(const char *s, int n, int *cells);
 int chat_layout(chat_log *c, int h, int cols, bool ascii, chat_char_fn next, chat_row **rows);
 int chat_text_cells(const char *s, int bytes, chat_char_fn next);   // Σ cells, < 0 counting 1
-// What the panels show, worked out once for every face (ui/panel_data.c):
-// "1.19 MiB" (KiB, MiB, GiB).
-void ui_fmt_bytes(char *out, size_t n, double bytes);
-// The weights' bytes by type, "Q4_0 1.19 MiB  Q8_0 765 KiB" ("bytes by type: -" when none).
-void ui_bytes_by_type(const ui_snapshot *s, char *out, size_t n);
-// The plan's KL against the file's precision in words; *tone: 0 plain, 1 dimmed, 2 a warning.
-void ui_kl_text(const ui_snapshot *s, bool ascii, char *out, size_t n, int *tone);
-// The sensitivity heat map's colour-scale range: the smallest and largest KL of the cells done
-// (each at least 1e-9), hi above lo.
-void ui_heat_range(const sensitivity_map *m, double *lo, double *hi);
-// The voice pipeline's state in words ("listening (VAD)").
-const char *ui_voice_state_name(const ui_voice_view *v);
+// What the panels show in words: ui/panel_data.h.
 // Transcript and stats as JSON, written atomically (temp file + rename).
 int chat_save_json(const chat_log *c, const ui_snapshot *s, const char *path, errbuf *err);
 // $XDG_STATE_HOME/cabin (made if missing) + "/" + name, or "" when there is no home.

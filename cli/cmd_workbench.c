@@ -1,6 +1,6 @@
 // cabin workbench (and `cabin` with no command on a terminal): the ncurses workbench (tui/);
 // cabin gui: the same workbench in a window (sdl/). Both take the workbench's options.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "sdl/gui.h"
 #include "tui/tui.h"
 #include "ui/palette.h"

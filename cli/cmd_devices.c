@@ -1,6 +1,6 @@
 // cabin devices: the backends this build has (the registry) and the devices of each backend
 // that has several, numbered as --device takes them.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "audio/audio.h"
 #include "engine/backend.h"
 

@@ -1,6 +1,6 @@
 // cabin compare: two precision plans (or KV formats) on the same prompts, side by side, with a
 // paired significance test over the prompts (app/compare.h does the work).
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "app/compare.h"
 #include "app/eval_text.h"
 #include "engine/telemetry.h"

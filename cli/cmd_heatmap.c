@@ -1,6 +1,6 @@
 // cabin heatmap: per (layer, tensor kind) quantization sensitivity as a coloured grid, JSON, CSV,
 // and a precision plan derived from it (engine/sensitivity.h). Results are cached.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "app/eval_text.h"
 #include "app/heatmap.h"
 #include "base/afile.h"
@@ -171,8 +171,7 @@ typedef struct heatmap_cli_opts {
 
 #define HO(field) offsetof(heatmap_cli_opts, field)
 static const opt_def HEATMAP_OPTS[] = {
-    { "--file", "-f", OPT_STR, HO(file), "TEXT", "the text",
-      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
+    OPT_TEXT_FILE(HO(file), "the text"),
     { "--type", NULL, OPT_STR, HO(type_name), "T", "target type", NULL, NULL, NULL },
     { "--tokens", NULL, OPT_INT, HO(tokens), "N", "tokens of the text to use", NULL, NULL, NULL },
     { "--window", NULL, OPT_INT, HO(window), "N", "tokens per window (scored on each window's second half)",

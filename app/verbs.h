@@ -1,9 +1,10 @@
-// What each command of the command language does on the app object (app/app.c); the table
-// is in cmdlang.c.
-#ifndef CABIN_CMDLANG_RUN_H
-#define CABIN_CMDLANG_RUN_H
+// The verbs of the command language: what each command of the table (app/cmdlang.c) does on the
+// app object. Defined with the app (app/app.c; the governor's in app/run_governor.c, `voice` in
+// app/voice_file.c); only the table and the app itself call them.
+#ifndef CABIN_APP_VERBS_H
+#define CABIN_APP_VERBS_H
 
-#include "app/cmdlang.h"
+#include "app/app.h"
 
 int run_model(app_ctx *c, cmd_line *l, errbuf *err);
 int run_backend(app_ctx *c, cmd_line *l, errbuf *err);
@@ -26,18 +27,9 @@ int run_set(app_ctx *c, cmd_line *l, errbuf *err);
 int run_stats(app_ctx *c, cmd_line *l, errbuf *err);
 int run_car(app_ctx *c, cmd_line *l, errbuf *err);
 int run_quit(app_ctx *c, cmd_line *l, errbuf *err);
-int run_help(app_ctx *c, cmd_line *l, errbuf *err);
 int run_voice(app_ctx *c, cmd_line *l, errbuf *err);
 int run_governor(app_ctx *c, cmd_line *l, errbuf *err);
+// `governor SPEC`: the spec checked before anything runs (the table's validate).
 int v_governor(cmd_line *l, errbuf *err);
-// The precision governor on the app's assistant (app/run_governor.c): start (or replace) with a
-// target spec; stop, saying why ("the plan was set by hand").
-int app_governor_start(app_ctx *c, const char *spec, errbuf *err);
-void app_governor_stop(app_ctx *c, const char *why);
-// `set KEY VALUE`: whether KEY is a setting, and the keys ("temp, top_k, ...").
-bool app_setting_known(const char *name);
-const char *app_setting_names(void);
-// A spoken turn from a WAV file through the voice pipeline (app/cmd_voice.c).
-int app_voice_file(app_ctx *c, const char *path, errbuf *err);
 
 #endif

@@ -1,7 +1,6 @@
 // cabin voice: spoken turns with the assistant (audio/voice.h), and cabin audio devices.
-// Also the scene command `voice FILE.wav` (app_voice_file).
-#include "app/cmdlang.h"
-#include "app/commands.h"
+#include "app/turn.h"
+#include "cli/commands.h"
 #include "app/govern.h"
 #include "audio/audio.h"
 #include "audio/device.h"
@@ -284,31 +283,4 @@ int cmd_audio(int argc, char **argv) {
     errbuf err = {{0}};
     if (audio_list_devices(stdout, &err)) { fprintf(stderr, "cabin audio: %s\n", err.msg); return 1; }
     return 0;
-}
-
-// ---- the scene command `voice FILE.wav`: each turn the VAD finds goes through app_say ----
-typedef struct scene_voice { app_ctx *c; int rc; errbuf err; } scene_voice;
-
-static int scene_reply(void *ud, voice *v, const char *text, errbuf *err) {
-    scene_voice *sv = ud;
-    (void)v;
-    int rc = app_say(sv->c, text, err);
-    if (rc) { sv->rc = rc; sv->err = *err; }
-    return rc;
-}
-
-int app_voice_file(app_ctx *c, const char *path, errbuf *err) {
-    voice_opts vo = voice_opts_default();
-    vo.in = path;
-    vo.out = NULL;
-    vo.hands_free = true;
-    vo.half_duplex = true;
-    scene_voice sv = { c, 0, {{0}} };
-    voice_hooks h = { .ud = &sv, .reply = scene_reply };
-    voice *v = voice_open(&vo, &h, err);
-    if (!v) return -1;
-    int rc = voice_run(v, err);
-    voice_close(v);
-    if (!rc && sv.rc) { *err = sv.err; rc = sv.rc; }
-    return rc;
 }

@@ -1,6 +1,6 @@
-// `cabin chat`'s loop (app/chat.c): the options are parsed by cmd_chat (app/cmd_run.c).
-#ifndef CABIN_APP_CHAT_H
-#define CABIN_APP_CHAT_H
+// `cabin chat`'s loop (cli/chat.c): the options are parsed by cmd_chat (cli/cmd_run.c).
+#ifndef CABIN_CLI_CHAT_H
+#define CABIN_CLI_CHAT_H
 
 #include "engine/session.h"
 

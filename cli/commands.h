@@ -3,7 +3,7 @@
 #ifndef CABIN_COMMANDS_H
 #define CABIN_COMMANDS_H
 
-#include "app/args.h"
+#include "cli/args.h"
 #include "engine/session.h"
 
 int cmd_info(int argc, char **argv);

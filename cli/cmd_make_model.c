@@ -1,5 +1,5 @@
 // cabin make-model: random-weight models of any shape and type.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "engine/modelgen.h"
 #include "engine/wtype.h"
 

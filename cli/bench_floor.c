@@ -1,5 +1,5 @@
-// Bandwidth passes and the decode floor (app/bench_floor.h).
-#include "app/bench_floor.h"
+// Bandwidth passes and the decode floor (cli/bench_floor.h).
+#include "cli/bench_floor.h"
 #include "base/base.h"
 #include "engine/cpu/threadpool.h"
 

@@ -1,6 +1,6 @@
 // cabin quantize: write a GGUF at another precision (a type, a preset's per-tensor mix, a plan),
 // optionally importance-aware.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "engine/calibrate.h"
 #include "engine/convert.h"
 #include "engine/precision.h"

@@ -1,5 +1,5 @@
 // cabin: terminal workbench and on-device assistant. Dispatches to the commands.
-#include "app/commands.h"
+#include "cli/commands.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "app/args.h"
+#include "cli/args.h"
 
 #include "base/afile.h"
 #include "base/mem.h"

@@ -1,6 +1,6 @@
 // cabin scene: play a scene file headless (tests, demos in a plain terminal).
-#include "app/cmdlang_run.h"
-#include "app/commands.h"
+#include "app/app.h"
+#include "cli/commands.h"
 #include "app/scene.h"
 #include "tui/tui.h"
 
@@ -42,11 +42,9 @@ int cmd_scene(int argc, char **argv) {
     int prc = opts_parse(&SCENE_SPEC, tables, 4, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
     if (o.commands) {
-        int n;
-        const cmd_def *t = cmdlang_table(&n);
-        char help[256];
-        for (int i = 0; i < n; i++)
-            if (t[i].offered & CMD_IN_SCENE) printf("  %-52s %s\n", t[i].usage, cmdlang_help(&t[i], help, sizeof help));
+        cmd_help_row rows[CMD_MAX_ROWS];
+        int n = cmdlang_help_rows(CMD_IN_SCENE, "", rows, CMD_MAX_ROWS);
+        for (int i = 0; i < n; i++) printf("  %-52s %s\n", rows[i].usage, rows[i].help);
         return 0;
     }
     const char *file = o.file;

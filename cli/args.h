@@ -41,6 +41,12 @@ typedef struct opt_def {
     const char *(*more)(void);   // optional: text computed at run time, appended to the help
 } opt_def;
 
+// The --file row of the commands that score a text (ppl, heatmap, sweep): off the field, help
+// what the text is for; without it they read what eval_default_text gives (app/eval_text.h).
+#define OPT_TEXT_FILE(off, help)                                                                    \
+    { "--file", "-f", OPT_STR, (off), "TEXT", (help),                                               \
+      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL }
+
 // A table bound to the struct its offsets point into.
 typedef struct opt_table {
     const opt_def *defs;

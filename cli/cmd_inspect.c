@@ -1,5 +1,5 @@
 // cabin info, cabin tokenize: look inside a GGUF file without running it.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
 #include "engine/kv_cache.h"

@@ -1,7 +1,7 @@
 // cabin generate, cabin logits, cabin chat: commands that run a model through the session API.
-#include "app/chat.h"
+#include "cli/chat.h"
 #include "app/cmdlang.h"
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "base/afile.h"
 
 #include <errno.h>
@@ -248,7 +248,7 @@ int cmd_logits(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
-// ---- chat (the loop is app/chat.c) ----
+// ---- chat (the loop is cli/chat.c) ----
 
 static const opt_def CHAT_OPTS[] = {
     { "--system", NULL, OPT_STR, 0, "TEXT", "system prompt", NULL, NULL, NULL },

@@ -1,9 +1,9 @@
 // The plain chat front end (`cabin chat`): line editing and history, replies streamed with the
 // action line shown apart, `/` commands from the one command table (app/cmdlang.c), each turn
 // through the one assistant turn (app/turn.h).
-#include "app/chat.h"
+#include "cli/chat.h"
 #include "app/cmdlang.h"
-#include "app/cmdlang_run.h"
+#include "app/app.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -177,11 +177,9 @@ static int chat_stats(void *front, cmd_line *l, errbuf *err) {
 
 static int chat_help(void *front, cmd_line *l, errbuf *err) {
     (void)front; (void)l; (void)err;
-    int n;
-    const cmd_def *t = cmdlang_table(&n);
-    char help[256];
-    for (int i = 0; i < n; i++)
-        if (t[i].offered & CMD_IN_CHAT) printf("/%-7s %s\n", t[i].usage, cmdlang_help(&t[i], help, sizeof help));
+    cmd_help_row rows[CMD_MAX_ROWS];
+    int n = cmdlang_help_rows(CMD_IN_CHAT, "/", rows, CMD_MAX_ROWS);
+    for (int i = 0; i < n; i++) printf("%-8s %s\n", rows[i].usage, rows[i].help);
     printf("Ctrl-D   leave\nCtrl-C   stop the reply being written\n");
     return 0;
 }

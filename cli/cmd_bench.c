@@ -1,6 +1,6 @@
 // cabin bench: prefill and decode speed, judged against this machine's memory bandwidth.
-#include "app/bench_floor.h"
-#include "app/commands.h"
+#include "cli/bench_floor.h"
+#include "cli/commands.h"
 #include "base/threads.h"
 #include "engine/precision.h"
 

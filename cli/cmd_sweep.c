@@ -1,6 +1,7 @@
 // cabin power: the machine's power sources and their draw. cabin sweep: speed, energy, size and
 // quality for each precision (and backend), with the Pareto frontier marked.
-#include "app/commands.h"
+#include "cli/commands.h"
+#include "engine/json_text.h"
 #include "app/eval_text.h"
 #include "engine/hwstate.h"
 #include "engine/quality.h"
@@ -214,11 +215,7 @@ static char *sweep_json(const sweep_point *p, int n, const char *model, const ch
         cJSON_AddBoolToObject(o, "pareto", p[i].pareto);
         cJSON_AddItemToArray(arr, o);
     }
-    char *t = cJSON_Print(root);
-    cJSON_Delete(root);
-    char *copy = xstrdup(t);
-    cJSON_free(t);
-    return copy;
+    return json_text(root, false);
 }
 
 typedef struct sweep_opts {
@@ -228,8 +225,7 @@ typedef struct sweep_opts {
 
 #define SO(field) offsetof(sweep_opts, field)
 static const opt_def SWEEP_OPTS[] = {
-    { "--file", "-f", OPT_STR, SO(file), "TEXT", "text for KL (its first 200 bytes are the prompt)",
-      "the embedded model: its held-out dialogues in its chat layout;\nanother model: a paragraph of prose", NULL, NULL },
+    OPT_TEXT_FILE(SO(file), "text for KL (its first 200 bytes are the prompt)"),
     { "--weights", NULL, OPT_LIST, SO(weights), "LIST", "precisions or plan files, comma-separated", NULL, NULL, NULL },
     { "--kv-list", NULL, OPT_LIST, SO(kv_list), "LIST", "KV cache formats (only f16 so far)", "--kv, else f16", NULL, NULL },
     { "--backends", NULL, OPT_LIST, SO(backends), "LIST", "backends, comma-separated", "--backend, else cpu", NULL, NULL },

@@ -1,5 +1,5 @@
 // The options every model-running command shares: one table for parsing and --help.
-#include "app/commands.h"
+#include "cli/commands.h"
 #include "engine/backend.h"
 
 #include <pthread.h>
