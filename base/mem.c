@@ -107,3 +107,9 @@ char *xstrndup(const char *s, size_t n) {
     p[n] = 0;
     return p;
 }
+
+void mem_drop_pages(const void *p, size_t n) {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + n) / pg * pg;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}

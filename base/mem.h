@@ -43,6 +43,10 @@ void *try_aligned_alloc(size_t align, size_t n);   // align: a power of two; fre
 void mem_fault_arm(long n);
 long mem_fault_count(void);
 bool mem_fault_fired(void);             // the armed failure has happened
+// The whole pages of [p, p+n) of a file's mapping are no longer read: drop them from this process
+// right away, so the resident set never holds a file's bytes and a copy of them at once (the page
+// cache keeps the file while memory allows; a later read faults the pages back).
+void mem_drop_pages(const void *p, size_t n);
 // Memory the system can give without swapping (MemAvailable), bytes; 0 when unknown.
 uint64_t mem_available_bytes(void);
 // Whether a buffer of `bytes` fits in the memory available now (true when that is unknown), so a

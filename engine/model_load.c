@@ -1,0 +1,345 @@
+// Loading a model from GGUF: the architecture's hyperparameters, the tensors bound by name and
+// shape, the tokenizer; the weights copied out of the file's mapping; and freeing it all.
+#include "engine/model.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *model_arch_name(enum model_arch a) {
+    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_PHI3 ? "phi3" : "llama";
+}
+
+// Reads <arch>.<suffix> as a positive int; required keys must be present.
+static int hp_int(const gguf_file *g, const char *arch, const char *suffix, bool required,
+                  int def, int lo, int hi, int *out, errbuf *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v;
+    int r = gguf_get_u32(g, key, &v, err);
+    if (r < 0) return -1;
+    if (r == 0) {
+        if (required) return err_set(err, "%s: missing required key %s", g->path, key);
+        *out = def;
+        return 0;
+    }
+    if ((int64_t)v < lo || (int64_t)v > hi)
+        return err_set(err, "%s: %s = %u is out of range [%d, %d]", g->path, key, v, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+static int hp_float(const gguf_file *g, const char *arch, const char *suffix, float def, float *out,
+                    errbuf *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int r = gguf_get_f32(g, key, out, err);
+    if (r < 0) return -1;
+    if (r == 0) *out = def;
+    if (!(*out > 0.0f) || *out > 1e12f)
+        return err_set(err, "%s: %s = %g is out of range", g->path, key, (double)*out);
+    return 0;
+}
+
+static int load_hparams(model *m, errbuf *err) {
+    const gguf_file *g = &m->file;
+    model_hparams *hp = &m->hp;
+    char *arch = NULL;
+    int r = gguf_get_strdup(g, "general.architecture", &arch, err);
+    if (r < 0) return -1;
+    if (r == 0) return err_set(err, "%s: missing general.architecture", g->path);
+    snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
+    if (strcmp(arch, "llama") == 0) hp->arch = ARCH_LLAMA;
+    else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
+    else if (strcmp(arch, "qwen3") == 0) hp->arch = ARCH_QWEN3;
+    else if (strcmp(arch, "phi3") == 0) hp->arch = ARCH_PHI3;
+    else {
+        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3, phi3)", g->path, arch);
+        free(arch);
+        return -1;
+    }
+    free(arch);
+    const char *a = hp->arch_name;
+    if (hp_int(g, a, "embedding_length", true, 0, 1, 1 << 16, &hp->dim, err) ||
+        hp_int(g, a, "block_count", true, 0, 1, 1024, &hp->n_layer, err) ||
+        hp_int(g, a, "feed_forward_length", true, 0, 1, 1 << 18, &hp->ffn_dim, err) ||
+        hp_int(g, a, "attention.head_count", true, 0, 1, 1024, &hp->n_head, err) ||
+        hp_int(g, a, "context_length", false, 4096, 1, 1 << 24, &hp->n_ctx_train, err))
+        return -1;
+    if (hp_int(g, a, "attention.head_count_kv", false, hp->n_head, 1, hp->n_head, &hp->n_kv_head, err))
+        return -1;
+    if (hp->n_head % hp->n_kv_head)
+        return err_set(err, "%s: head count %d is not a multiple of kv head count %d", g->path,
+                       hp->n_head, hp->n_kv_head);
+    if (hp_int(g, a, "attention.key_length", false, hp->dim / hp->n_head, 1, 4096, &hp->head_dim, err))
+        return -1;
+    if (hp->head_dim % 2) return err_set(err, "%s: head size %d is odd", g->path, hp->head_dim);
+    if (hp_int(g, a, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &hp->rope_dim, err))
+        return -1;
+    if (hp->rope_dim % 2 || hp->rope_dim > 1024)
+        return err_set(err, "%s: rope dimension count %d is odd or too large", g->path, hp->rope_dim);
+    if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
+        hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
+        return -1;
+    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3;
+    // phi3's long-context rope (per-frequency factors, an attention factor) changes every
+    // rotation: refused until the rope takes factors, rather than run wrongly.
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", a);
+    if (gguf_find_tensor(g, "rope_factors_long.weight") || gguf_find_tensor(g, "rope_factors_short.weight") ||
+        gguf_find_kv(g, key))
+        return err_set(err, "%s: rope scaling (rope_factors_long/short, %s) is not supported yet", g->path, key);
+    return 0;
+}
+
+// Binds a tensor by name, checking its shape (ne0 = in, ne1 = out; ne1 = 1 for vectors).
+static int bind(model *m, tensor *t, const char *name, int64_t ne0, int64_t ne1, bool required,
+                bool matrix, errbuf *err) {
+    const gguf_tensor *gt = gguf_find_tensor(&m->file, name);
+    memset(t, 0, sizeof *t);
+    if (!gt) return required ? err_set(err, "%s: missing tensor %s", m->file.path, name) : 0;
+    int64_t got1 = gt->n_dims >= 2 ? (int64_t)gt->ne[1] : 1;
+    if ((int64_t)gt->ne[0] != ne0 || got1 != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
+        return err_set(err, "%s: tensor %s has shape [%" PRIu64 ", %" PRIu64 "], expected [%" PRId64
+                       ", %" PRId64 "]", m->file.path, name, gt->ne[0], gt->ne[1], ne0, ne1);
+    const wtype_info *ti = wtype_get(gt->type);
+    if (!ti || !ti->to_f32)
+        return err_set(err, "%s: tensor %s has type %s, which cabin does not support yet "
+                       "(supported: %s)", m->file.path, name, wtype_name(gt->type),
+                       wtype_supported_list());
+    t->name = gt->name;
+    t->type = gt->type;
+    t->ne0 = ne0;
+    t->ne1 = ne1;
+    t->data = gt->data;
+    t->row_bytes = wtype_row_bytes(gt->type, (uint64_t)ne0);
+    t->n_bytes = (size_t)gt->n_bytes;
+    t->src_data = gt->data;
+    t->src_type = gt->type;
+    t->src_row_bytes = t->row_bytes;
+    if (!matrix && t->type != WT_F32) {
+        // Norm weights and biases are used as float32 vectors.
+        float *f = xmalloc((size_t)ne0 * ne1 * sizeof(float));
+        ti->to_f32(gt->data, f, ne0 * ne1);
+        t->owned = f;
+        t->data = f;
+        t->type = WT_F32;
+        t->row_bytes = (size_t)ne0 * 4;
+        t->n_bytes = (size_t)(ne0 * ne1) * 4;
+    }
+    m->weight_bytes += gt->n_bytes;
+    return 0;
+}
+
+// Binds rows [row0, row0 + rows) of the fused matrix `name` (total_rows rows of ne0) as a tensor
+// of its own: it points into the fused tensor's bytes and carries its name; the weights are
+// counted once, by the first part.
+static int bind_rows(model *m, tensor *t, const char *name, int64_t ne0, int64_t total_rows, int64_t row0,
+                     int64_t rows, errbuf *err) {
+    uint64_t counted = m->weight_bytes;
+    if (bind(m, t, name, ne0, total_rows, true, true, err)) return -1;
+    if (row0 > 0) m->weight_bytes = counted;
+    t->data = t->src_data = (const uint8_t *)t->data + (size_t)row0 * t->row_bytes;
+    t->ne1 = rows;
+    t->n_bytes = (size_t)rows * t->row_bytes;
+    return 0;
+}
+
+// phi3: q, k, v from attn_qkv and gate, up from ffn_up.
+static int bind_phi3_fused(model *m, layer_weights *L, int l, int64_t q_dim, int64_t kv_dim, errbuf *err) {
+    const int64_t dim = m->hp.dim, ffn = m->hp.ffn_dim;
+    char qkv[96], up[96];
+    snprintf(qkv, sizeof qkv, "blk.%d.attn_qkv.weight", l);
+    snprintf(up, sizeof up, "blk.%d.ffn_up.weight", l);
+    if (bind_rows(m, &L->wq, qkv, dim, q_dim + 2 * kv_dim, 0, q_dim, err) ||
+        bind_rows(m, &L->wk, qkv, dim, q_dim + 2 * kv_dim, q_dim, kv_dim, err) ||
+        bind_rows(m, &L->wv, qkv, dim, q_dim + 2 * kv_dim, q_dim + kv_dim, kv_dim, err) ||
+        bind_rows(m, &L->w_gate, up, dim, 2 * ffn, 0, ffn, err) ||
+        bind_rows(m, &L->w_up, up, dim, 2 * ffn, ffn, ffn, err))
+        return -1;
+    return 0;
+}
+
+static int load_tensors(model *m, errbuf *err) {
+    const model_hparams *hp = &m->hp;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_kv_head * hp->head_dim;
+    if (bind(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, true, true, err) ||
+        bind(m, &m->output_norm, "output_norm.weight", hp->dim, 1, true, false, err) ||
+        bind(m, &m->output, "output.weight", hp->dim, hp->n_vocab, false, true, err))
+        return -1;
+    if (!m->output.data) {
+        m->hp.tied_output = true;
+        m->output = m->tok_embd;
+        m->output.owned = NULL;
+    }
+    m->layers = try_calloc((size_t)hp->n_layer, sizeof(layer_weights));
+    if (!m->layers) return err_set(err, "%s: out of memory for %d layers", m->file.path, hp->n_layer);
+    for (int l = 0; l < hp->n_layer; l++) {
+        layer_weights *L = &m->layers[l];
+        char n[96];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
+        bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3, fused = hp->arch == ARCH_PHI3;
+        if (fused ? bind_phi3_fused(m, L, l, q_dim, kv_dim, err)
+                  : bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
+                        bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
+                        bind(m, &L->wv, NAME("attn_v.weight"), hp->dim, kv_dim, true, true, err) ||
+                        bind(m, &L->w_gate, NAME("ffn_gate.weight"), hp->dim, hp->ffn_dim, true, true, err) ||
+                        bind(m, &L->w_up, NAME("ffn_up.weight"), hp->dim, hp->ffn_dim, true, true, err))
+            return -1;
+        if (bind(m, &L->attn_norm, NAME("attn_norm.weight"), hp->dim, 1, true, false, err) ||
+            bind(m, &L->wo, NAME("attn_output.weight"), q_dim, hp->dim, true, true, err) ||
+            bind(m, &L->bq, NAME("attn_q.bias"), q_dim, 1, bias, false, err) ||
+            bind(m, &L->bk, NAME("attn_k.bias"), kv_dim, 1, bias, false, err) ||
+            bind(m, &L->bv, NAME("attn_v.bias"), kv_dim, 1, bias, false, err) ||
+            bind(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
+            bind(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
+            bind(m, &L->ffn_norm, NAME("ffn_norm.weight"), hp->dim, 1, true, false, err) ||
+            bind(m, &L->w_down, NAME("ffn_down.weight"), hp->ffn_dim, hp->dim, true, true, err))
+            return -1;
+#undef NAME
+    }
+    return 0;
+}
+
+// Everything after the file is open: hyperparameters, tokenizer, tensors, names. path names
+// the model when the file has no general.name. On failure m is freed.
+static int model_load_opened(model **out, model *m, const char *path, errbuf *err) {
+    if (load_hparams(m, err)) goto fail;
+    m->tok = tokenizer_load(&m->file, err);
+    if (!m->tok) goto fail;
+    m->hp.n_vocab = tokenizer_n_vocab(m->tok);
+    if (load_tensors(m, err)) goto fail;
+    if (gguf_get_strdup(&m->file, "tokenizer.chat_template", &m->chat_template, err) < 0) goto fail;
+    if (gguf_get_strdup(&m->file, "general.name", &m->name, err) <= 0) {
+        const char *base = strrchr(path, '/');
+        m->name = xstrdup(base ? base + 1 : path);
+    }
+    *out = m;
+    return 0;
+fail:
+    model_free(m);
+    return -1;
+}
+
+int model_load(model **out, const char *path, errbuf *err) {
+    *out = NULL;
+    model *m = xcalloc(1, sizeof *m);
+    if (gguf_open(&m->file, path, err)) { free(m); return -1; }
+    return model_load_opened(out, m, path, err);
+}
+
+int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err) {
+    *out = NULL;
+    model *m = xcalloc(1, sizeof *m);
+    if (gguf_open_memory(&m->file, data, size, name, err)) { free(m); return -1; }
+    return model_load_opened(out, m, name, err);
+}
+
+static void free_owned(tensor *t, void *ud) {
+    (void)ud;
+    free(t->owned);
+    t->owned = NULL;
+}
+
+// One weight to copy out of the file's mapping.
+typedef struct copy_item { tensor *t; const uint8_t *src; uint8_t *dst; size_t n; } copy_item;
+typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; backend *b; } copy_list;
+typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_job;
+
+#define COPY_ALIGN 64   // bytes: each tensor starts on a cache line
+#define COPY_HEADROOM ((uint64_t)512 << 20)   // bytes left to everything else after the copy
+
+static void collect_copy(tensor *t, void *ud) {
+    copy_list *l = ud;
+    if (!t->data || t->data != t->src_data) return;   // converted (or absent): not read from the file
+    if (l->b && l->b->weight_keeps_own && l->b->weight_keeps_own(l->b, t)) return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->items = xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
+    }
+    l->items[l->n++] = (copy_item){ t, t->src_data, NULL, t->n_bytes };
+    l->total += (t->n_bytes + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN;
+}
+
+// Thread ith of nth copies the ith slice of every weight: the kernel's zeroing of the new pages
+// and the page-cache reads, most of the time here, are shared out evenly.
+static void *copy_worker(void *arg) {
+    const copy_job *j = arg;
+    for (int i = 0; i < j->l->n; i++) {
+        const copy_item *it = &j->l->items[i];
+        size_t per = (it->n + (size_t)j->nth - 1) / (size_t)j->nth;
+        size_t a = per * (size_t)j->ith, b = a + per < it->n ? a + per : it->n;
+        if (a >= b) continue;
+        memcpy(it->dst + a, it->src + a, b - a);
+        if (j->drop) mem_drop_pages(it->src + a, b - a);
+    }
+    return NULL;
+}
+
+uint64_t model_copy_weights(model *m, int n_threads, backend *b) {
+    if (m->weights_copy) return 0;
+    copy_list l = { .b = b };
+    model_for_each_tensor(m, collect_copy, &l);
+    // Not when the copy would not fit beside everything else (the mapping pages from the file on
+    // demand; a copy larger than the free memory would swap or be killed): keep the mapping.
+    uint64_t avail = mem_available_bytes();
+    uint8_t *dst = l.n && (avail == 0 || l.total + COPY_HEADROOM < avail) ? malloc_large(l.total) : NULL;
+    if (!dst) { free(l.items); return 0; }
+    uint64_t off = 0;
+    for (int i = 0; i < l.n; i++) {
+        l.items[i].dst = dst + off;
+        off += (l.items[i].n + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN;
+    }
+    n_threads = work_threads(n_threads);
+    copy_job jobs[MAX_WORK_THREADS];
+    for (int i = 0; i < n_threads; i++) jobs[i] = (copy_job){ &l, i, n_threads, m->file.mapped };
+    run_on_threads(copy_worker, jobs, sizeof jobs[0], n_threads);
+    for (int i = 0; i < l.n; i++) l.items[i].t->data = l.items[i].t->src_data = l.items[i].dst;
+    if (m->hp.tied_output) m->output = m->tok_embd;
+    m->weights_copy = dst;
+    m->weights_copy_bytes = l.total;
+    free(l.items);
+    return l.total;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->layers) model_for_each_tensor(m, free_owned, NULL);
+    free(m->weights_copy);
+    free(m->layers);
+    tokenizer_free(m->tok);
+    free(m->chat_template);
+    free(m->name);
+    gguf_close(&m->file);
+    free(m);
+}
+
+void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) {
+    fn(&m->tok_embd, ud);
+    fn(&m->output_norm, ud);
+    if (!m->hp.tied_output) fn(&m->output, ud);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        layer_weights *L = &m->layers[l];
+        tensor *ts[] = { &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+                         &L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i]->data) fn(ts[i], ud);
+    }
+}
+
+typedef struct file_reads { const uint8_t *lo, *hi; bool any; } file_reads;
+
+static void note_file_read(tensor *t, void *ud) {
+    file_reads *r = ud;
+    const uint8_t *d = t->data, *src = t->src_data;   // src: what a plan's conversion reads
+    if ((d && d >= r->lo && d < r->hi) || (src && src >= r->lo && src < r->hi)) r->any = true;
+}
+
+int model_check_file(const model *m, errbuf *err) {
+    if (!m->file.mapped || m->file.fd < 0) return 0;
+    file_reads r = { m->file.base, m->file.base + m->file.size, false };
+    model_for_each_tensor((model *)m, note_file_read, &r);
+    return r.any ? gguf_check_size(&m->file, err) : 0;
+}
