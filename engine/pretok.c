@@ -2,6 +2,7 @@
 #include "unicode.h"
 #include "base/base.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,20 +158,53 @@ static size_t match_three_ascii_digits(const pt_text *t, size_t start, size_t po
     return 3;
 }
 
-// [\p{P}\$\+<=>\^~\|]+
-static bool is_default_punct(const pt_text *t, size_t i, size_t end) {
+// [\p{P}\$\+<=>\^~\|]+ (default); falcon's class adds the backtick. Past ASCII only \p{P} is
+// in the class.
+static bool is_default_punct(const pt_text *t, size_t i, size_t end, bool backtick) {
     if (i >= end) return false;
     if (t->fl[i] & UFLAG_PUNCT) return true;
     unsigned c = t->cp[i];
     return c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' ||
-           c == '|';
+           c == '|' || (backtick && c == '`');
 }
 
 static size_t match_default_punct(const pt_text *t, size_t start, size_t pos, size_t end) {
     (void)start;
     size_t i = pos;
-    while (is_default_punct(t, i, end)) i++;
+    while (is_default_punct(t, i, end, false)) i++;
     return i - pos;
+}
+
+// [\p{P}\$\+<=>\^~\|`]+
+static size_t match_falcon_punct(const pt_text *t, size_t start, size_t pos, size_t end) {
+    (void)start;
+    size_t i = pos;
+    while (is_default_punct(t, i, end, true)) i++;
+    return i - pos;
+}
+
+// \s?X+ where X is a class of flags: one whitespace code point joins the run only when the run
+// follows it (the greedy \s? backs off otherwise, and X+ cannot start on whitespace).
+static size_t match_ws_opt_run(const pt_text *t, size_t pos, size_t end, unsigned flags) {
+    size_t q = pos + (is_ws(t, pos, end) && (fl_at(t, pos + 1, end) & flags) ? 1 : 0);
+    size_t k = run_len(t, q, end, flags);
+    return k ? q - pos + k : 0;
+}
+
+// ---- deepseek-coder ----
+// \s, \p{L} and \p{P} are the Unicode properties: the reference matches these expressions on
+// text where each code point past ASCII stands for its category (non-ASCII whitespace for \s).
+
+// \s?\p{L}+
+static size_t match_dsc_letters(const pt_text *t, size_t start, size_t pos, size_t end) {
+    (void)start;
+    return match_ws_opt_run(t, pos, end, F_L);
+}
+
+// \s?\p{P}+
+static size_t match_dsc_punct(const pt_text *t, size_t start, size_t pos, size_t end) {
+    (void)start;
+    return match_ws_opt_run(t, pos, end, UFLAG_PUNCT);
 }
 
 // ---- deepseek-llm ----
@@ -276,7 +310,7 @@ typedef struct pretok_def {
     pt_match_fn steps[6];  // NULL-terminated
 } pretok_def;
 
-static const pretok_def defs[] = {
+static const pretok_def defs[PRETOK_COUNT] = {
     [PRETOK_GPT2] = { "gpt-2", { match_gpt2, NULL } },
     [PRETOK_LLAMA3] = { "llama-bpe", { match_llama3, NULL } },
     [PRETOK_QWEN2] = { "qwen2", { match_qwen2, NULL } },
@@ -286,33 +320,70 @@ static const pretok_def defs[] = {
                                                 match_numbers } },
     [PRETOK_DEFAULT] = { "default", { match_default_punct, match_gpt2, match_numbers,
                                       match_three_ascii_digits, NULL } },
+    [PRETOK_FALCON] = { "falcon", { match_falcon_punct, match_gpt2, match_three_ascii_digits,
+                                    NULL } },
+    [PRETOK_DEEPSEEK_CODER] = { "deepseek-coder", { match_ds_crlf, match_dsc_letters,
+                                                    match_dsc_punct, match_ds_cjk,
+                                                    match_one_number, NULL } },
+    [PRETOK_DBRX] = { "dbrx", { match_llama3, NULL } },
 };
 
-// Names of tokenizer.ggml.pre that use one of the expressions above (the same expressions
-// under another model's name).
-static const struct { const char *name; enum pretok_kind kind; } aliases[] = {
+// Every tokenizer.ggml.pre name to which the reference gives one of the expression sequences
+// above (under a type of its own for many of them) and no other tokenization rule that cabin
+// lacks. Left out, and so refused: the names with other expressions, and jina-v1-en,
+// jina-v2-code and roberta-bpe (gpt-2's expression, but a separator token after the text).
+static const struct { const char *name; enum pretok_kind kind; } names[] = {
     { "default", PRETOK_DEFAULT },
-    { "gpt-2", PRETOK_GPT2 }, { "gpt2", PRETOK_GPT2 }, { "phi-2", PRETOK_GPT2 },
-    { "mpt", PRETOK_GPT2 }, { "olmo", PRETOK_GPT2 },
+    { "gpt-2", PRETOK_GPT2 }, { "phi-2", PRETOK_GPT2 }, { "mpt", PRETOK_GPT2 },
+    { "olmo", PRETOK_GPT2 }, { "jais", PRETOK_GPT2 }, { "exaone4", PRETOK_GPT2 },
+    { "trillion", PRETOK_GPT2 }, { "granite-docling", PRETOK_GPT2 }, { "gigachat", PRETOK_GPT2 },
+    { "jina-es", PRETOK_GPT2 }, { "jina-de", PRETOK_GPT2 }, { "jina-v2-es", PRETOK_GPT2 },
+    { "jina-v2-de", PRETOK_GPT2 }, { "a.x-4.0", PRETOK_GPT2 }, { "mellum", PRETOK_GPT2 },
+    { "modern-bert", PRETOK_GPT2 },
     { "llama-bpe", PRETOK_LLAMA3 }, { "llama3", PRETOK_LLAMA3 }, { "llama-v3", PRETOK_LLAMA3 },
-    { "qwen2", PRETOK_QWEN2 }, { "deepseek-r1-qwen", PRETOK_QWEN2 },
-    { "smollm", PRETOK_SMOLLM },
+    { "falcon3", PRETOK_LLAMA3 }, { "falcon-h1", PRETOK_LLAMA3 }, { "pixtral", PRETOK_LLAMA3 },
+    { "midm-2.0", PRETOK_LLAMA3 }, { "lfm2", PRETOK_LLAMA3 }, { "jina-v5-nano", PRETOK_LLAMA3 },
+    { "dbrx", PRETOK_DBRX }, { "smaug-bpe", PRETOK_DBRX }, { "chatglm-bpe", PRETOK_DBRX },
+    { "glm4", PRETOK_DBRX },
+    { "qwen2", PRETOK_QWEN2 }, { "deepseek-r1-qwen", PRETOK_QWEN2 }, { "kormo", PRETOK_QWEN2 },
+    { "f2llmv2", PRETOK_QWEN2 }, { "megrez", PRETOK_QWEN2 }, { "stablelm2", PRETOK_QWEN2 },
+    { "hunyuan", PRETOK_QWEN2 }, { "solar-open", PRETOK_QWEN2 }, { "grok-2", PRETOK_QWEN2 },
+    { "smollm", PRETOK_SMOLLM }, { "starcoder", PRETOK_SMOLLM }, { "refact", PRETOK_SMOLLM },
+    { "command-r", PRETOK_SMOLLM }, { "codeshell", PRETOK_SMOLLM }, { "exaone", PRETOK_SMOLLM },
+    { "minerva-7b", PRETOK_SMOLLM }, { "mellum2", PRETOK_SMOLLM },
     { "deepseek-llm", PRETOK_DEEPSEEK_LLM },
+    { "deepseek-coder", PRETOK_DEEPSEEK_CODER },
+    { "falcon", PRETOK_FALCON },
 };
+#define N_NAMES (sizeof names / sizeof names[0])
 
 bool pretok_from_name(const char *name, enum pretok_kind *kind) {
     if (!name) { *kind = PRETOK_DEFAULT; return true; }
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (strcmp(aliases[i].name, name) == 0) { *kind = aliases[i].kind; return true; }
-    *kind = PRETOK_GPT2;
+    for (size_t i = 0; i < N_NAMES; i++)
+        if (strcmp(names[i].name, name) == 0) { *kind = names[i].kind; return true; }
     return false;
 }
 
 const char *pretok_kind_name(enum pretok_kind kind) {
-    return (unsigned)kind < sizeof defs / sizeof defs[0] ? defs[kind].name : "?";
+    return (unsigned)kind < PRETOK_COUNT ? defs[kind].name : "?";
+}
+
+void pretok_supported(char *buf, size_t cap) {
+    if (cap == 0) return;
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < PRETOK_COUNT && k < cap; i++) {
+        int n = snprintf(buf + k, cap - k, "%s, ", defs[i].name);
+        if (n < 0) return;
+        k += (size_t)n;
+    }
+    if (k < cap) snprintf(buf + k, cap - k, "and %zu other names for the same rules",
+                          N_NAMES - PRETOK_COUNT);
 }
 
 bool pretok_ignore_merges(enum pretok_kind kind) { return kind == PRETOK_LLAMA3; }
+
+bool pretok_default_add_bos(enum pretok_kind kind) { return kind == PRETOK_LLAMA3; }
 
 void pretok_work_free(pretok_work *w) {
     free(w->cp);
@@ -347,7 +418,7 @@ size_t pretok_split(pretok_work *w, enum pretok_kind kind, const char *text, siz
                     const size_t **ends) {
     *ends = NULL;
     if (len == 0) return 0;
-    if ((unsigned)kind >= sizeof defs / sizeof defs[0]) kind = PRETOK_GPT2;
+    if ((unsigned)kind >= PRETOK_COUNT) kind = PRETOK_GPT2;
     // At most one code point per byte; piece ends at most one per code point.
     if (w->cap_cp < len) {
         w->cp = xrealloc(w->cp, len * sizeof *w->cp);

@@ -240,11 +240,20 @@ tokenizer *tokenizer_load(const gguf_file *g, errbuf *err) {
     r = gguf_get_str(g, "tokenizer.ggml.pre", &s, err);
     if (r < 0) goto fail;
     t->pre_name = r ? xstrndup(s.ptr, (size_t)s.len) : xstrdup("default");
-    if (t->kind == TOK_BPE && !pretok_from_name(r ? t->pre_name : NULL, &t->pre)) {
+    // A byte-level BPE file whose pre-tokenizer cabin has no rules for is refused: another
+    // pre-tokenizer's pieces would give other tokens than the model was trained on. (SPM files
+    // carry the key too, but nothing reads it.)
+    bool pre_ok = r ? strlen(t->pre_name) == (size_t)s.len && pretok_from_name(t->pre_name, &t->pre)
+                    : pretok_from_name(NULL, &t->pre);
+    if (t->kind == TOK_BPE && !pre_ok) {
+        char supported[320];
         printable(shown, sizeof shown, s.ptr, (size_t)s.len);
-        add_note(t, "%s: tokenizer.ggml.pre '%s' is not known: using the gpt-2 pre-tokenizer",
-                 t->path, shown);
+        pretok_supported(supported, sizeof supported);
+        err_set(err, "%s: tokenizer.ggml.pre '%s' is not supported (supported: %s)", t->path,
+                shown, supported);
+        goto fail;
     }
+    if (t->kind == TOK_BPE) t->add_bos = pretok_default_add_bos(t->pre);
 
     if (load_tokens(g, t, err) || load_types_scores(g, t, err) || build_special_index(t, err)) goto fail;
 

@@ -18,15 +18,16 @@ enum tok_type {
 
 typedef struct tokenizer tokenizer;
 
-// Builds a tokenizer from the file's tokenizer.ggml.* keys. Errors name the file and key.
+// Builds a tokenizer from the file's tokenizer.ggml.* keys. Errors name the file and key; a
+// byte-level BPE file whose tokenizer.ggml.pre cabin has no rules for is one of them.
 tokenizer *tokenizer_load(const gguf_file *g, errbuf *err);
 void tokenizer_free(tokenizer *t);
 
 enum tok_kind tokenizer_kind(const tokenizer *t);
 const char *tokenizer_model_name(const tokenizer *t);  // "llama" / "gpt2"
 const char *tokenizer_pre_name(const tokenizer *t);    // e.g. "llama-bpe", "default"
-// NULL, or one line about something odd in the file that loading worked around (an unknown
-// tokenizer.ggml.pre, for which the gpt-2 pre-tokenizer is used; skipped merges).
+// NULL, or one line about something odd in the file that loading worked around (merges that
+// name texts which are not tokens, skipped).
 const char *tokenizer_note(const tokenizer *t);
 int32_t tokenizer_n_vocab(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t);             // -1 if none

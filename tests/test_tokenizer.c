@@ -1,6 +1,7 @@
 // Tokenizer tests: Unicode tables, pre-tokenizers, tiny SPM and BPE vocabularies built in memory
-// (encode, decode, special tokens, byte fallback, hostile metadata), the reference vectors of
-// ../shared/ref/vocab when present, and the time to tokenize 100 KB of text.
+// (encode, decode, special tokens, byte fallback, hostile metadata, refused pre-tokenizers), the
+// reference vectors of ../shared/ref/vocab and ../shared/ref/next/vocab when present, and the
+// time to tokenize 100 KB of text.
 #include "engine/gguf.h"
 #include "engine/pretok.h"
 #include "engine/tokenizer.h"
@@ -131,7 +132,29 @@ static void test_pretok(void) {
     CHECK(pretok_from_name("llama-bpe", &k) && k == PRETOK_LLAMA3, "llama-bpe");
     CHECK(pretok_from_name("qwen2", &k) && k == PRETOK_QWEN2, "qwen2");
     CHECK(pretok_from_name(NULL, &k) && k == PRETOK_DEFAULT, "absent pre");
-    CHECK(!pretok_from_name("no-such-pre", &k) && k == PRETOK_GPT2, "unknown pre falls back");
+    k = PRETOK_QWEN2;
+    CHECK(!pretok_from_name("no-such-pre", &k) && k == PRETOK_QWEN2, "unknown pre: no kind");
+    // Names that share another name's expressions map to its kind; names the reference gives
+    // other expressions (or extra rules) have none.
+    static const struct { const char *name; enum pretok_kind kind; } same[] = {
+        { "starcoder", PRETOK_SMOLLM }, { "refact", PRETOK_SMOLLM }, { "command-r", PRETOK_SMOLLM },
+        { "falcon", PRETOK_FALCON }, { "deepseek-coder", PRETOK_DEEPSEEK_CODER },
+        { "mpt", PRETOK_GPT2 }, { "olmo", PRETOK_GPT2 }, { "llama3", PRETOK_LLAMA3 },
+        { "falcon3", PRETOK_LLAMA3 }, { "dbrx", PRETOK_DBRX }, { "chatglm-bpe", PRETOK_DBRX },
+        { "stablelm2", PRETOK_QWEN2 }, { "grok-2", PRETOK_QWEN2 }, { "default", PRETOK_DEFAULT },
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        CHECK(pretok_from_name(same[i].name, &k) && k == same[i].kind, "pre %s", same[i].name);
+    static const char *const refused[] = {
+        "gpt2", "poro-chat", "gpt-4o", "tekken", "seed-coder", "minicpm5", "laguna", "ufakzeka",
+        "roberta-bpe", "deepseek-v3", "qwen35", "", "Falcon",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        CHECK(!pretok_from_name(refused[i], &k), "pre '%s' should have no kind", refused[i]);
+    char sup[320];
+    pretok_supported(sup, sizeof sup);
+    CHECK(strstr(sup, "gpt-2, ") && strstr(sup, "falcon, ") && strstr(sup, "deepseek-coder, ") &&
+          strstr(sup, "other names"), "supported list: %s", sup);
 
     SPLIT(PRETOK_GPT2, "Hello world", "Hello", " world");
     SPLIT(PRETOK_GPT2, "  Hello", " ", " Hello");
@@ -149,6 +172,24 @@ static void test_pretok(void) {
           "\xE4\xB8\x96\xE7\x95\x8C", " ", "123");
     SPLIT(PRETOK_DEEPSEEK_LLM, "a.b\n  ", "a", ".", "b", "\n", "  ");
     SPLIT(PRETOK_DEFAULT, "a+b=3333", "a", "+", "b", "=", "333", "3");
+    // default and falcon differ in the backtick (a punctuation run for falcon only) and in
+    // \p{N}+ (default only): U+00BD is a number but not an ASCII digit.
+    SPLIT(PRETOK_DEFAULT, " `a", " `", "a");
+    SPLIT(PRETOK_FALCON, " `a", " ", "`", "a");
+    SPLIT(PRETOK_DEFAULT, " \xC2\xBD" "1234", " ", "\xC2\xBD", "123", "4");
+    SPLIT(PRETOK_FALCON, " \xC2\xBD" "1234", " \xC2\xBD", "123", "4");
+    SPLIT(PRETOK_FALCON, "a+b=3333\n=", "a", "+", "b", "=", "333", "3", "\n", "=");
+    // deepseek-coder (no reference vectors: these follow its five expressions by hand). One
+    // space joins the letter or punctuation run after it; symbols (=, +) are neither; CJK
+    // ideographs are letters, split from other letters by the fourth expression; digits one
+    // at a time.
+    SPLIT(PRETOK_DEEPSEEK_CODER, "Hello\nworld 123", "Hello", "\n", "world", " ", "1", "2", "3");
+    SPLIT(PRETOK_DEEPSEEK_CODER, "x = y; a, b!", "x", " =", " y", ";", " a", ",", " b", "!");
+    SPLIT(PRETOK_DEEPSEEK_CODER, "\xE4\xBD\xA0\xE5\xA5\xBDworld  hi",
+          "\xE4\xBD\xA0\xE5\xA5\xBD", "world", " ", " hi");
+    SPLIT(PRETOK_DEEPSEEK_CODER, "4 \xC2\xBD\r\n", "4", " ", "\xC2\xBD", "\r", "\n");
+    SPLIT(PRETOK_DEEPSEEK_CODER, "a\xC2\xA0" "b ...", "a", "\xC2\xA0" "b", " ...");
+    SPLIT(PRETOK_DBRX, "33333 a", "333", "33", " a");
     SPLIT(PRETOK_GPT2, "", );
 
     // Malformed UTF-8 bytes are pieces' bytes like any other (nothing is lost).
@@ -453,8 +494,8 @@ static void test_tiny_bpe(void) {
     free(ids);
     loaded_close(&l);
 
-    // Unknown pre-tokenizer: noted, gpt-2 used. Merges naming non-tokens: skipped and noted.
-    v = tiny_bpe("no-such-pre");
+    // Merges naming non-tokens: skipped and noted.
+    v = tiny_bpe("gpt-2");
     static const char *const bad_merges[] = { "h e", "zz qq", "nospace", "", "l l", "h e" };
     v.merges = bad_merges;
     v.n_merges = 6;
@@ -464,8 +505,8 @@ static void test_tiny_bpe(void) {
     CHECK(l.t != NULL, "odd BPE vocab loads: %s", err.msg);
     if (l.t) {
         const char *note = tokenizer_note(l.t);
-        CHECK(note && strstr(note, "no-such-pre") && strstr(note, "gpt-2") &&
-              strstr(note, "merges") && strstr(note, "tiny-bpe-odd.gguf"), "note: %s", note ? note : "(none)");
+        CHECK(note && strstr(note, "merges") && strstr(note, "tiny-bpe-odd.gguf"), "note: %s",
+              note ? note : "(none)");
         static const char *const p[] = { "he", "ll", "o", "\xC4\xA0", "w" };
         check_pieces(l.t, "hello w", p, 5, __LINE__);
     }
@@ -484,6 +525,69 @@ static void test_tiny_bpe(void) {
         static const char *const p[] = { "hello", "\xC4\xA0world" };
         check_pieces(l.t, "hello world", p, 2, __LINE__);
     }
+    loaded_close(&l);
+    // dbrx: Llama 3's expression, but every piece is merged (no whole-piece lookup).
+    v = tiny_bpe("dbrx");
+    v.merges = few_merges;
+    v.n_merges = 1;
+    w = spec_writer(&v);
+    l.t = load_writer(w, "tiny-bpe-dbrx.gguf", &l.mem, &l.g, &err);
+    gguf_writer_free(w);
+    CHECK(l.t != NULL, "dbrx BPE vocab: %s", err.msg);
+    if (l.t) {
+        static const char *const p[] = { "he", "l", "l", "o", "\xC4\xA0", "w" };
+        check_pieces(l.t, "hello w", p, 6, __LINE__);
+    }
+    loaded_close(&l);
+
+    // BOS by default for the Llama 3 names only; the file's add_bos_token decides over it.
+    static const struct { const char *pre; int add_bos; bool want; } bos[] = {
+        { "llama-bpe", -1, true }, { "falcon3", -1, true }, { "llama-bpe", 0, false },
+        { "dbrx", -1, false }, { "gpt-2", -1, false }, { "gpt-2", 1, true },
+    };
+    for (size_t i = 0; i < sizeof bos / sizeof bos[0]; i++) {
+        v = tiny_bpe(bos[i].pre);
+        w = spec_writer(&v);
+        gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 256 + 11);
+        if (bos[i].add_bos >= 0) gguf_set_bool(w, "tokenizer.ggml.add_bos_token", bos[i].add_bos);
+        l.t = load_writer(w, "tiny-bpe-bos.gguf", &l.mem, &l.g, &err);
+        gguf_writer_free(w);
+        CHECK(l.t && tokenizer_add_bos(l.t) == bos[i].want, "%s, add_bos_token %d: add_bos %d",
+              bos[i].pre, bos[i].add_bos, l.t ? tokenizer_add_bos(l.t) : -1);
+        loaded_close(&l);
+    }
+}
+
+// A byte-level BPE file whose pre-tokenizer cabin has no rules for is refused with one line
+// naming the file, the key and the value, and the supported names; an SPM file's key is not read.
+static void test_pre_refused(void) {
+    static const char *const names[] = {
+        "no-such-pre", "poro-chat", "gpt-4o", "roberta-bpe", "gpt2", "",
+        "bad\n\x01name",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        vocab_spec v = tiny_bpe(names[i]);
+        gguf_writer *w = spec_writer(&v);
+        errbuf err = {{0}};
+        loaded l;
+        l.t = load_writer(w, "refused.gguf", &l.mem, &l.g, &err);
+        gguf_writer_free(w);
+        char want[64];
+        snprintf(want, sizeof want, "'%s'", i == 6 ? "bad??name" : names[i]);
+        CHECK(l.t == NULL, "pre '%s': loaded, should be refused", names[i]);
+        CHECK(strstr(err.msg, "refused.gguf: tokenizer.ggml.pre ") && strstr(err.msg, want) &&
+              strstr(err.msg, "is not supported (supported: ") && strstr(err.msg, "falcon") &&
+              !strchr(err.msg, '\n'), "pre '%s': message '%s'", names[i], err.msg);
+        loaded_close(&l);
+    }
+    vocab_spec v = tiny_spm();
+    v.pre = "no-such-pre";
+    gguf_writer *w = spec_writer(&v);
+    errbuf err = {{0}};
+    loaded l;
+    l.t = load_writer(w, "spm-odd-pre.gguf", &l.mem, &l.g, &err);
+    gguf_writer_free(w);
+    CHECK(l.t != NULL, "SPM with an unknown pre loads: %s", err.msg);
     loaded_close(&l);
 }
 
@@ -871,7 +975,7 @@ static void time_100k(const tokenizer *t, const char *label) {
     double dt = now_sec() - t0;
     char *back = tokenizer_decode(t, ids, n, false, true);
     double dt2 = now_sec() - t0 - dt;
-    printf("100 KB %-22s %7d tokens  encode %7.1f ms  decode %5.1f ms\n", label, n, dt * 1e3, dt2 * 1e3);
+    printf("100 KB %-26s %7d tokens  encode %7.1f ms  decode %5.1f ms\n", label, n, dt * 1e3, dt2 * 1e3);
     CHECK(n > 0 && strcmp(back, text) == 0, "%s: 100 KB round trip", label);
     free(back);
     free(ids);
@@ -891,7 +995,7 @@ static void time_100k(const tokenizer *t, const char *label) {
     }
     char shown[16];
     show_text(worst_run, strlen(worst_run), shown, sizeof shown);
-    printf("100 KB %-22s single-pattern texts: slowest %.1f ms (\"%s\" repeated)\n", label,
+    printf("100 KB %-26s single-pattern texts: slowest %.1f ms (\"%s\" repeated)\n", label,
            worst * 1e3, shown);
     free(text);
 }
@@ -918,12 +1022,23 @@ static void time_tiny(void) {
     gguf_writer_free(w);
     if (l.t) time_100k(l.t, "(tiny SPM vocab)");
     loaded_close(&l);
-    v = tiny_bpe("llama-bpe");
-    w = spec_writer(&v);
-    l.t = load_writer(w, "tiny-bpe.gguf", &l.mem, &l.g, &err);
-    gguf_writer_free(w);
-    if (l.t) time_100k(l.t, "(tiny BPE vocab)");
-    loaded_close(&l);
+    // Each pre-tokenizer over the tiny BPE vocabulary (every byte a token, so any split
+    // round-trips): deepseek-coder has no reference vocabulary here to be timed with.
+    static const char *const pres[] = { "llama-bpe", "deepseek-coder", "falcon" };
+    for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "(tiny BPE, %s)", pres[i]);
+        v = tiny_bpe(pres[i]);
+        w = spec_writer(&v);
+        l.t = load_writer(w, "tiny-bpe.gguf", &l.mem, &l.g, &err);
+        gguf_writer_free(w);
+        CHECK(l.t != NULL, "%s: %s", label, err.msg);
+        if (l.t) {
+            test_random_round_trip(l.t, label);
+            time_100k(l.t, label);
+        }
+        loaded_close(&l);
+    }
 }
 
 int main(void) {
@@ -931,6 +1046,7 @@ int main(void) {
     test_pretok();
     test_tiny_spm();
     test_tiny_bpe();
+    test_pre_refused();
     test_hostile();
 
     const char *ref = test_ref_dir();
@@ -945,11 +1061,27 @@ int main(void) {
     test_ref_vocab(ref, "deepseek-llm", "vocab/ggml-vocab-deepseek-llm.gguf");
     test_ref_vocab(ref, "llama-bpe", "models/llama-bpe-d64-F16.gguf");
     test_ref_vocab(ref, "qwen2", "models/qwen2-d64-F16.gguf");
+    // ../shared/ref/next/vocab: the falcon and starcoder vocabularies (their own pre-tokenizers).
+    char next[512];
+    snprintf(next, sizeof next, "%s/next", ref);
+    static const char *const next_names[] = { "falcon", "starcoder" };
+    for (size_t i = 0; i < sizeof next_names / sizeof next_names[0]; i++) {
+        char rel[128], path[700];
+        snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", next_names[i]);
+        snprintf(path, sizeof path, "%s/%s", next, rel);
+        FILE *f = fopen(path, "rb");
+        if (!f) { SKIP("%s not present: the %s vectors not checked", path, next_names[i]); continue; }
+        fclose(f);
+        test_ref_vocab(next, next_names[i], rel);
+    }
     test_ref_specials(ref);
     time_ref(ref, "vocab/ggml-vocab-llama-spm.gguf", "SPM (llama-spm)");
     time_ref(ref, "models/llama-bpe-d64-F16.gguf", "BPE (llama-bpe)");
     time_ref(ref, "models/qwen2-d64-F16.gguf", "BPE (qwen2)");
     time_ref(ref, "vocab/ggml-vocab-gpt-2.gguf", "BPE (gpt-2)");
+    snprintf(next, sizeof next, "%s/next/vocab/ggml-vocab-falcon.gguf", ref);
+    FILE *f = fopen(next, "rb");
+    if (f) { fclose(f); time_ref(ref, "next/vocab/ggml-vocab-falcon.gguf", "BPE (falcon)"); }
     time_tiny();
     return test_finish();
 }
