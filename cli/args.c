@@ -65,7 +65,11 @@ static void print_option(FILE *f, const opt_table *t, const opt_def *d) {
         print_lines(f, def, &col);
         fprintf(f, ")");
     }
-    if (d->more) fprintf(f, "\n%*s%s", HELP_COLUMN, "", d->more());
+    if (d->more) {   // its '\n's continue at the help column too
+        fprintf(f, "\n%*s", HELP_COLUMN, "");
+        col = HELP_COLUMN;
+        print_lines(f, d->more(), &col);
+    }
     fprintf(f, "\n");
 }
 

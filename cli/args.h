@@ -38,7 +38,8 @@ typedef struct opt_def {
                          // is set (non-zero number, non-NULL string); "": no default shown
     // OPT_CALL (and OPT_FLAG when set): consumes the value; 0, or -1 with a message in err
     int (*call)(void *base, const char *value, errbuf *err);
-    const char *(*more)(void);   // optional: text computed at run time, appended to the help
+    const char *(*more)(void);   // optional: text computed at run time, on the lines after the
+                                 // help ('\n' starts a continuation line)
 } opt_def;
 
 // The --file row of the commands that score a text (ppl, heatmap, sweep): off the field, help

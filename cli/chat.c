@@ -239,6 +239,8 @@ int chat_run(const session_opts *o, bool free_actions, const char *governor) {
         return 2;
     }
     session *s = ch.c.as.s;
+    char note[ERR_LINE];   // e.g. the file's chat template not recognised: said once, before the first turn
+    if (session_take_notice(s, note, sizeof note)) fprintf(stderr, "cabin chat: %s\n", note);
     bool tty = isatty(STDIN_FILENO);
     char *hist = NULL;
     if (tty) {

@@ -1,11 +1,13 @@
 // The options every model-running command shares: one table for parsing and --help.
 #include "cli/commands.h"
 #include "engine/backend.h"
+#include "engine/chat_template.h"
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // "this cabin has: auto, cpu, ..." under --backend's help
 static char backend_choices_text[160];
@@ -16,6 +18,37 @@ static const char *backend_choices(void) {   // made once: --help may be printed
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, make_backend_choices);
     return backend_choices_text;
+}
+
+// --chat-template NAME: a name of engine/chat_template.c's table, checked when parsed (an
+// unknown one is a usage error, exit 2, with the names listed).
+static int set_chat_template(void *base, const char *name, errbuf *err) {
+    if (!chat_template_by_name(name))
+        return err_set(err, "--chat-template: unknown template '%s' (known: %s)", name, chat_template_names());
+    ((run_opts *)base)->s.template_name = name;
+    return 0;
+}
+
+// "known: gemma, llama-3, ..." under --chat-template's help, in lines of at most 76 columns
+static char template_choices_text[640];
+static void make_template_choices(void) {
+    const char *names = chat_template_names();
+    size_t n = (size_t)snprintf(template_choices_text, sizeof template_choices_text, "known:"), col = n;
+    while (*names && n + 2 < sizeof template_choices_text) {
+        size_t len = strcspn(names, ",");
+        bool wrap = col + 1 + len + 1 > 76;
+        int w = snprintf(template_choices_text + n, sizeof template_choices_text - n, "%s%.*s%s", wrap ? "\n" : " ",
+                         (int)len, names, names[len] ? "," : "");
+        if (w < 0 || (size_t)w >= sizeof template_choices_text - n) break;
+        n += (size_t)w;
+        col = (wrap ? 0 : col + 1) + len + 1;
+        names += len + (names[len] ? 2 : 0);   // past ", "
+    }
+}
+static const char *template_choices(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_template_choices);
+    return template_choices_text;
 }
 
 #define RO(field) offsetof(run_opts, field)
@@ -35,8 +68,9 @@ static const opt_def RUN_OPT_DEFS[] = {
     { "--repeat-penalty", NULL, OPT_FLOAT, RO(s.sampling.repeat_penalty), "R", "1 = off", NULL, NULL, NULL },
     { "--repeat-last-n", NULL, OPT_INT, RO(s.sampling.repeat_last_n), "N", "tokens the penalty looks back", NULL, NULL, NULL },
     { "--seed", NULL, OPT_U64, RO(s.sampling.seed), "S", "sampling seed: the same seed gives the same text", NULL, NULL, NULL },
-    { "--template", NULL, OPT_STR, RO(s.template_name), "NAME", "chat template: llama-3, chatml, llama-2, zephyr, phi-3, plain",
-      "the file's", NULL, NULL },
+    { "--chat-template", NULL, OPT_CALL, 0, "NAME", "chat template (docs/TEMPLATES.md); a file's that cabin does not\n"
+      "recognise gives plain, and one line saying so", "recognised from the file", set_chat_template, template_choices },
+    { "--template", NULL, OPT_CALL, 0, "NAME", "the same as --chat-template", "", set_chat_template, NULL },
     { "--precision", NULL, OPT_STR, RO(s.precision), "TYPE", "convert every layer matrix to f32 | f16 | bf16 | q8_0 | q4_0 at load\n"
       "(token embedding and output stay as in the file)", "as in the file", NULL, NULL },
     { "--kv", NULL, OPT_STR, RO(s.kv_format), "FORMAT", "KV cache: f16 | q8 | q4 | f32 (docs/KV.md)", "f16", NULL, NULL },

@@ -21,6 +21,7 @@ struct session {
     sampler *smp;
     const chat_template *tmpl;
     char *system_prompt;
+    char *default_system;    // the file template's system text, used when system_prompt is NULL
     float *logits;           // n_vocab: last position's logits
     int32_t *hist;           // every token fed since the last reset, in order (n_hist)
     int n_hist, cap_hist;
@@ -101,15 +102,25 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->opts.kv_format = s->opts.kv_policy = NULL;
     if (s->b->kv_prepare(s->b, &s->kv, err)) goto fail;
     if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) goto fail;
+    const chat_template *file_tmpl = chat_template_match(s->m->chat_template);
     if (o->template_name) {
         s->tmpl = chat_template_by_name(o->template_name);
         if (!s->tmpl) {
             err_set(err, "unknown chat template '%s' (known: %s)", o->template_name, chat_template_names());
             goto fail;
         }
+    } else if (file_tmpl) {
+        s->tmpl = file_tmpl;
+    } else if (!s->m->chat_template && chat_template_for_arch(hp->arch_name)) {
+        s->tmpl = chat_template_for_arch(hp->arch_name);   // a Gemma file without one: Gemma's turns
     } else {
-        s->tmpl = chat_template_detect(s->m->chat_template);
+        s->tmpl = chat_template_by_name("plain");
+        if (s->m->chat_template)   // a file without one chats in plain without a word
+            str_cut_printf(s->notice, sizeof s->notice, "%s: tokenizer.chat_template not recognised: using the plain "
+                           "template (--chat-template NAME chooses one: %s)", s->m->file.path, chat_template_names());
     }
+    // the file's own system text (Qwen2.5's, SmolLM2's) when the person gives none
+    if (s->tmpl == file_tmpl) s->default_system = chat_template_default_system(s->tmpl, s->m->chat_template);
     s->system_prompt = o->system_prompt ? xstrdup(o->system_prompt) : NULL;
     s->opts.system_prompt = s->system_prompt;
     s->opts.model_path = NULL;
@@ -143,6 +154,7 @@ void session_close(session *s) {
     free(s->logits);
     free(s->hist);
     free(s->system_prompt);
+    free(s->default_system);
     free(s);
 }
 
@@ -495,7 +507,8 @@ static int tokenize_all(session *s, const char *text, bool add_special, int32_t 
 
 int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbuf *err) {
     bool first = s->kv.n_used == 0;
-    char *text = chat_template_render_turn(s->tmpl, s->system_prompt, user_text, first, s->reply_open);
+    const char *system = s->system_prompt ? s->system_prompt : s->default_system;
+    char *text = chat_template_render_turn(s->tmpl, system, user_text, first, s->reply_open);
     int32_t *ids = NULL;
     int n = tokenize_all(s, text, first, &ids, err);
     free(text);

@@ -17,8 +17,10 @@ typedef struct session_opts {
     int n_ctx;                   // 0: the model's training context, at most 4096
     int n_batch;                 // prompt tokens per forward pass (default 256)
     sampler_params sampling;
-    const char *template_name;   // NULL: recognise from the file
-    const char *system_prompt;   // NULL: none
+    const char *template_name;   // NULL: recognise from the file (not recognised: plain, and a
+                                 // notice says so: session_take_notice)
+    const char *system_prompt;   // NULL: the one the file's template writes when a conversation
+                                 // has none (Qwen2.5, SmolLM2), if any; "": none
     int max_reply_tokens;        // per chat turn (default 512)
     bool ignore_eog;             // completion: keep generating past end-of-generation tokens
     const char *precision;       // NULL: as in the file; else a precision plan: shorthand
@@ -141,8 +143,9 @@ void session_get_plan(const session *s, precision_plan *out);
 
 // Thread-safe: asks a running generation to stop after the current token.
 void session_cancel(session *s);
-// What the session has to tell the person once, e.g. that the device was lost and the CPU took
-// over: true (and the line in buf) the first time it is asked after it happened.
+// What the session has to tell the person once, e.g. that the file's chat template was not
+// recognised (from session_open on), or that the device was lost and the CPU took over: true
+// (and the line in buf) the first time it is asked after it happened.
 bool session_take_notice(session *s, char *buf, size_t cap);
 // Clears the conversation (cache, history); keeps the model.
 void session_reset(session *s);

@@ -1,10 +1,9 @@
 // The engine on generated random models: fast path against the scalar reference for every
 // weight type and both architectures on odd shapes; batch vs incremental; threads; sampling;
-// chat templates; the session API.
+// the session API. Chat templates: tests/test_chat_template.c.
 #include "test.h"
 #include "tests/rng.h"
 #include "model_util.h"
-#include "engine/chat_template.h"
 #include "engine/modelgen.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -133,28 +132,6 @@ static void test_sampler(void) {
     sampler_free(s);
     free(logits);
     free(tmp);
-}
-
-static void test_templates(void) {
-    CHECK(strcmp(chat_template_detect("{% ... <|start_header_id|> ... %}")->name, "llama-3") == 0, "llama-3 detected");
-    CHECK(strcmp(chat_template_detect("{{'<|im_start|>' + message['role']}}")->name, "chatml") == 0, "chatml detected");
-    CHECK(strcmp(chat_template_detect("{{'<|user|>' + '\n' + content + '<|end|>'}}")->name, "phi-3") == 0, "phi-3 detected");
-    CHECK(strcmp(chat_template_detect("<|user|>\n{{ content }}</s>")->name, "zephyr") == 0, "zephyr detected");
-    CHECK(strcmp(chat_template_detect("{{ bos_token + '[INST] ' + content }}")->name, "llama-2") == 0, "llama-2 detected");
-    CHECK(strcmp(chat_template_detect(NULL)->name, "plain") == 0, "no template: plain");
-    char *t = chat_template_render_turn(chat_template_by_name("chatml"), "Be brief.", "Hi", true, false);
-    CHECK(strcmp(t, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") == 0, "chatml first turn: %s", t);
-    free(t);
-    t = chat_template_render_turn(chat_template_by_name("chatml"), "Be brief.", "More", false, false);
-    CHECK(strcmp(t, "\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n") == 0, "chatml later turn: %s", t);
-    free(t);
-    t = chat_template_render_turn(chat_template_by_name("llama-3"), NULL, "Hi", false, true);
-    CHECK(strcmp(t, "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n") == 0,
-          "llama-3 turn after an unclosed reply: %s", t);
-    free(t);
-    t = chat_template_render_turn(chat_template_by_name("llama-2"), "S", "Hi", true, false);
-    CHECK(strcmp(t, "[INST] <<SYS>>\nS\n<</SYS>>\n\nHi [/INST]") == 0, "llama-2 first turn: %s", t);
-    free(t);
 }
 
 typedef struct cb_state { int n, stop_after; } cb_state;
@@ -302,7 +279,6 @@ int main(void) {
     test_weights_copy("qwen2", WT_F16, seed + 21);
     test_weights_copy("llama", WT_Q8_0, seed + 22);
     test_sampler();
-    test_templates();
     test_session();
     rmdir(tmpdir);
     return test_finish();

@@ -453,6 +453,10 @@ worker *worker_start(app_ctx *c, errbuf *err) {
     c->notice_ud = w;
     c->compare_piece = worker_compare_piece;
     c->compare_ud = w;
+    // what the session has to say from the start (a chat template not recognised), taken before
+    // the worker thread shares the session
+    char note[ERR_LINE];
+    bool noted = session_take_notice(c->as.s, note, sizeof note);
     w->meas = measure_start(worker_busy_ud, w);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
         measure_stop(w->meas);
@@ -460,6 +464,7 @@ worker *worker_start(app_ctx *c, errbuf *err) {
         err_set(err, "cannot start the generation thread");
         return NULL;
     }
+    if (noted) post_line(w, MSG_INFO, note);
     return w;
 }
 
