@@ -118,7 +118,7 @@ $(foreach t,$(VK_WTYPES),$(eval $(call vk_variant,embed_$(call vk_1,$(t)),embed,
 $(foreach r,$(VK_RED),$(eval $(call vk_variant,rmsnorm_$(call vk_1,$(r)),rmsnorm,-DUSE_SUBGROUP=$(call vk_2,$(r)))))
 $(foreach k,$(VK_KV),$(foreach s,full:0 split:1,$(foreach r,$(VK_RED),$(eval $(call vk_variant,attention_$(call vk_1,$(k))_$(call vk_1,$(s))_$(call vk_1,$(r)),attention,-DKV_F16=$(call vk_2,$(k)) -DSPLIT=$(call vk_2,$(s)) -DUSE_SUBGROUP=$(call vk_2,$(r)))))))
 $(foreach k,$(VK_KV),$(eval $(call vk_variant,kv_store_$(call vk_1,$(k)),kv_store,-DKV_F16=$(call vk_2,$(k)))))
-$(foreach s,attn_combine rope swiglu add bias,$(eval $(call vk_variant,$(s),$(s),)))
+$(foreach s,attn_combine rope glu add bias scale,$(eval $(call vk_variant,$(s),$(s),)))
 endif
 # $(BUILD)/gen/vk_spv.list: the variants' names, rewritten only when the list changes, so that a
 # variant taken out of the lines above leaves the embedded table too.

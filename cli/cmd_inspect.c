@@ -3,6 +3,7 @@
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
 #include "engine/kv_cache.h"
+#include "engine/model.h"
 #include "engine/tokenizer.h"
 #include "engine/wtype.h"
 
@@ -59,16 +60,52 @@ static void print_extras(const gguf_file *g, const char *arch) {
     if (gguf_find_tensor(g, "blk.0.attn_q.bias")) add_extra(&line, "q/k/v biases");
     if (n_head && head_dim != dim / n_head) add_extra(&line, "head dim %lld (key_length)", (long long)head_dim);
     if (!gguf_find_tensor(g, "output.weight")) add_extra(&line, "tied embeddings");
-    if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "phi3") == 0)
+    if (gguf_find_tensor(g, "blk.0.post_attention_norm.weight")) add_extra(&line, "RMSNorm after attention and FFN too");
+    if (strcmp(arch, "gemma3") == 0) add_extra(&line, "embedding x sqrt(dim); GELU(tanh)-gated FFN");
+    if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "phi3") == 0 || strcmp(arch, "gemma3") == 0)
         add_extra(&line, "NeoX rope");
-    char key[128], *scaling = NULL;
-    errbuf e = {{0}};
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    if (gguf_get_strdup(g, key, &scaling, &e) == 1 && scaling) add_extra(&line, "rope scaling %s", scaling);
-    free(scaling);
-    if (gguf_find_tensor(g, "rope_factors_long.weight")) add_extra(&line, "long-context rope factors (not supported yet)");
     if (line.len) printf("  %-22s %s\n", "extras", strbuf_str(&line));
     strbuf_free(&line);
+}
+
+// What cabin makes of the file, from its loader: the rope it turns by, and whether it runs (a
+// file the loader refuses says why in one line; tensors its forward pass would not read are
+// named).
+static void print_model_view(const char *path) {
+    model *m = NULL;
+    errbuf e = {{0}};
+    if (model_load_any(&m, path, &e)) {
+        printf("  %-22s no: %s\n", "runs", e.msg);
+        return;
+    }
+    const model_hparams *hp = &m->hp;
+    char rope[256];
+    rope_scaling_describe(&hp->rope_scaling, hp->rope_dim, rope, sizeof rope);
+    printf("  %-22s %s (base %g, %d of %d dims per head, %s pairs)\n", "rope variant", rope, (double)hp->rope_base,
+           hp->rope_dim, hp->head_dim, hp->rope_neox ? "NeoX" : "adjacent");
+    if (m->layer_swa) {   // the window layout: which layers see the last swa_window slots only
+        strbuf list = { 0 };
+        int n_win = 0;
+        for (int l = 0; l < hp->n_layer; l++)
+            if (m->layer_swa[l]) strbuf_printf(&list, "%s%d", n_win++ ? "," : "", l);
+        printf("  %-22s sliding window of %d on %d of %d layers (global: every %dth; rope base %g there, %g on the "
+               "window layers): %s\n", "attention", hp->swa_window, n_win, hp->n_layer, hp->swa_pattern,
+               (double)hp->rope_base, (double)hp->rope_base_swa, strbuf_str(&list));
+        strbuf_free(&list);
+    } else {
+        printf("  %-22s every layer sees the whole context\n", "attention");
+    }
+    if (m->n_unused) {
+        const char *names[8];
+        int n = model_unused_tensors(m, names, 8);
+        printf("  %-22s no: %d tensor%s that cabin's %s forward pass does not read:", "runs", n, n > 1 ? "s" : "",
+               hp->arch_name);
+        for (int i = 0; i < n && i < 8; i++) printf(" %s", names[i]);
+        printf("%s\n", n > 8 ? " ..." : "");
+    } else {
+        printf("  %-22s yes\n", "runs");
+    }
+    model_free(m);
 }
 
 // KV-cache bytes of this model's shape in every format (docs/KV.md): per token per layer (the
@@ -155,8 +192,11 @@ int cmd_info(int argc, char **argv) {
         print_kv_if(&g, k, keys[i][1]);
     }
     if (arch) print_extras(&g, arch);
+    print_model_view(path);
     int rc = 0;
     if (kv_sizes) rc = print_kv_sizes(&g, arch ? arch : "llama");
+    char arch_name[64];   // for the chat template of a file without one
+    snprintf(arch_name, sizeof arch_name, "%s", arch ? arch : "");
     free(arch);
     if (rc) { gguf_close(&g); return rc; }
     // tensor type mix: tensors, bytes, bits per weight and share of the weights per type, then
@@ -179,23 +219,28 @@ int cmd_info(int argc, char **argv) {
                wtype_get((uint32_t)t)->to_f32 ? "" : "  (not supported yet)");
     }
     if (params) printf("  %-22s %.2f (all tensors)\n", "bits per weight", (double)all_bytes * 8.0 / (double)params);
-    // tokenizer
+    // tokenizer: one that does not load (unsupported or malformed) is listed as refused, and
+    // the command ends with its one-line error and status 1 after the rest of the listing
+    errbuf tok_err = {{0}};
     if (gguf_find_kv(&g, "tokenizer.ggml.model")) {
-        tokenizer *tok = tokenizer_load(&g, &err);
+        tokenizer *tok = tokenizer_load(&g, &tok_err);
         if (tok) {
             printf("  tokenizer: %s (pre: %s), %d tokens, bos %d, eos %d, add_bos %s\n",
                    tokenizer_model_name(tok), tokenizer_pre_name(tok), tokenizer_n_vocab(tok),
                    tokenizer_bos(tok), tokenizer_eos(tok), tokenizer_add_bos(tok) ? "yes" : "no");
             tokenizer_free(tok);
         } else {
-            printf("  tokenizer: error: %s\n", err.msg);
+            printf("  tokenizer: refused (the error is on stderr)\n");
         }
     } else {
         printf("  tokenizer: (none)\n");
     }
     char *tmpl = NULL;
     gguf_get_strdup(&g, "tokenizer.chat_template", &tmpl, &err);
-    printf("  chat template: %s%s\n", chat_template_detect(tmpl)->name, tmpl ? "" : " (no template in file)");
+    const chat_template *by_arch = tmpl ? NULL : chat_template_for_arch(arch_name);
+    printf("  chat template: %s%s\n", by_arch ? by_arch->name : chat_template_detect(tmpl)->name,
+           by_arch ? " (no template in file: the architecture's)" : !tmpl ? " (no template in file)"
+           : chat_template_match(tmpl) ? "" : " (tokenizer.chat_template not recognised)");
     free(tmpl);
     if (all_kv) {
         printf("  metadata:\n");
@@ -215,6 +260,7 @@ int cmd_info(int argc, char **argv) {
         }
     }
     gguf_close(&g);
+    if (tok_err.msg[0]) { fprintf(stderr, "cabin info: %s\n", tok_err.msg); return 1; }
     return 0;
 }
 

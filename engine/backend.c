@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const op_names[OP_COUNT] = {
-    "embed", "rmsnorm", "matmul", "bias", "rope", "kv_store", "attention", "swiglu", "add",
+    "embed", "rmsnorm", "matmul", "bias", "rope", "kv_store", "attention", "glu", "add", "scale",
 };
 
 const char *op_kind_name(enum op_kind k) { return k < OP_COUNT ? op_names[k] : "?"; }

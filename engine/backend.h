@@ -18,23 +18,28 @@ typedef struct backend backend;
 
 // Per-op profile (filled when profiling is on).
 enum op_kind {
-    OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_BIAS, OP_ROPE, OP_KV_STORE, OP_ATTENTION, OP_SWIGLU,
-    OP_ADD, OP_COUNT
+    OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_BIAS, OP_ROPE, OP_KV_STORE, OP_ATTENTION, OP_GLU,
+    OP_ADD, OP_SCALE, OP_COUNT
 };
 const char *op_kind_name(enum op_kind k);
 
 typedef struct rope_params {
     int n_heads;        // heads in this activation (n_head for q, n_kv_head for k)
     int head_dim;
-    int rope_dim;       // dims rotated per head (<= head_dim)
-    float base;         // rope frequency base
+    const rope_freqs *freqs;   // the angles (engine/rope.h); freqs->rope_dim <= head_dim dims rotated
     bool neox;          // NeoX style: rotate pairs (i, i+rope_dim/2) instead of (2i, 2i+1)
 } rope_params;
 
 typedef struct attn_params {
     int n_head, n_kv_head, head_dim;
     float scale;        // usually 1/sqrt(head_dim)
+    int window;         // > 0: a query at slot p sees slots (p - window, p] only (sliding-window
+                        // layers); 0: every slot up to its own
 } attn_params;
+
+// The gated FFN's activation of the gate: silu (llama, qwen, phi3) or GELU with the tanh
+// approximation (gemma).
+enum glu_act { GLU_SILU, GLU_GELU_TANH };
 
 // What a backend can do, asked by the engine and the front ends instead of its name.
 enum backend_cap {
@@ -122,14 +127,16 @@ struct backend {
     // store k[t], v[t] at cache slot slots[t] of layer `layer`
     void (*kv_store)(backend *b, kv_cache *kv, int layer, const bk_act *k, const bk_act *v, int n,
                      const int32_t *slots);
-    // out[t] = softmax(q[t] K[0..n_ctx_t)ᵀ * scale) V over cache slots [0, n_ctx_t), where
-    // n_ctx_t = n_past + t + 1 (causal)
+    // out[t] = softmax(q[t] K[lo_t..n_ctx_t)ᵀ * scale) V over cache slots [lo_t, n_ctx_t), where
+    // n_ctx_t = n_past + t + 1 (causal) and lo_t = 0, or n_ctx_t - window with a window
     void (*attention)(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
                       const attn_params *p, bk_act *out);
-    // gate[t] = silu(gate[t]) * up[t]
-    void (*swiglu)(backend *b, bk_act *gate, const bk_act *up, int n);
+    // gate[t] = act(gate[t]) * up[t] (enum glu_act)
+    void (*glu)(backend *b, bk_act *gate, const bk_act *up, int n, int act);
     // x[t] += y[t]
     void (*add)(backend *b, bk_act *x, const bk_act *y, int n);
+    // x[t] *= s
+    void (*scale)(backend *b, bk_act *x, float s, int n);
 
     // Profiling: seconds spent per op kind since last reset (when enabled).
     void (*set_profiling)(backend *b, bool on);

@@ -157,11 +157,20 @@ static void free_storage(kv_cache *kv) {
     free(kv->kq); free(kv->kp); free(kv->vq); free(kv->vp);
 }
 
+static void free_ropes(kv_cache *kv) {
+    for (int r = 0; r < KV_ROPES; r++) {
+        free(kv->rope_cs[r]);
+        free(kv->rope_t[r]);
+        kv->rope_cs[r] = kv->rope_t[r] = NULL;
+    }
+    memset(kv->rope, 0, sizeof kv->rope);
+}
+
 void kv_cache_free(kv_cache *kv) {
     if (!kv->k) return;
     free_storage(kv);
-    free(kv->rope_cs);
-    free(kv->rope_t);
+    free_ropes(kv);
+    free(kv->layer_rope);
     free_stats(kv);
     memset(kv, 0, sizeof *kv);
 }
@@ -190,41 +199,56 @@ static int alloc_stats(kv_cache *kv, errbuf *err) {
     return err ? err_set(err, "kv cache: out of memory for attention statistics (%zu floats)", 2 * per) : -1;
 }
 
+// Table r for the rotation f: every slot's (cos, sin), the angles the rope op gives that position.
+static int make_rope(kv_cache *kv, int r, const rope_freqs *f) {
+    const int half = f->rope_dim / 2;
+    const size_t n = (size_t)kv->n_ctx;
+    kv->rope[r] = *f;
+    kv->rope_cs[r] = try_malloc(n * (size_t)half * 2 * sizeof(float));
+    kv->rope_t[r] = try_malloc(n * (size_t)half * 2 * sizeof(float));
+    if (!kv->rope_cs[r] || !kv->rope_t[r]) return -1;
+    for (size_t s = 0; s < n; s++) {
+        float *cs = kv->rope_cs[r] + s * half * 2;
+        rope_cos_sin((int64_t)s, f, cs);
+        for (int i = 0; i < half; i++) {
+            kv->rope_t[r][(size_t)2 * i * n + s] = cs[2 * i];
+            kv->rope_t[r][(size_t)(2 * i + 1) * n + s] = cs[2 * i + 1];
+        }
+    }
+    return 0;
+}
+
+static bool same_rope(const rope_freqs *held, const float *table, const rope_freqs *want) {
+    return want ? table && rope_freqs_same(held, want) : !table;
+}
+
 int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err) {
+    int rope_dim = sh->rope ? sh->rope->rope_dim : 0;
     if (sh->n_kv_head <= 0 || sh->head_dim <= 0 || sh->n_kv_head * sh->head_dim != kv->kv_dim ||
-        sh->n_head % sh->n_kv_head || sh->rope_dim < 0 || sh->rope_dim > sh->head_dim || sh->rope_dim % 2)
+        sh->n_head % sh->n_kv_head || rope_dim < 0 || rope_dim > sh->head_dim || rope_dim % 2 ||
+        (sh->rope_alt && (!sh->rope || !sh->alt_layers || sh->rope_alt->rope_dim != rope_dim)))
         return err_set(err, "kv cache: shape %d/%d heads of %d (rope %d) does not fit rows of %d", sh->n_head,
-                       sh->n_kv_head, sh->head_dim, sh->rope_dim, kv->kv_dim);
-    bool same_rope = kv->rope_cs && kv->shape.rope_dim == sh->rope_dim && kv->shape.rope_base == sh->rope_base;
+                       sh->n_kv_head, sh->head_dim, rope_dim, kv->kv_dim);
+    bool keep = same_rope(&kv->rope[0], kv->rope_cs[0], sh->rope) &&
+                same_rope(&kv->rope[1], kv->rope_cs[1], sh->rope_alt);
     if (kv->shape.n_head != sh->n_head || kv->shape.n_kv_head != sh->n_kv_head) {
         free_stats(kv);
     }
     kv->shape = *sh;
-    if (!same_rope) {
-        free(kv->rope_cs);
-        free(kv->rope_t);
-        kv->rope_cs = kv->rope_t = NULL;
-        int half = sh->rope_dim / 2;
-        if (half > 0) {
-            size_t n = (size_t)kv->n_ctx;
-            kv->rope_cs = try_malloc(n * (size_t)half * 2 * sizeof(float));
-            kv->rope_t = try_malloc(n * (size_t)half * 2 * sizeof(float));
-            if (!kv->rope_cs || !kv->rope_t) {
-                free(kv->rope_cs);
-                free(kv->rope_t);
-                kv->rope_cs = kv->rope_t = NULL;
-                return err_set(err, "kv cache: out of memory for the rope table (%zu positions)", n);
-            }
-            for (size_t s = 0; s < n; s++) {   // the angles the rope op gives position s
-                float *cs = kv->rope_cs + s * half * 2;
-                rope_cos_sin((int64_t)s, sh->rope_dim, sh->rope_base, cs);
-                for (int i = 0; i < half; i++) {
-                    kv->rope_t[(size_t)2 * i * n + s] = cs[2 * i];
-                    kv->rope_t[(size_t)(2 * i + 1) * n + s] = cs[2 * i + 1];
-                }
-            }
+    if (!kv->layer_rope && !(kv->layer_rope = try_calloc((size_t)kv->n_layer, 1)))
+        return err_set(err, "kv cache: out of memory for %d layers' rope choice", kv->n_layer);
+    for (int l = 0; l < kv->n_layer; l++) kv->layer_rope[l] = sh->rope_alt && sh->alt_layers[l] ? 1 : 0;
+    if (!keep) {
+        free_ropes(kv);
+        if ((sh->rope && rope_dim > 0 && make_rope(kv, 0, sh->rope)) || (sh->rope_alt && make_rope(kv, 1, sh->rope_alt))) {
+            free_ropes(kv);
+            kv->shape.rope = kv->shape.rope_alt = NULL;
+            return err_set(err, "kv cache: out of memory for the rope tables (%d positions)", kv->n_ctx);
         }
     }
+    kv->shape.rope = kv->rope_cs[0] ? &kv->rope[0] : NULL;
+    kv->shape.rope_alt = kv->rope_cs[1] ? &kv->rope[1] : NULL;
+    kv->shape.alt_layers = kv->shape.rope_alt ? kv->layer_rope : NULL;
     return alloc_stats(kv, err);
 }
 
@@ -233,10 +257,11 @@ void kv_cache_set_tracking(kv_cache *kv, bool on) {
     if (on) alloc_stats(kv, NULL);
 }
 
-void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld) {
-    int half = kv->shape.rope_dim / 2;
-    if (half <= 0 || !kv->rope_cs) return;
-    rope_rows_ref(kv->rope_cs + (size_t)s0 * half * 2, half, kv->shape.rope_neox, n, rows, ld);   // the reference kernel
+void kv_cache_rope_rows(const kv_cache *kv, int layer, int s0, int n, float *rows, int ld) {
+    const float *cs = kv_layer_rope_cs(kv, layer);
+    int half = kv->rope[0].rope_dim / 2;
+    if (half <= 0 || !cs) return;
+    rope_rows_ref(cs + (size_t)s0 * half * 2, half, kv->shape.rope_neox, n, rows, ld);   // the reference kernel
 }
 
 // ---- quantized store ----

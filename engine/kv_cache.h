@@ -15,6 +15,7 @@
 #define CABIN_KV_CACHE_H
 
 #include "base/base.h"
+#include "engine/rope.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,10 +50,15 @@ typedef struct kv_policy {
 // The model shape attention needs (set by model_forward before every pass).
 typedef struct kv_shape {
     int n_head, n_kv_head, head_dim;
-    int rope_dim;            // 0: keys are used as stored (no rotation)
-    float rope_base;
+    const rope_freqs *rope;  // the keys' rotation by slot (engine/rope.h); NULL: used as stored
+    const rope_freqs *rope_alt;     // NULL, or a second rotation of the same rope_dim for the
+    const uint8_t *alt_layers;      // layers flagged 1 here (n_layer flags; gemma3's window
+                                    // layers turn by another base)
     bool rope_neox;
+    // The cache keeps copies: after kv_cache_set_shape the pointers point at them.
 } kv_shape;
+
+#define KV_ROPES 2   // rotations a cache holds tables for: the layers' and rope_alt
 
 typedef struct kv_cache {
     enum kv_format format;
@@ -77,9 +83,13 @@ typedef struct kv_cache {
     int vcap;            // rows of the value ring: recent
     // attention position encoding and statistics
     kv_shape shape;
-    float *rope_cs;      // (n_ctx, rope_dim/2, 2): cos, sin of slot * base^(-2i/rope_dim)
-    float *rope_t;       // (rope_dim/2, 2, n_ctx): the same values slot-major (frequency i: its
-                         // cos of every slot, then its sin), for attention along slots
+    rope_freqs rope[KV_ROPES];      // what shape.rope and rope_alt point at (rope_dim 0: none)
+    uint8_t *layer_rope;            // (n_layer) which of them layer l turns by: 0 or 1
+    float *rope_cs[KV_ROPES];       // (n_ctx, rope_dim/2, 2): cos, sin of each slot's angles
+                                    // (rope_cos_sin); NULL: no rotation
+    float *rope_t[KV_ROPES];        // (rope_dim/2, 2, n_ctx): the same values slot-major (frequency
+                                    // i: its cos of every slot, then its sin), for attention along
+                                    // slots
     kv_policy policy;
     bool track;          // keep attention statistics (mass, last); on for h2o/entropy
     float *mass;         // (n_layer, n_head, n_ctx): attention weight accumulated per slot
@@ -132,7 +142,15 @@ typedef void (*kv_f16_cvt_fn)(const uint16_t *x, float *y, int64_t n);
 void kv_cache_read(const kv_cache *kv, int layer, int which, int s0, int s1, int c0, int nc,
                    float *out, int ld, kv_f16_cvt_fn f16_to_f32);
 // Rotates rows of one head (head_dim floats at stride ld) by their slots s0, s0+1, ...
-void kv_cache_rope_rows(const kv_cache *kv, int s0, int n, float *rows, int ld);
+void kv_cache_rope_rows(const kv_cache *kv, int layer, int s0, int n, float *rows, int ld);
+// The (cos, sin) tables layer l's keys turn by: slot-major (rope_t) and row-major (rope_cs);
+// NULL when its keys are used as stored.
+static inline const float *kv_layer_rope_t(const kv_cache *kv, int l) {
+    return kv->rope_t[kv->layer_rope ? kv->layer_rope[l] : 0];
+}
+static inline const float *kv_layer_rope_cs(const kv_cache *kv, int l) {
+    return kv->rope_cs[kv->layer_rope ? kv->layer_rope[l] : 0];
+}
 
 // Converts the cache to another format / recent window in place; the contents are kept
 // (dequantized and re-stored). On error the cache is unchanged.

@@ -100,7 +100,14 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
 
     // Keys are cached un-rotated and rotated by their slot inside attention (docs/KV.md), so the
     // cache knows the rope parameters; q is rotated here by its slot n_past + t.
-    kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->rope_dim, hp->rope_base, hp->rope_neox };
+    if (fc->rope_n_ctx != kv->n_ctx) {   // longrope's factors depend on the run's context
+        model_rope_freqs(m, kv->n_ctx, false, &fc->rope);
+        model_rope_freqs(m, kv->n_ctx, true, &fc->rope_swa);
+        fc->rope_n_ctx = kv->n_ctx;
+    }
+    const bool swa = m->layer_swa != NULL;
+    kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, &fc->rope, swa ? &fc->rope_swa : NULL, m->layer_swa,
+                    hp->rope_neox };
     if (kv_cache_set_shape(kv, &ks, err)) return -1;
     // With an eviction policy this compacts the cache; with none it fails when n does not fit.
     if (kv_cache_make_room(kv, n, err)) return -1;
@@ -110,8 +117,11 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     int n_past = kv->n_used;
     for (int t = 0; t < n; t++) pos[t] = n_past + t;
 
-    rope_params rq = { hp->n_head, hp->head_dim, hp->rope_dim, hp->rope_base, hp->rope_neox };
-    attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim) };
+    // a window layer (gemma3) turns by its own base and sees the last swa_window slots
+    rope_params rq = { hp->n_head, hp->head_dim, &fc->rope, hp->rope_neox };
+    rope_params rq_swa = { hp->n_head, hp->head_dim, &fc->rope_swa, hp->rope_neox };
+    attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, 0 };
+    attn_params ap_swa = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, hp->swa_window };
 
     if (fc->observe && !fc->observe_buf) {
         int cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
@@ -125,8 +135,10 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         b->begin_batch(b); } } while (0)
     b->begin_batch(b);
     b->embed(b, &m->tok_embd, tokens, n, fc->x);
+    if (hp->embed_scale) b->scale(b, fc->x, sqrtf((float)hp->dim), n);
     for (int l = 0; l < hp->n_layer; l++) {
         const layer_weights *L = &m->layers[l];
+        const bool window = swa && m->layer_swa[l];
         b->rmsnorm(b, fc->x, &L->attn_norm, hp->rms_eps, n, fc->h);
         OBSERVE(fc->h, l, TK_ATTN_Q, hp->dim);
         b->matmul(b, &L->wq, fc->h, 0, n, fc->q);
@@ -137,19 +149,21 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
         if (L->bv.data) b->add_bias(b, fc->v, &L->bv, n);
         if (L->q_norm.data) b->rmsnorm(b, fc->q, &L->q_norm, hp->rms_eps, n, fc->q);   // each head
         if (L->k_norm.data) b->rmsnorm(b, fc->k, &L->k_norm, hp->rms_eps, n, fc->k);
-        b->rope(b, fc->q, n, pos, &rq);   // k stays un-rotated: attention rotates it by slot
+        b->rope(b, fc->q, n, pos, window ? &rq_swa : &rq);   // k stays un-rotated: attention rotates it by slot
         b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
-        b->attention(b, fc->q, kv, l, n, n_past, &ap, fc->att);
+        b->attention(b, fc->q, kv, l, n, n_past, window ? &ap_swa : &ap, fc->att);
         OBSERVE(fc->att, l, TK_ATTN_OUTPUT, hp->n_head * hp->head_dim);
         b->matmul(b, &L->wo, fc->att, 0, n, fc->h);
+        if (L->post_attn_norm.data) b->rmsnorm(b, fc->h, &L->post_attn_norm, hp->rms_eps, n, fc->h);
         b->add(b, fc->x, fc->h, n);
         b->rmsnorm(b, fc->x, &L->ffn_norm, hp->rms_eps, n, fc->h);
         OBSERVE(fc->h, l, TK_FFN_GATE, hp->dim);
         b->matmul(b, &L->w_gate, fc->h, 0, n, fc->gate);
         b->matmul(b, &L->w_up, fc->h, 0, n, fc->up);
-        b->swiglu(b, fc->gate, fc->up, n);
+        b->glu(b, fc->gate, fc->up, n, hp->glu_act);
         OBSERVE(fc->gate, l, TK_FFN_DOWN, hp->ffn_dim);
         b->matmul(b, &L->w_down, fc->gate, 0, n, fc->h);
+        if (L->post_ffn_norm.data) b->rmsnorm(b, fc->h, &L->post_ffn_norm, hp->rms_eps, n, fc->h);
         b->add(b, fc->x, fc->h, n);
     }
     if (n_out > 0) {

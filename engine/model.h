@@ -11,7 +11,7 @@
 #include "tensor.h"
 #include "tokenizer.h"
 
-enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3 };
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3, ARCH_GEMMA3 };
 
 typedef struct model_hparams {
     enum model_arch arch;
@@ -25,9 +25,19 @@ typedef struct model_hparams {
     int ffn_dim;
     int rope_dim;        // rope.dimension_count, default head_dim
     float rope_base;
+    rope_scaling rope_scaling;   // what the file asks of the rope beyond the base (engine/rope.h);
+                                 // its factor arrays are the model's (rope_factors)
     float rms_eps;
-    bool rope_neox;      // qwen2, qwen3, phi3: NeoX-style rotation
+    bool rope_neox;      // qwen2, qwen3, phi3, gemma3: NeoX-style rotation
     bool tied_output;    // no output.weight: the token embedding is reused
+    float attn_scale;    // scores scaled by it: 1/sqrt(head_dim) (gemma3 27B: 1/sqrt(dim/n_head))
+    int glu_act;         // the FFN gate's activation (enum glu_act): silu, or GELU(tanh) for gemma3
+    bool embed_scale;    // gemma3: the input embedding times sqrt(dim)
+    // Sliding-window layers (gemma3): every swa_pattern-th layer sees the whole context, the
+    // others the last swa_window slots and turn by rope_base_swa (model.layer_swa flags them).
+    int swa_window;      // 0: every layer global
+    int swa_pattern;
+    float rope_base_swa;
 } model_hparams;
 
 // One layer's weights. Matrices are row-major (out_features rows of in_features); the weight
@@ -39,8 +49,10 @@ typedef struct layer_weights {
     tensor wq, wk, wv;   // (n_head*head_dim, dim), (n_kv_head*head_dim, dim) x2
     tensor wo;           // (dim, n_head*head_dim)
     tensor bq, bk, bv;   // optional biases (qwen2); .data == NULL when absent
-    tensor q_norm, k_norm; // (head_dim) f32: RMSNorm of each head of q and k before rope (qwen3);
-                           // .data == NULL when absent
+    tensor q_norm, k_norm; // (head_dim) f32: RMSNorm of each head of q and k before rope (qwen3,
+                           // gemma3); .data == NULL when absent
+    tensor post_attn_norm, post_ffn_norm;   // (dim) f32: RMSNorm of the attention's and the FFN's
+                                            // output before the residual add (gemma3); or absent
     tensor ffn_norm;     // (dim) f32
     tensor w_gate, w_up; // (ffn_dim, dim)
     tensor w_down;       // (dim, ffn_dim)
@@ -56,12 +68,25 @@ typedef struct model {
     tensor output_norm;        // (dim) f32
     tensor output;             // (n_vocab, dim); aliases tok_embd when tied
     layer_weights *layers;
+    float *rope_factors[2];    // rope_freqs.weight (llama3), or longrope's long and short factors
+    uint8_t *layer_swa;        // (n_layer) 1: a sliding-window layer (hp.swa_window > 0)
+    bool *tensor_used;         // per tensor of the file: read by the loader
+    int n_unused;              // the file's tensors it did not read (model_load refuses them)
     uint64_t weight_bytes;     // bytes of all weight tensors as loaded
     uint8_t *weights_copy;     // model_copy_weights: the file's weights in anonymous memory
     uint64_t weights_copy_bytes;
 } model;
 
+// A file whose tensors are not all read by cabin's forward pass for its architecture is refused
+// (a tensor nobody reads may change the numbers): one line naming the first.
 int model_load(model **out, const char *path, errbuf *err);
+// The same, keeping a file with tensors it does not read (cabin info lists them).
+int model_load_any(model **out, const char *path, errbuf *err);
+// The names of the tensors the loader did not read (up to max; returns how many there are).
+int model_unused_tensors(const model *m, const char **names, int max);
+// The angles of the model's rope in a run of n_ctx positions (longrope chooses its factors by it);
+// swa: its sliding-window layers' (their own base, no scaling).
+void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out);
 // The same over a GGUF in memory the caller keeps alive until model_free (name is used in
 // messages and as the model's name when the file has none): fuzz/fuzz_gguf.c, tests.
 int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err);
@@ -122,6 +147,9 @@ uint64_t model_decode_bytes(const model *m);
 typedef struct forward_ctx {
     backend *b;
     const model *m;
+    rope_freqs rope;           // the model's rope for rope_n_ctx positions (model_rope_freqs) ...
+    rope_freqs rope_swa;       // ... and its window layers' (hp.swa_window > 0)
+    int rope_n_ctx;            // 0: not made yet
     int n_batch;
     bk_act *x, *h, *q, *k, *v, *att, *gate, *up, *logits;
     int logits_rows;           // rows of the logits buffer

@@ -9,7 +9,7 @@
 #include <string.h>
 
 const char *model_arch_name(enum model_arch a) {
-    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_PHI3 ? "phi3" : "llama";
+    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_PHI3 ? "phi3" : a == ARCH_GEMMA3 ? "gemma3" : "llama";
 }
 
 // Reads <arch>.<suffix> as a positive int; required keys must be present.
@@ -43,6 +43,148 @@ static int hp_float(const gguf_file *g, const char *arch, const char *suffix, fl
     return 0;
 }
 
+// Reads <arch>.<suffix> as a float in [lo, hi] (def when absent).
+static int hp_float_in(const gguf_file *g, const char *arch, const char *suffix, float def, float lo, float hi,
+                       float *out, errbuf *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int r = gguf_get_f32(g, key, out, err);
+    if (r < 0) return -1;
+    if (r == 0) *out = def;
+    if (!(*out >= lo && *out <= hi))
+        return err_set(err, "%s: %s = %g is out of range [%g, %g]", g->path, key, (double)*out, (double)lo, (double)hi);
+    return 0;
+}
+
+// The loader has read tensor gt (the rest are refused: model_load).
+static void mark_used(model *m, const gguf_tensor *gt) { m->tensor_used[gt - m->file.tensors] = true; }
+
+// A per-pair factor tensor of the rope (rope_dim/2 positive finite numbers) as floats the model
+// owns; *out stays NULL when the file has no tensor of that name.
+static int load_rope_factors(model *m, const char *name, float **out, errbuf *err) {
+    const gguf_tensor *gt = gguf_find_tensor(&m->file, name);
+    *out = NULL;
+    if (!gt) return 0;
+    mark_used(m, gt);
+    const int half = m->hp.rope_dim / 2;
+    const wtype_info *ti = wtype_get(gt->type);
+    if (gt->n_dims != 1 || gt->ne[0] != (uint64_t)half || !ti || !ti->to_f32 || ti->block_size != 1)
+        return err_set(err, "%s: tensor %s: %u-D of %" PRIu64 " %s values, expected %d floats (rope dims %d / 2)",
+                       m->file.path, name, gt->n_dims, gt->ne[0], wtype_name(gt->type), half, m->hp.rope_dim);
+    float *f = xmalloc((size_t)half * sizeof(float));
+    ti->to_f32(gt->data, f, half);
+    for (int i = 0; i < half; i++)
+        if (!(f[i] > 0.0f) || f[i] > 1e9f) {
+            err_set(err, "%s: tensor %s: factor %d is %g (factors are positive)", m->file.path, name, i, (double)f[i]);
+            free(f);
+            return -1;
+        }
+    *out = f;
+    return 0;
+}
+
+// What the file asks of the rope beyond its base: rope.scaling.type (none, linear, yarn, and
+// longrope with its two factor tensors) and llama3's per-pair factors (rope_freqs.weight, with
+// any type). Anything else that would change the angles is refused, never ignored.
+static int load_rope_scaling(model *m, errbuf *err) {
+    const gguf_file *g = &m->file;
+    model_hparams *hp = &m->hp;
+    const char *a = hp->arch_name;
+    rope_scaling *s = &hp->rope_scaling;
+    memset(s, 0, sizeof *s);
+    s->kind = ROPE_NONE;
+    s->factor = 1.0f;
+    s->attn_factor = 1.0f;
+    char key[128], *type = NULL;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if (gguf_get_strdup(g, key, &type, err) < 0) return -1;
+    bool longrope_tensors = gguf_find_tensor(g, "rope_factors_long.weight") || gguf_find_tensor(g, "rope_factors_short.weight");
+    if (type && !strcmp(type, "linear")) s->kind = ROPE_LINEAR;
+    else if (type && !strcmp(type, "yarn")) s->kind = ROPE_YARN;
+    else if ((type && !strcmp(type, "longrope")) || (!type && longrope_tensors)) s->kind = ROPE_LONGROPE;
+    else if (type && strcmp(type, "none") != 0) {
+        err_set(err, "%s: %s '%s' is not supported (supported: none, linear, yarn, longrope)", g->path, key, type);
+        free(type);
+        return -1;
+    }
+    free(type);
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_log_multiplier", a);
+    float f;
+    if (gguf_get_f32(g, key, &f, err) == 1 && f != 0.0f)
+        return err_set(err, "%s: %s = %g is not supported (YaRN's attention scale of that form)", g->path, key, (double)f);
+    if (s->kind == ROPE_LINEAR || s->kind == ROPE_YARN) {
+        if (hp_float_in(g, a, "rope.scaling.factor", 1.0f, 1e-3f, 1e6f, &s->factor, err)) return -1;
+    } else {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", a);   // the older spelling of a linear factor
+        if (gguf_get_f32(g, key, &f, err) == 1 && f != 1.0f) {
+            if (!(f >= 1e-3f && f <= 1e6f)) return err_set(err, "%s: %s = %g is out of range", g->path, key, (double)f);
+            if (s->kind == ROPE_LONGROPE) return err_set(err, "%s: %s with longrope is not supported", g->path, key);
+            s->kind = ROPE_LINEAR;
+            s->factor = f;
+        }
+    }
+    if (hp_int(g, a, "rope.scaling.original_context_length", false, hp->n_ctx_train, 1, 1 << 24, &s->n_ctx_orig, err) ||
+        hp_float_in(g, a, "rope.scaling.attn_factor", 1.0f, 1e-3f, 1e3f, &s->attn_factor, err))
+        return -1;
+    if (s->kind == ROPE_YARN) {
+        float yarn_attn;
+        if (hp_float_in(g, a, "rope.scaling.yarn_ext_factor", 1.0f, 0.0f, 1e3f, &s->ext_factor, err) ||
+            hp_float_in(g, a, "rope.scaling.yarn_beta_fast", 32.0f, 1e-3f, 1e6f, &s->beta_fast, err) ||
+            hp_float_in(g, a, "rope.scaling.yarn_beta_slow", 1.0f, 1e-3f, 1e6f, &s->beta_slow, err) ||
+            hp_float_in(g, a, "rope.scaling.yarn_attn_factor", 1.0f, 1e-3f, 1e3f, &yarn_attn, err))
+            return -1;
+        s->attn_factor *= yarn_attn;
+    }
+    if (load_rope_factors(m, "rope_freqs.weight", &m->rope_factors[0], err)) return -1;
+    if (m->rope_factors[0]) {
+        if (s->kind == ROPE_LONGROPE)
+            return err_set(err, "%s: rope_freqs.weight beside longrope's factors is not supported", g->path);
+        s->factors = m->rope_factors[0];
+    }
+    if (s->kind == ROPE_LONGROPE) {
+        if (load_rope_factors(m, "rope_factors_long.weight", &m->rope_factors[0], err) ||
+            load_rope_factors(m, "rope_factors_short.weight", &m->rope_factors[1], err))
+            return -1;
+        if (!m->rope_factors[0] || !m->rope_factors[1])
+            return err_set(err, "%s: longrope needs both rope_factors_long.weight and rope_factors_short.weight", g->path);
+        s->long_factors = m->rope_factors[0];
+        s->short_factors = m->rope_factors[1];
+    }
+    return 0;
+}
+
+void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out) {
+    if (swa) rope_freqs_plain(out, m->hp.rope_dim, m->hp.rope_base_swa);
+    else rope_freqs_make(out, m->hp.rope_dim, m->hp.rope_base, &m->hp.rope_scaling, n_ctx);
+}
+
+// Gemma 3: the embedding scaled by sqrt(dim), GELU(tanh) in the FFN, and interleaved sliding-window
+// layers: layer l is global when (l + 1) is a multiple of the pattern, a window layer (the last
+// `sliding_window` slots, rope base freq_base_swa) otherwise. The 27B model (62 layers) scales
+// its scores by 1/sqrt(dim / n_head) instead of the head size, as its training did.
+static int load_gemma3(model *m, errbuf *err) {
+    const gguf_file *g = &m->file;
+    model_hparams *hp = &m->hp;
+    const char *a = hp->arch_name;
+    hp->embed_scale = true;
+    hp->glu_act = GLU_GELU_TANH;
+    if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->dim / (float)hp->n_head);
+    if (hp_int(g, a, "attention.sliding_window", false, 0, 0, 1 << 24, &hp->swa_window, err) ||
+        hp_int(g, a, "attention.sliding_window_pattern", false, 6, 1, 1 << 16, &hp->swa_pattern, err) ||
+        hp_float(g, a, "rope.freq_base_swa", 10000.0f, &hp->rope_base_swa, err))
+        return -1;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attn_logit_softcapping", a);
+    if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (attention soft-capping)", g->path, key);
+    snprintf(key, sizeof key, "%s.final_logit_softcapping", a);
+    if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (logit soft-capping)", g->path, key);
+    if (hp->swa_window > 0) {
+        m->layer_swa = xcalloc((size_t)hp->n_layer, 1);
+        for (int l = 0; l < hp->n_layer; l++) m->layer_swa[l] = (l + 1) % hp->swa_pattern != 0;
+    }
+    return 0;
+}
+
 static int load_hparams(model *m, errbuf *err) {
     const gguf_file *g = &m->file;
     model_hparams *hp = &m->hp;
@@ -55,8 +197,9 @@ static int load_hparams(model *m, errbuf *err) {
     else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
     else if (strcmp(arch, "qwen3") == 0) hp->arch = ARCH_QWEN3;
     else if (strcmp(arch, "phi3") == 0) hp->arch = ARCH_PHI3;
+    else if (strcmp(arch, "gemma3") == 0) hp->arch = ARCH_GEMMA3;
     else {
-        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3, phi3)", g->path, arch);
+        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3, phi3, gemma3)", g->path, arch);
         free(arch);
         return -1;
     }
@@ -83,14 +226,11 @@ static int load_hparams(model *m, errbuf *err) {
     if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
         hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
         return -1;
-    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3;
-    // phi3's long-context rope (per-frequency factors, an attention factor) changes every
-    // rotation: refused until the rope takes factors, rather than run wrongly.
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", a);
-    if (gguf_find_tensor(g, "rope_factors_long.weight") || gguf_find_tensor(g, "rope_factors_short.weight") ||
-        gguf_find_kv(g, key))
-        return err_set(err, "%s: rope scaling (rope_factors_long/short, %s) is not supported yet", g->path, key);
+    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3 || hp->arch == ARCH_GEMMA3;
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->glu_act = GLU_SILU;
+    if (hp->arch == ARCH_GEMMA3 && load_gemma3(m, err)) return -1;
+    if (load_rope_scaling(m, err)) return -1;
     return 0;
 }
 
@@ -100,6 +240,7 @@ static int bind(model *m, tensor *t, const char *name, int64_t ne0, int64_t ne1,
     const gguf_tensor *gt = gguf_find_tensor(&m->file, name);
     memset(t, 0, sizeof *t);
     if (!gt) return required ? err_set(err, "%s: missing tensor %s", m->file.path, name) : 0;
+    mark_used(m, gt);
     int64_t got1 = gt->n_dims >= 2 ? (int64_t)gt->ne[1] : 1;
     if ((int64_t)gt->ne[0] != ne0 || got1 != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
         return err_set(err, "%s: tensor %s has shape [%" PRIu64 ", %" PRIu64 "], expected [%" PRId64
@@ -180,7 +321,8 @@ static int load_tensors(model *m, errbuf *err) {
         layer_weights *L = &m->layers[l];
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
-        bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3, fused = hp->arch == ARCH_PHI3;
+        bool bias = hp->arch == ARCH_QWEN2, fused = hp->arch == ARCH_PHI3;
+        bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_GEMMA3, post_norms = hp->arch == ARCH_GEMMA3;
         if (fused ? bind_phi3_fused(m, L, l, q_dim, kv_dim, err)
                   : bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
                         bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||
@@ -196,6 +338,8 @@ static int load_tensors(model *m, errbuf *err) {
             bind(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
             bind(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk_norm, false, err) ||
             bind(m, &L->ffn_norm, NAME("ffn_norm.weight"), hp->dim, 1, true, false, err) ||
+            bind(m, &L->post_attn_norm, NAME("post_attention_norm.weight"), hp->dim, 1, post_norms, false, err) ||
+            bind(m, &L->post_ffn_norm, NAME("post_ffw_norm.weight"), hp->dim, 1, post_norms, false, err) ||
             bind(m, &L->w_down, NAME("ffn_down.weight"), hp->ffn_dim, hp->dim, true, true, err))
             return -1;
 #undef NAME
@@ -205,12 +349,22 @@ static int load_tensors(model *m, errbuf *err) {
 
 // Everything after the file is open: hyperparameters, tokenizer, tensors, names. path names
 // the model when the file has no general.name. On failure m is freed.
-static int model_load_opened(model **out, model *m, const char *path, errbuf *err) {
+static int model_load_opened(model **out, model *m, const char *path, bool refuse_unused, errbuf *err) {
+    m->tensor_used = try_calloc(m->file.n_tensors ? (size_t)m->file.n_tensors : 1, sizeof(bool));
+    if (!m->tensor_used) { err_set(err, "%s: out of memory for %" PRIu64 " tensors", path, m->file.n_tensors); goto fail; }
     if (load_hparams(m, err)) goto fail;
     m->tok = tokenizer_load(&m->file, err);
     if (!m->tok) goto fail;
     m->hp.n_vocab = tokenizer_n_vocab(m->tok);
     if (load_tensors(m, err)) goto fail;
+    const char *first = NULL;
+    for (uint64_t i = 0; i < m->file.n_tensors; i++)
+        if (!m->tensor_used[i] && !m->n_unused++) first = m->file.tensors[i].name;
+    if (m->n_unused && refuse_unused) {
+        err_set(err, "%s: tensor %s%s is not part of cabin's %s forward pass: refused (it may change the numbers; "
+                "cabin info lists them)", m->file.path, first, m->n_unused > 1 ? " (and others)" : "", m->hp.arch_name);
+        goto fail;
+    }
     if (gguf_get_strdup(&m->file, "tokenizer.chat_template", &m->chat_template, err) < 0) goto fail;
     if (gguf_get_strdup(&m->file, "general.name", &m->name, err) <= 0) {
         const char *base = strrchr(path, '/');
@@ -223,18 +377,31 @@ fail:
     return -1;
 }
 
-int model_load(model **out, const char *path, errbuf *err) {
+static int load_path(model **out, const char *path, bool refuse_unused, errbuf *err) {
     *out = NULL;
     model *m = xcalloc(1, sizeof *m);
     if (gguf_open(&m->file, path, err)) { free(m); return -1; }
-    return model_load_opened(out, m, path, err);
+    return model_load_opened(out, m, path, refuse_unused, err);
+}
+
+int model_load(model **out, const char *path, errbuf *err) { return load_path(out, path, true, err); }
+int model_load_any(model **out, const char *path, errbuf *err) { return load_path(out, path, false, err); }
+
+int model_unused_tensors(const model *m, const char **names, int max) {
+    int n = 0;
+    for (uint64_t i = 0; i < m->file.n_tensors; i++)
+        if (!m->tensor_used[i]) {
+            if (n < max) names[n] = m->file.tensors[i].name;
+            n++;
+        }
+    return n;
 }
 
 int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err) {
     *out = NULL;
     model *m = xcalloc(1, sizeof *m);
     if (gguf_open_memory(&m->file, data, size, name, err)) { free(m); return -1; }
-    return model_load_opened(out, m, name, err);
+    return model_load_opened(out, m, name, true, err);
 }
 
 static void free_owned(tensor *t, void *ud) {
@@ -309,6 +476,10 @@ void model_free(model *m) {
     if (m->layers) model_for_each_tensor(m, free_owned, NULL);
     free(m->weights_copy);
     free(m->layers);
+    free(m->rope_factors[0]);
+    free(m->rope_factors[1]);
+    free(m->tensor_used);
+    free(m->layer_swa);
     tokenizer_free(m->tok);
     free(m->chat_template);
     free(m->name);
@@ -323,7 +494,8 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
     for (int l = 0; l < m->hp.n_layer; l++) {
         layer_weights *L = &m->layers[l];
         tensor *ts[] = { &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
-                         &L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down };
+                         &L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down,
+                         &L->post_attn_norm, &L->post_ffn_norm };
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
             if (ts[i]->data) fn(ts[i], ud);
     }

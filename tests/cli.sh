@@ -188,8 +188,88 @@ expect_rc 1 "directory" -- "$CABIN" info "$T"
 one_line_error "$T" "a directory"
 expect_rc 1 "bad backend" -- "$CABIN" generate -m "$T/m.gguf" -p hi --backend warp
 one_line_error "warp" "an unknown backend"
-expect_rc 1 "bad template" -- "$CABIN" chat -m "$T/m.gguf" --template nope </dev/null
-one_line_error "nope" "an unknown template"
+# chat templates: --chat-template NAME (--template the same), an unknown name a usage error that
+# lists the names; a file whose tokenizer.chat_template is not recognised chats in plain, and
+# chat says so once on stderr
+expect_rc 2 "bad --chat-template" -- "$CABIN" chat -m "$T/m.gguf" --chat-template nope </dev/null
+one_line_error "unknown template 'nope' (known: gemma, llama-3, " "an unknown --chat-template"
+expect_rc 2 "bad --template" -- "$CABIN" generate -m "$T/m.gguf" -p hi --template nope
+one_line_error "unknown template 'nope' (known: " "an unknown --template"
+printf 'hi\n/stats\n' | "$CABIN" chat -m "$T/m.gguf" --chat-template gemma -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "template gemma\]" "$T/out" && ok || { bad "chat --chat-template gemma"; cat "$T/out" "$T/err"; }
+printf 'hi\n/stats\n' | "$CABIN" chat -m "$T/m.gguf" --template chatml -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "template chatml\]" "$T/out" && ok || { bad "chat --template chatml"; cat "$T/out" "$T/err"; }
+# vocabulary-only files with a chat template, and models made on them (make-model --vocab-from)
+/usr/bin/python3 - "$T" <<'PY'
+import struct, sys
+def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
+def kv_str(k, v): return s(k) + struct.pack("<I", 8) + s(v)
+def kv_u32(k, v): return s(k) + struct.pack("<II", 4, v)
+def kv_arr(k, t, fmt, vals):
+    body = b"".join(s(v) for v in vals) if t == 8 else b"".join(struct.pack(fmt, v) for v in vals)
+    return s(k) + struct.pack("<IIQ", 9, t, len(vals)) + body
+toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + ["\u2581" + w for w in ("hi", "again")]
+templates = {
+    "vicuna": "{% for m in messages %}{% if m['role'] == 'user' %}{{ 'USER: ' + m['content'] + '\\n' }}{% else %}"
+              "{{ 'ASSISTANT: ' + m['content'] + eos_token }}{% endif %}{% endfor %}{{ 'ASSISTANT:' }}",
+    "gemma": "{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + m['role'] + '\\n' + m['content'] | trim + "
+             "'<end_of_turn>\\n' }}{% endfor %}{{'<start_of_turn>model\\n'}}",
+}
+for name, tmpl in templates.items():
+    kvs = [kv_str("tokenizer.ggml.model", "llama"), kv_arr("tokenizer.ggml.tokens", 8, None, toks),
+           kv_arr("tokenizer.ggml.scores", 6, "<f", [0.0] * len(toks)),
+           kv_arr("tokenizer.ggml.token_type", 5, "<i", [2, 3, 3] + [6] * 256 + [1, 1]),
+           kv_u32("tokenizer.ggml.bos_token_id", 1), kv_u32("tokenizer.ggml.eos_token_id", 2),
+           kv_str("tokenizer.chat_template", tmpl)]
+    open("%s/%s-vocab.gguf" % (sys.argv[1], name), "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs))
+PY
+for v in vicuna gemma; do
+    expect_rc 0 "make-model on the $v vocabulary" -- "$CABIN" make-model -o "$T/$v.gguf" --vocab-from "$T/$v-vocab.gguf" --dim 32 --ffn 64
+done
+expect_rc 0 "info on a recognised template" -- "$CABIN" info "$T/gemma.gguf"
+grep -q "chat template: gemma$" "$T/out" && ok || { bad "info: the gemma template recognised"; cat "$T/out"; }
+expect_rc 0 "info on a template not recognised" -- "$CABIN" info "$T/vicuna.gguf"
+grep -q "chat template: plain (tokenizer.chat_template not recognised)" "$T/out" && ok || { bad "info: not recognised"; cat "$T/out"; }
+printf 'hi\nagain\n/stats\n' | "$CABIN" chat -m "$T/vicuna.gguf" -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && [ "$(grep -c "not recognised" "$T/err")" = 1 ] && grep -q "template plain\]" "$T/out" &&
+    grep -q "^cabin chat: $T/vicuna.gguf: tokenizer.chat_template not recognised: using the plain template (--chat-template NAME chooses one: gemma, llama-3, .*, plain)$" "$T/err" &&
+    ok || { bad "chat on a template not recognised: plain, said once"; cat "$T/out" "$T/err"; }
+printf 'hi\n' | "$CABIN" chat -m "$T/vicuna.gguf" --chat-template chatml -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && ! grep -q "not recognised" "$T/err" && ok || { bad "--chat-template: no word about the file's"; cat "$T/err"; }
+printf 'hi\n/stats\n' | "$CABIN" chat -m "$T/gemma.gguf" -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "template gemma\]" "$T/out" && ! grep -q "not recognised" "$T/err" && ok ||
+    { bad "chat on a gemma file renders gemma"; cat "$T/out" "$T/err"; }
+# generate is raw completion: no template, so no word about one
+expect_rc 0 "generate on a template not recognised" -- "$CABIN" generate -m "$T/vicuna.gguf" -p hi -n 2
+! grep -q "template" "$T/err" && ok || { bad "generate says nothing of a template it does not use"; cat "$T/err"; }
+# a byte-level BPE file whose tokenizer.ggml.pre cabin has no rules for: every command that loads
+# the tokenizer refuses it with one line naming the file, the key and the value (the reference's
+# llama-bpe model with its pre-tokenizer renamed to poro-chat, which the reference splits otherwise)
+REF=${CABIN_REF_DIR:-../shared/ref}
+if [ -f "$REF/models/llama-bpe-d64-F16.gguf" ] && [ -x /usr/bin/python3 ]; then
+    /usr/bin/python3 - "$REF/models/llama-bpe-d64-F16.gguf" "$T/poro.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"tokenizer.ggml.pre") + len("tokenizer.ggml.pre")   # then u32 type, u64 length, bytes
+n = struct.unpack("<Q", d[i + 4:i + 12])[0]
+assert bytes(d[i + 12:i + 12 + n]) == b"llama-bpe"
+d[i + 12:i + 12 + n] = b"poro-chat"
+open(sys.argv[2], "wb").write(d)
+PY
+    refusal="poro.gguf: tokenizer.ggml.pre 'poro-chat' is not supported (supported: "
+    expect_rc 1 "info, unsupported pre-tokenizer" -- "$CABIN" info "$T/poro.gguf"
+    one_line_error "$refusal" "info on an unsupported pre-tokenizer"
+    grep -q "tokenizer: refused" "$T/out" && grep -q "architecture *llama" "$T/out" && ok ||
+        { bad "info lists the rest and the tokenizer as refused"; cat "$T/out"; }
+    expect_rc 1 "chat, unsupported pre-tokenizer" -- "$CABIN" chat -m "$T/poro.gguf" </dev/null
+    one_line_error "$refusal" "chat on an unsupported pre-tokenizer"
+    expect_rc 1 "generate, unsupported pre-tokenizer" -- "$CABIN" generate -m "$T/poro.gguf" -p hi -n 2
+    one_line_error "$refusal" "generate on an unsupported pre-tokenizer"
+    expect_rc 1 "tokenize, unsupported pre-tokenizer" -- "$CABIN" tokenize -m "$T/poro.gguf" hi
+    one_line_error "$refusal" "tokenize on an unsupported pre-tokenizer"
+else
+    skip=$((skip + 1)); echo "skipped: unsupported pre-tokenizer: no $REF/models/llama-bpe-d64-F16.gguf or /usr/bin/python3"
+fi
 
 # eval-assistant on the embedded model: the table, --errors, --free-actions, bad input
 TINY=assets/models/cabin-tiny.gguf

@@ -9,7 +9,7 @@
 //             that rounds activations to 8 bits (backend.act_q8_types) also Σ|w|·step/2, the
 //             step amax/127 of each block of 32 (Q8_0) or 256 (Q8_K, backend.act_q8k_types); one
 //             that rounds them to bf16 (backend.act_bf16_types) also 2^-8 · Σ|w·x|
-//   rmsnorm   (C+32)u of each normalized term, through add, bias and swiglu (silu: 32u): float
+//   rmsnorm   (C+32)u of each normalized term, through add, scale, bias and glu (silu: 32u; GELU: 32u|x|): float
 //             sums plus the few ULP GLSL allows inversesqrt, division and exp
 //   rope      4u · (|a·cos| + |b·sin|) per rotated element (both sides read the same cos/sin
 //             from engine/rope.h); elements past rope_dim must not change
@@ -325,7 +325,7 @@ static void op_check_embed(backend *b[2], const char *tag) {
     }
 }
 
-// ---- rmsnorm, add, bias, swiglu ----
+// ---- rmsnorm, add, scale, bias, glu ----
 
 static double op_inv_rms(const float *x, int C, double eps) {
     double ss = 0;
@@ -333,32 +333,38 @@ static double op_inv_rms(const float *x, int C, double eps) {
     return 1.0 / sqrt(ss / C + eps);
 }
 
-// z = norm(x); y = norm(y) + z; z += bias; x = silu(x) * z — bounds of x, y, z (each (n, C)).
+// GELU with the tanh approximation, in double.
+static double op_gelu(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+// z = norm(x); y = (norm(y) + z) * s; z += bias; x = act(x) * z — bounds of x, y, z (each (n, C)).
 static void op_elementwise_bounds(const float *x, const float *y, const float *g, const float *bias, int n, int C,
-                                  double *tx, double *ty, double *tz) {
+                                  int act, float s, double *tx, double *ty, double *tz) {
     // float sums of C squares (γ_C), then a device's inverse square root and division, which GLSL
-    // allows a few ULP each (2 and 2.5): 32u; silu's exp is allowed 3 + 2|x| ULP: 32u for |x| < 1
-    double e_norm = (double)(C + 32) * F32_U, e_silu = 32 * F32_U;
+    // allows a few ULP each (2 and 2.5): 32u; silu's exp is allowed 3 + 2|x| ULP: 32u for |x| < 1;
+    // GELU's tanh an absolute error of a few ULP of 1, which 1 + tanh can leave as it is: 32u |x|
+    double e_norm = (double)(C + 32) * F32_U, e_act = 32 * F32_U;
     for (int t = 0; t < n; t++) {
         const float *xr = x + (size_t)t * C, *yr = y + (size_t)t * C;
         double sx = op_inv_rms(xr, C, 1e-5), sy = op_inv_rms(yr, C, 1e-6);
         for (int i = 0; i < C; i++) {
             size_t k = (size_t)t * C + i;
             double nz = xr[i] * sx * g[i], ny = yr[i] * sy * g[i], z = nz + bias[i];
-            double silu = xr[i] / (1.0 + exp(-(double)xr[i]));
-            ty[k] = (e_norm + 2 * F32_U) * (fabs(ny) + fabs(nz));
+            double a = act == GLU_GELU_TANH ? op_gelu(xr[i]) : xr[i] / (1.0 + exp(-(double)xr[i]));
+            double e_a = act == GLU_GELU_TANH ? e_act * fabs(xr[i]) : e_act * fabs(a);
+            ty[k] = fabs(s) * ((e_norm + 3 * F32_U) * (fabs(ny) + fabs(nz)));
             tz[k] = e_norm * fabs(nz) + 2 * F32_U * (fabs(nz) + fabs(bias[i]));
-            tx[k] = fabs(silu) * tz[k] + (e_silu + 2 * F32_U) * fabs(silu * z);
+            tx[k] = fabs(a) * tz[k] + (e_a + 2 * F32_U * fabs(a)) * fabs(z);
         }
     }
 }
 
 static void op_check_elementwise(backend *b[2], const char *tag) {
     static const int cols[] = { 1, 17, 64, 300 }, ns[] = { 1, 2, 5, 13 };
-    double worst[3] = { 0, 0, 0 };   // x (swiglu), y (rmsnorm + add), z (rmsnorm + bias)
+    double worst[3] = { 0, 0, 0 };   // x (glu), y (rmsnorm + add + scale), z (rmsnorm + bias)
     for (int ci = 0; ci < 4; ci++)
         for (int ni = 0; ni < 4; ni++) {
-            int C = cols[ci], n = ns[ni];
+            int C = cols[ci], n = ns[ni], act = (ci + ni) % 2 ? GLU_GELU_TANH : GLU_SILU;
+            const float s = ni % 2 ? 16.0f : 0.37f;   // gemma's sqrt(dim), or any factor
             tensor g = op_rand_tensor(WT_F32, C, 1, 1.0f), bias = op_rand_tensor(WT_F32, C, 1, 1.0f);
             act2 x = op_act_rand(b, n, C), y = op_act_rand(b, n, C), z = op_act(b, n, C, false);
             if (op_prepare(b, &g) && op_prepare(b, &bias)) {
@@ -367,19 +373,21 @@ static void op_check_elementwise(backend *b[2], const char *tag) {
                     b[i]->rmsnorm(b[i], x.a[i], &g, 1e-5f, n, z.a[i]);   // z = norm(x)
                     b[i]->rmsnorm(b[i], y.a[i], &g, 1e-6f, n, y.a[i]);   // in place
                     b[i]->add(b[i], y.a[i], z.a[i], n);                  // y += z
+                    b[i]->scale(b[i], y.a[i], s, n);                     // y *= s
                     b[i]->add_bias(b[i], z.a[i], &bias, n);              // z += bias
-                    b[i]->swiglu(b[i], x.a[i], z.a[i], n);               // x = silu(x) * z
+                    b[i]->glu(b[i], x.a[i], z.a[i], n, act);             // x = act(x) * z
                     op_run_end(b[i], "elementwise");
                 }
                 size_t cnt = (size_t)n * C;
                 double *tx = xmalloc(cnt * sizeof(double)), *ty = xmalloc(cnt * sizeof(double));
                 double *tz = xmalloc(cnt * sizeof(double)), qx = 0, qy = 0, qz = 0;
-                op_elementwise_bounds(x.host, y.host, g.data, bias.data, n, C, tx, ty, tz);
+                op_elementwise_bounds(x.host, y.host, g.data, bias.data, n, C, act, s, tx, ty, tz);
                 int bx = op_outside(b, &x, n, tx, &qx), by = op_outside(b, &y, n, ty, &qy),
                     bz = op_outside(b, &z, n, tz, &qz);
                 CHECK(bx == 0 && by == 0 && bz == 0,
-                      "%s rmsnorm/add/bias/swiglu cols %d n %d: %d, %d, %d elements outside their bounds "
-                      "(worst |diff| / bound %g %g %g)", tag, C, n, bx, by, bz, qx, qy, qz);
+                      "%s rmsnorm/add/scale/bias/glu (%s) cols %d n %d: %d, %d, %d elements outside their bounds "
+                      "(worst |diff| / bound %g %g %g)", tag, act == GLU_GELU_TANH ? "gelu" : "silu", C, n, bx, by, bz,
+                      qx, qy, qz);
                 worst[0] = fmax(worst[0], qx);
                 worst[1] = fmax(worst[1], qy);
                 worst[2] = fmax(worst[2], qz);
@@ -389,8 +397,8 @@ static void op_check_elementwise(backend *b[2], const char *tag) {
             op_free_tensor(b, &g);
             op_free_tensor(b, &bias);
         }
-    printf("note: %s worst |diff| / bound: rmsnorm+add %.3g, rmsnorm+bias %.3g, swiglu %.3g\n", tag, worst[1], worst[2],
-           worst[0]);
+    printf("note: %s worst |diff| / bound: rmsnorm+add+scale %.3g, rmsnorm+bias %.3g, glu %.3g\n", tag, worst[1],
+           worst[2], worst[0]);
 }
 
 // ---- rmsnorm per head (a weight shorter than the row: groups of its length) ----
@@ -432,13 +440,27 @@ static void op_check_rmsnorm_heads(backend *b[2], const char *tag) {
 
 // ---- rope ----
 
+// A rope as files scale it: per-pair divisors from 1 to 32 (llama3's rope_freqs) and, on odd
+// calls, longrope's attention factor on cos and sin.
+static void op_scaled_rope(rope_freqs *f, int rope_dim, float base, bool attn) {
+    static float fac[ROPE_MAX_PAIRS];
+    for (int i = 0; i < rope_dim / 2; i++) fac[i] = 1.0f + 31.0f * (float)i / (float)(rope_dim / 2);
+    rope_scaling s = { .kind = attn ? ROPE_LONGROPE : ROPE_NONE, .factor = 1, .n_ctx_orig = 1,
+                       .attn_factor = attn ? 1.19f : 1.0f, .factors = attn ? NULL : fac,
+                       .long_factors = fac, .short_factors = fac };
+    rope_freqs_make(f, rope_dim, base, &s, 4096);
+}
+
 static void op_check_rope(backend *b[2], const char *tag) {
     static const struct { int heads, hd, rd; } shapes[] = { { 3, 8, 8 }, { 2, 32, 16 }, { 5, 64, 64 } };
     double worst = 0;
     for (int si = 0; si < 3; si++)
         for (int neox = 0; neox < 2; neox++)
             for (int n = 1; n <= 13; n += 6) {
-                rope_params p = { shapes[si].heads, shapes[si].hd, shapes[si].rd, si == 1 ? 500000.0f : 10000.0f, neox };
+                rope_freqs fr;   // plain; scaled (factors, or factors and an attention factor) for n > 1
+                if (n == 1) rope_freqs_plain(&fr, shapes[si].rd, si == 1 ? 500000.0f : 10000.0f);
+                else op_scaled_rope(&fr, shapes[si].rd, 10000.0f, n > 7);
+                rope_params p = { shapes[si].heads, shapes[si].hd, &fr, neox };
                 int64_t cols = (int64_t)p.n_heads * p.head_dim;
                 act2 x = op_act_rand(b, n, cols);
                 int32_t pos[13];
@@ -448,11 +470,11 @@ static void op_check_rope(backend *b[2], const char *tag) {
                     b[i]->rope(b[i], x.a[i], n, pos, &p);
                     op_run_end(b[i], "rope");
                 }
-                int half = p.rope_dim / 2;
+                int half = fr.rope_dim / 2;
                 double *tol = xcalloc((size_t)(n * cols), sizeof(double)), q = 0;   // 0: unrotated
                 float cs[64];
                 for (int t = 0; t < n; t++) {
-                    rope_cos_sin(pos[t], p.rope_dim, p.base, cs);
+                    rope_cos_sin(pos[t], &fr, cs);
                     for (int h = 0; h < p.n_heads; h++) {
                         const float *v = x.host + t * cols + (int64_t)h * p.head_dim;
                         double *o = tol + t * cols + (int64_t)h * p.head_dim;
@@ -466,7 +488,7 @@ static void op_check_rope(backend *b[2], const char *tag) {
                 }
                 int out = op_outside(b, &x, n, tol, &q);
                 CHECK(out == 0, "%s rope %s heads %d hd %d rd %d n %d: %d elements outside their bounds (worst %g)", tag,
-                      neox ? "neox" : "normal", p.n_heads, p.head_dim, p.rope_dim, n, out, q);
+                      neox ? "neox" : "normal", p.n_heads, p.head_dim, fr.rope_dim, n, out, q);
                 if (q > worst) worst = q;
                 free(tol);
                 op_act_free(b, &x);
@@ -490,7 +512,7 @@ static void op_attention_case(backend *b[2], enum kv_format f, int n_head, int n
     }
     act2 kp = op_act_rand(b, n_past + n, kv_dim), vp = op_act_rand(b, n_past + n, kv_dim);
     act2 q = op_act_rand(b, n, (int64_t)n_head * hd), o = op_act(b, n, (int64_t)n_head * hd, false);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd) };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0 };
     int32_t *slots = xmalloc((size_t)(n_past + n) * sizeof *slots);
     for (int s = 0; s < n_past + n; s++) slots[s] = s;
     for (int i = 0; i < 2; i++) {
@@ -514,12 +536,20 @@ static void op_attention_case(backend *b[2], enum kv_format f, int n_head, int n
 // same codes (op_check_kv_store), so the tolerance is float rounding: 1e-4 of the largest output.
 static double op_q_worst[KV_FORMAT_COUNT];   // largest op_attention_q_case difference per format
 
+// window > 0: a sliding-window layer; alt: the layer turns by the cache's second rotation (a
+// gemma3 window layer's base), read from after the first table.
 static void op_attention_q_case(backend *b[2], enum kv_format f, int n_head, int n_kv, int hd, int rope_dim,
-                                bool neox, int n_past, int n, const char *tag) {
+                                bool neox, int n_past, int n, int window, bool alt, const char *tag) {
     int kv_dim = n_kv * hd, n_ctx = n_past + n + 5;
     kv_cache kv[2];
     errbuf err = {{0}};
-    kv_shape sh = { n_head, n_kv, hd, rope_dim, 10000.0f, neox };
+    rope_freqs fr, fr_alt;   // the keys turn as files scale them on every other case
+    if (rope_dim && (n_past + n) % 2) op_scaled_rope(&fr, rope_dim, 10000.0f, n_past % 3 == 0);
+    else if (rope_dim) rope_freqs_plain(&fr, rope_dim, 10000.0f);
+    if (rope_dim) rope_freqs_plain(&fr_alt, rope_dim, 500000.0f);
+    const uint8_t alt_layers[1] = { 1 };
+    alt = alt && rope_dim;
+    kv_shape sh = { n_head, n_kv, hd, rope_dim ? &fr : NULL, alt ? &fr_alt : NULL, alt ? alt_layers : NULL, neox };
     for (int i = 0; i < 2; i++)
         if (kv_cache_init_ex(&kv[i], f, 16, 1, n_ctx, kv_dim, &err) || kv_cache_set_shape(&kv[i], &sh, &err) ||
             b[i]->kv_prepare(b[i], &kv[i], &err)) {
@@ -529,7 +559,7 @@ static void op_attention_q_case(backend *b[2], enum kv_format f, int n_head, int
     int cut = n_past / 3;   // the past in batches [0, cut), [cut, n_past), then the new tokens
     int bounds[4] = { 0, cut, n_past, n_past + n };
     act2 q = op_act_rand(b, n, (int64_t)n_head * hd), o = op_act(b, n, (int64_t)n_head * hd, false);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd) };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), window };
     int32_t *slots = xmalloc((size_t)(n_past + n) * sizeof *slots);
     for (int s = 0; s < n_past + n; s++) slots[s] = s;
     for (int bi = 0; bi < 3; bi++) {
@@ -546,8 +576,9 @@ static void op_attention_q_case(backend *b[2], enum kv_format f, int n_head, int
     }
     double d = op_diff(b, &o, n);
     if (!(d <= op_q_worst[f])) op_q_worst[f] = d;
-    CHECK(d <= 1e-4, "%s attention %s heads %d/%d hd %d rope %d%s n_past %d n %d: rel diff %g (tolerance 1e-4)", tag,
-          kv_format_name(f), n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_past, n, d);
+    CHECK(d <= 1e-4, "%s attention %s heads %d/%d hd %d rope %d%s%s window %d n_past %d n %d: rel diff %g (tolerance 1e-4)",
+          tag, kv_format_name(f), n_head, n_kv, hd, rope_dim, neox ? " neox" : "", alt ? " (second table)" : "", window,
+          n_past, n, d);
     free(slots);
     op_act_free(b, &q); op_act_free(b, &o);
     for (int i = 0; i < 2; i++) { b[i]->kv_release(b[i], &kv[i]); kv_cache_free(&kv[i]); }
@@ -565,13 +596,20 @@ static void op_check_attention(backend *b[2], const char *tag, bool long_ctx) {
     if (long_ctx) op_attention_case(b, KV_F16, 4, 2, 64, 700, 1, tag);
     static const int qpasts[] = { 0, 20, 150, 290 };
     for (int pi = 0; pi < 4; pi++) {
-        op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, qpasts[pi], 1, tag);
-        op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, false, qpasts[pi], 9, tag);
-        op_attention_q_case(b, pi % 2 ? KV_Q4 : KV_Q8, 3, 1, 64, 32, true, qpasts[pi], 5, tag);   // partial NeoX rope
+        op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, qpasts[pi], 1, 0, false, tag);
+        op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, false, qpasts[pi], 9, 0, false, tag);
+        op_attention_q_case(b, pi % 2 ? KV_Q4 : KV_Q8, 3, 1, 64, 32, true, qpasts[pi], 5, 0, false, tag);   // partial NeoX rope
     }
-    op_attention_q_case(b, KV_F16, 4, 2, 32, 32, false, 150, 3, tag);   // f16/f32 keys rotated by slot too
-    op_attention_q_case(b, KV_F32, 3, 1, 64, 32, true, 40, 2, tag);
-    if (long_ctx) op_attention_q_case(b, KV_Q4, 4, 2, 64, 64, false, 700, 1, tag);
+    op_attention_q_case(b, KV_F16, 4, 2, 32, 32, false, 150, 3, 0, false, tag);   // f16/f32 keys rotated by slot too
+    op_attention_q_case(b, KV_F32, 3, 1, 64, 32, true, 40, 2, 0, false, tag);
+    if (long_ctx) op_attention_q_case(b, KV_Q4, 4, 2, 64, 64, false, 700, 1, 0, false, tag);
+    // sliding-window layers (a window shorter than the context, over a prefill that crosses it),
+    // and a layer turning by the second table
+    op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, 150, 9, 37, true, tag);
+    op_attention_q_case(b, KV_F16, 3, 1, 64, 64, true, 290, 5, 64, true, tag);
+    op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, true, 20, 9, 8, false, tag);
+    op_attention_q_case(b, KV_F32, 4, 2, 32, 0, false, 40, 3, 4, false, tag);
+    if (long_ctx) op_attention_q_case(b, KV_F16, 4, 2, 64, 64, false, 700, 1, 100, true, tag);
     printf("note: %s attention over built caches vs %s: rel diff q8 %.3g, q4 %.3g, f16 %.3g, f32 %.3g\n", tag,
            b[0]->name, op_q_worst[KV_Q8], op_q_worst[KV_Q4], op_q_worst[KV_F16], op_q_worst[KV_F32]);
     memset(op_q_worst, 0, sizeof op_q_worst);

@@ -6,9 +6,11 @@
 #include "engine/wtype.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // Tolerance as a fraction of the largest logit, by weight type (../shared/ref/README.md).
 static inline double ref_tolerance(uint32_t type) {
@@ -38,6 +40,39 @@ static inline double ref_compare_top(const cJSON *pairs, const float *logits, do
     }
     *scale = big;
     return worst;
+}
+
+// The reference records: every NAME.json of REF/models and REF/next/models (next/ holds the
+// files the README keeps apart until cabin handles them; this suite reads them too). root[i]
+// gets REF or REF/next, name[i] the record's file name, sorted within each folder. Returns how
+// many (at most max).
+#define REF_MAX_RECORDS 64
+typedef struct ref_record { char root[512]; char name[200]; } ref_record;
+static int ref_cmp_record(const void *a, const void *b) {
+    const ref_record *x = a, *y = b;
+    int c = strcmp(x->root, y->root);
+    return c ? c : strcmp(x->name, y->name);
+}
+static inline int ref_list_records(const char *ref, ref_record *out, int max) {
+    int n = 0;
+    for (int s = 0; s < 2; s++) {
+        char root[512], dpath[600];
+        snprintf(root, sizeof root, s ? "%s/next" : "%s", ref);
+        snprintf(dpath, sizeof dpath, "%s/models", root);
+        DIR *d = opendir(dpath);
+        if (!d) continue;
+        struct dirent *e;
+        while ((e = readdir(d)) && n < max) {
+            size_t len = strlen(e->d_name);
+            if (len <= 5 || len >= sizeof out->name || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+            snprintf(out[n].root, sizeof out[n].root, "%s", root);
+            memcpy(out[n].name, e->d_name, len + 1);
+            n++;
+        }
+        closedir(d);
+    }
+    qsort(out, (size_t)n, sizeof *out, ref_cmp_record);
+    return n;
 }
 
 // Reads DIR/models/JSON_NAME; fills model_path with the GGUF it describes. NULL (err set) if

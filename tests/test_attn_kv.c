@@ -20,6 +20,7 @@
 typedef struct {
     int n_head, n_kv, hd, rope_dim, neox, n_past, n, recent;
     int masked, track;
+    int window;          // > 0: a sliding-window layer (attn_params.window)
 } acase;
 
 // The CPU backend's activations start with their data pointer (engine/cpu/backend_cpu.c).
@@ -31,7 +32,7 @@ static void run_backend(backend *b, kv_cache *kv, const acase *c, const float *Q
     if (kv->mass) memset(kv->mass, 0, sizeof(float) * (size_t)c->n_head * kv->n_ctx);
     bk_act *qa = b->act_new(b, c->n, qd), *oa = b->act_new(b, c->n, qd);
     memcpy(((cpu_act_view *)qa)->data, Q, sizeof(float) * (size_t)c->n * qd);
-    attn_params ap = { c->n_head, c->n_kv, c->hd, 1.0f / sqrtf((float)c->hd) };
+    attn_params ap = { c->n_head, c->n_kv, c->hd, 1.0f / sqrtf((float)c->hd), c->window };
     b->attention(b, qa, kv, 0, c->n, c->n_past, &ap, oa);
     b->act_read(b, oa, 0, c->n, out);
     if (mass && kv->mass) memcpy(mass, kv->mass, sizeof(float) * (size_t)c->n_head * kv->n_ctx);
@@ -46,18 +47,19 @@ static void run_naive(const kv_cache *kv, const acase *c, const float *Q, float 
     float *K = xmalloc(sizeof(float) * (size_t)total * D), *V = xmalloc(sizeof(float) * (size_t)total * D);
     kv_cache_read(kv, 0, 0, 0, total, 0, D, K, D, NULL);
     kv_cache_read(kv, 0, 1, 0, total, 0, D, V, D, NULL);
-    for (int h = 0; h < c->n_kv; h++) kv_cache_rope_rows(kv, 0, total, K + h * c->hd, D);
+    for (int h = 0; h < c->n_kv; h++) kv_cache_rope_rows(kv, 0, 0, total, K + h * c->hd, D);
     double *p = xmalloc(sizeof(double) * (size_t)total);
     for (int t = 0; t < c->n; t++)
         for (int h = 0; h < c->n_head; h++) {
             int kvh = h / group, ctx = c->n_past + t + 1;
+            int first = c->window > 0 && ctx > c->window ? ctx - c->window : 0;   // a window layer
             const float *q = Q + ((size_t)t * c->n_head + h) * c->hd;
             const uint8_t *mask = kv->mask ? kv->mask + (size_t)kvh * kv->n_ctx : NULL;
             double mx = -INFINITY, sum = 0;
             for (int s = 0; s < ctx; s++) {
                 double d = 0;
                 for (int i = 0; i < c->hd; i++) d += (double)q[i] * K[(size_t)s * D + kvh * c->hd + i];
-                p[s] = mask && mask[s] ? -INFINITY : d / sqrt((double)c->hd);
+                p[s] = (mask && mask[s]) || s < first ? -INFINITY : d / sqrt((double)c->hd);
                 mx = p[s] > mx ? p[s] : mx;
             }
             for (int s = 0; s < ctx; s++) { p[s] = mx == -INFINITY ? 0 : exp(p[s] - mx); sum += p[s]; }
@@ -89,7 +91,9 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
     kv_cache kv;
     errbuf err = {{0}};
     if (kv_cache_init_ex(&kv, f, c->recent, 1, n_ctx, D, &err)) { CHECK(0, "%s", err.msg); return; }
-    kv_shape sh = { c->n_head, c->n_kv, c->hd, c->rope_dim, 10000.0f, c->neox != 0 };
+    rope_freqs fr;
+    if (c->rope_dim) rope_freqs_plain(&fr, c->rope_dim, 10000.0f);
+    kv_shape sh = { c->n_head, c->n_kv, c->hd, c->rope_dim ? &fr : NULL, NULL, NULL, c->neox != 0 };
     if (kv_cache_set_shape(&kv, &sh, &err)) { CHECK(0, "%s", err.msg); kv_cache_free(&kv); return; }
     if (c->track) kv_cache_set_tracking(&kv, true);
     if (c->masked) {   // as the entropy policy leaves it: some slots hidden from some kv heads
@@ -152,13 +156,13 @@ int main(void) {
     // fixed shapes: smollm-like decode, NeoX prefill across the query block, partial rope with a
     // head dim off the vector width, no rope, 7 query heads per kv head with masks and tracking,
     // heads straddling value groups (kv_dim 320: groups of 160), odd head dim (q4 codes of a head
-    // starting mid-byte)
+    // starting mid-byte), sliding windows (16 slots under a 20-token prefill, 40 under 17)
     const acase fixed[] = {
-        { 9, 3, 64, 64, 0, 300, 1, 32, 0, 0 },   { 9, 3, 64, 64, 0, 127, 1, 32, 0, 0 },
-        { 9, 3, 64, 64, 0, 128, 1, 32, 0, 1 },   { 4, 2, 32, 32, 1, 517, 20, 16, 0, 0 },
-        { 8, 1, 40, 20, 0, 129, 3, 5, 0, 0 },    { 4, 4, 128, 0, 0, 255, 1, 32, 0, 0 },
-        { 14, 2, 64, 64, 1, 383, 2, 32, 1, 1 },  { 10, 5, 64, 64, 0, 260, 17, 32, 0, 0 },
-        { 2, 2, 33, 0, 0, 200, 2, 7, 0, 0 },     { 6, 3, 64, 48, 0, 0, 37, 32, 1, 1 },
+        { 9, 3, 64, 64, 0, 300, 1, 32, 0, 0, 0 },   { 9, 3, 64, 64, 0, 127, 1, 32, 0, 0, 0 },
+        { 9, 3, 64, 64, 0, 128, 1, 32, 0, 1, 0 },   { 4, 2, 32, 32, 1, 517, 20, 16, 0, 0, 16 },
+        { 8, 1, 40, 20, 0, 129, 3, 5, 0, 0, 0 },    { 4, 4, 128, 0, 0, 255, 1, 32, 0, 0, 0 },
+        { 14, 2, 64, 64, 1, 383, 2, 32, 1, 1, 0 },  { 10, 5, 64, 64, 0, 260, 17, 32, 0, 0, 40 },
+        { 2, 2, 33, 0, 0, 200, 2, 7, 0, 0, 0 },     { 6, 3, 64, 48, 0, 0, 37, 32, 1, 1, 0 },
     };
     const enum kv_format fmts[] = { KV_F16, KV_Q8, KV_Q4, KV_F32 };
     int cases = 0;
@@ -179,6 +183,7 @@ int main(void) {
         c.recent = 1 + rng_int(64);
         c.masked = rng_int(4) == 0;
         c.track = rng_int(3) == 0;
+        c.window = rng_int(3) == 0 ? 1 + rng_int(96) : 0;
         run_case(fasts, n_fast, ref, fmts[rng_int(4)], &c);
     }
     printf("%d cases: fast (each SIMD table) vs scalar worst %.3g (relative to the largest output), scalar vs plain %.3g\n", cases,

@@ -83,7 +83,9 @@ static void attention_run(backend *b, enum kv_format f, int n_head, int n_kv, in
         kv_cache_free(&kv);
         return;
     }
-    kv_shape sh = { n_head, n_kv, hd, hd, 10000.0f, false };
+    rope_freqs fr;
+    rope_freqs_plain(&fr, hd, 10000.0f);
+    kv_shape sh = { n_head, n_kv, hd, &fr, NULL, NULL, false };
     kv_cache_set_shape(&kv, &sh, &err);
     bk_act *ka = b->act_new(b, total, kv_dim), *va = b->act_new(b, total, kv_dim);
     bk_act *qa = b->act_new(b, n, n_head * hd), *oa = b->act_new(b, n, n_head * hd);
@@ -92,7 +94,7 @@ static void attention_run(backend *b, enum kv_format f, int n_head, int n_kv, in
     b->act_write(b, ka, 0, total, K);
     b->act_write(b, va, 0, total, V);
     b->act_write(b, qa, 0, n, Q);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd) };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0 };
     b->begin_batch(b);
     b->kv_store(b, &kv, 0, ka, va, total, slots);
     b->attention(b, qa, &kv, 0, n, n_past, &ap, oa);

@@ -1,6 +1,6 @@
 // Every op of engine/backend.h on every registered backend but cpu-scalar, against cpu-scalar (the
 // reference) on fresh random inputs: embed and matmul for each weight type both take, rmsnorm,
-// add, add_bias, swiglu, rope (normal and NeoX, partial), kv_store and attention for every KV
+// add, scale, add_bias, glu (silu and GELU), rope (normal and NeoX, partial), kv_store and attention for every KV
 // format (caches built in batches, keys rotated by slot, quantized stores pulled back from a
 // backend that keeps its own copy). Tolerances: tests/op_checks.h. A backend that cannot be made
 // here (no Vulkan device) is skipped with its reason. The seed: tests/rng.h.

@@ -172,20 +172,10 @@ static void test_ref_model(backend *vk, const char *dir, const char *json_name) 
 static void test_ref_models(backend *vk) {
     const char *dir = test_ref_dir();
     if (!dir) { SKIP("../shared/ref is absent: no reference models"); return; }
-    char mdir[600];
-    snprintf(mdir, sizeof mdir, "%s/models", dir);
-    DIR *d = opendir(mdir);
-    if (!d) { SKIP("%s: cannot open", mdir); return; }
-    struct dirent *e;
-    char names[32][200];
-    int n = 0;
-    while ((e = readdir(d)) && n < 32) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && len < 200 && strcmp(e->d_name + len - 5, ".json") == 0 && !strstr(e->d_name, "_K_"))
-            memcpy(names[n++], e->d_name, len + 1);
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++) test_ref_model(vk, dir, names[i]);
+    static ref_record recs[REF_MAX_RECORDS];
+    int n = ref_list_records(dir, recs, REF_MAX_RECORDS);
+    for (int i = 0; i < n; i++)
+        if (!strstr(recs[i].name, "_K_")) test_ref_model(vk, recs[i].root, recs[i].name);
 }
 
 // A Vulkan backend made with environment overrides (var=value pairs; NULL ends the list).
@@ -291,8 +281,8 @@ int main(void) {
     else {
         backend *b4[2] = { cpu, um };
         op_check_kv_store(b4, "unmapped");
-        op_attention_q_case(b4, KV_Q4, 4, 2, 32, 32, false, 290, 9, "unmapped");
-        op_attention_q_case(b4, KV_Q8, 3, 1, 64, 32, true, 150, 1, "unmapped");
+        op_attention_q_case(b4, KV_Q4, 4, 2, 32, 32, false, 290, 9, 0, false, "unmapped");
+        op_attention_q_case(b4, KV_Q8, 3, 1, 64, 32, true, 150, 1, 40, true, "unmapped");   // a window layer's second rope table, uploaded through staging
         op_check_matmul(b4, "unmapped");   // activations written through staging buffers
         CHECK(backend_vulkan_validation_errors(um) == 0, "validation errors: %d", backend_vulkan_validation_errors(um));
         backend_destroy(um);

@@ -95,7 +95,7 @@ static void vkb_act_write(backend *b, bk_act *a, int64_t row0, int64_t n_rows, c
 int vk_backend_pipes(vk_backend *v, vk_pipe **all) {
     int n = 0;
     all[n++] = &v->rmsnorm; all[n++] = &v->attn_combine; all[n++] = &v->rope;
-    all[n++] = &v->swiglu; all[n++] = &v->add; all[n++] = &v->bias;
+    all[n++] = &v->glu; all[n++] = &v->add; all[n++] = &v->bias; all[n++] = &v->scale;
     for (int t = 0; t < VT_COUNT; t++) {
         all[n++] = &v->embed[t];
         for (int k = 0; k < 2; k++) { all[n++] = &v->matmul[t][k]; all[n++] = &v->matmul_rows[t][k]; }
@@ -183,7 +183,8 @@ static void name_pipes(vk_backend *v) {
     v->rmsnorm = (vk_pipe){ xstrdup(n), 3, VK_NULL_HANDLE, 0, { 0, 0 } };
     v->attn_combine = (vk_pipe){ "attn_combine", 3, VK_NULL_HANDLE, 0, { 0, 0 } };
     v->rope = (vk_pipe){ "rope", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
-    v->swiglu = (vk_pipe){ "swiglu", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->glu = (vk_pipe){ "glu", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
+    v->scale = (vk_pipe){ "scale", 1, VK_NULL_HANDLE, 0, { 0, 0 } };
     v->add = (vk_pipe){ "add", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
     v->bias = (vk_pipe){ "bias", 2, VK_NULL_HANDLE, 0, { 0, 0 } };
 }

@@ -165,9 +165,9 @@ typedef struct vk_kv {
     uint32_t off[VKS_COUNT];       // word offset of each section in a layer buffer
     uint64_t bytes[VKS_COUNT];     // bytes of each section
     vk_buf *L;                     // per layer
-    vk_buf rope;                   // (n_ctx, rope_dim/2, 2) f32 cos/sin of kv->rope_cs (16 bytes if none)
-    int rope_dim;
-    float rope_base;
+    vk_buf rope;                   // (tables, n_ctx, rope_dim/2, 2) f32 cos/sin of kv->rope_cs[0] (and
+                                   // [1] after it when the cache has a second rotation); 16 bytes if none
+    rope_freqs rope_freqs[KV_ROPES];   // the angles it holds (rope_dim 0: none)
     vk_buf stats;                  // (2, n_layer, n_head, n_ctx) f32: mass, then last (h2o/entropy)
     int stats_heads;
     vk_buf mask;                   // (n_layer, n_kv_head, n_ctx) bytes (entropy)
@@ -189,7 +189,7 @@ typedef struct vk_chunk {    // host-visible buffer for small host arrays (ids, 
 typedef struct vk_backend {
     vk_dev d;
     vk_pipes p;
-    vk_pipe matmul[VT_COUNT][2], matmul_rows[VT_COUNT][2], embed[VT_COUNT], rmsnorm, attn_combine, rope, swiglu,
+    vk_pipe matmul[VT_COUNT][2], matmul_rows[VT_COUNT][2], embed[VT_COUNT], rmsnorm, attn_combine, rope, glu, scale,
             add, bias;   // [..][0]: n = 1, [..][1]: tiles of 8 tokens
     // KV pipelines by kv_format (KV_F16, KV_F32, KV_Q8, KV_Q4): attention [..][split], the
     // statistics pass, kv_store [..][mode: store, fold keys, fold values, copy]
@@ -209,8 +209,8 @@ typedef struct vk_backend {
     int n_recent;
     // rope table of this batch: cos/sin for (positions, params)
     int32_t *rope_pos;
-    int rope_n, rope_half, rope_dim;
-    float rope_base;
+    int rope_n;
+    rope_freqs rope_freqs;
     vk_bind rope_bind;
     bool rope_valid;
     vk_buf attn_scratch;     // split attention partials
@@ -294,7 +294,7 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
 backend *vk_backend_names_only(bool subgroup_arith);
 // Every pipeline of v, by field (the one list: vkb_destroy frees them, the check reads their
 // names): fills all[] (VK_MAX_PIPES at most) and returns how many.
-#define VK_MAX_PIPES (8 + 5 * VT_COUNT + 7 * KV_FORMAT_COUNT)
+#define VK_MAX_PIPES (9 + 5 * VT_COUNT + 7 * KV_FORMAT_COUNT)
 int vk_backend_pipes(vk_backend *v, vk_pipe **all);
 // How many variants the backend asks for are not embedded; each is printed to out.
 int vk_variants_missing(FILE *out);

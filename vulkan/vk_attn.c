@@ -143,6 +143,7 @@ typedef struct attn_pc {
     uint32_t n_past, n_tok, head_dim, n_head, group, q_stride, out_stride;
     float scale;
     uint32_t span, half, neox, rope, use_mask, mask_n, layer, n_ctx, last_off;
+    uint32_t window, rope_off;   // attn_params.window (0: none); floats before the layer's rope table
 } attn_pc;
 
 void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
@@ -163,7 +164,9 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
     // (model_forward sets it; a bare cache has none and uses keys as stored).
     vk_bind rb;
     if (!vk_kv_rope(v, kv, kd, &rb)) return;
-    int rd = kd->rope_dim && kv->shape.head_dim == p->head_dim ? kd->rope_dim : 0;
+    int rd = kv_layer_rope_cs(kv, layer) && kv->shape.head_dim == p->head_dim ? kd->rope_freqs[0].rope_dim : 0;
+    // this layer's table: the second one follows the first (vk_kv_rope)
+    uint32_t rope_off = rd && kv->layer_rope && kv->layer_rope[layer] ? (uint32_t)((size_t)kv->n_ctx * (size_t)rd) : 0u;
     bool stats = kv->track && kv->mass && kv->last && kv->shape.n_head == p->n_head &&
                  (kv->policy.kind == KVP_H2O || kv->policy.kind == KVP_ENTROPY);
     if (stats && !vk_kv_stats(v, kv, kd, p->n_head)) return;
@@ -182,7 +185,8 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
                    (uint32_t)(p->n_head / p->n_kv_head), (uint32_t)q->cols, (uint32_t)out->cols, p->scale,
                    (uint32_t)((n_ctx + nz - 1) / nz), (uint32_t)(rd / 2), kv->shape.rope_neox ? 1u : 0u, rd ? 1u : 0u,
                    mask ? 1u : 0u, (uint32_t)(mask ? kd->mask_n : 0), (uint32_t)layer, (uint32_t)kv->n_ctx,
-                   (uint32_t)((size_t)kv->n_layer * (size_t)p->n_head * (size_t)kv->n_ctx) };
+                   (uint32_t)((size_t)kv->n_layer * (size_t)p->n_head * (size_t)kv->n_ctx),
+                   (uint32_t)(p->window > 0 ? p->window : 0), rope_off };
     int f = kv->format;
     vk_bind ml = whole(&v->attn_ml, true);
     vk_prof_begin(v);

@@ -283,18 +283,32 @@ void vk_kv_release(backend *b, kv_cache *kv) {
 
 // ---- rope table, statistics ----
 
+// Whether the device tables hold the cache's rotations (each absent, or the same angles).
+static bool rope_current(const vk_kv *k, const kv_cache *kv) {
+    for (int r = 0; r < KV_ROPES; r++) {
+        bool held = k->rope_freqs[r].rope_dim > 0, want = kv->rope_cs[r] != NULL;
+        if (held != want || (want && !rope_freqs_same(&k->rope_freqs[r], &kv->rope[r]))) return false;
+    }
+    return true;
+}
+
 bool vk_kv_rope(vk_backend *v, kv_cache *kv, vk_kv *k, vk_bind *out) {
-    int rd = kv->rope_cs ? kv->shape.rope_dim : 0;
-    if (!k->rope.buf || k->rope_dim != rd || (rd && k->rope_base != kv->shape.rope_base)) {
+    if (!k->rope.buf || !rope_current(k, kv)) {
         vk_buf_retire(v, &k->rope);
-        size_t bytes = rd ? (size_t)kv->n_ctx * (size_t)(rd / 2) * 2 * sizeof(float) : 16;
+        int rd = kv->rope_cs[0] ? kv->rope[0].rope_dim : 0, n_tables = kv->rope_cs[1] ? 2 : 1;
+        size_t table = (size_t)kv->n_ctx * (size_t)(rd / 2) * 2 * sizeof(float);
+        size_t bytes = rd ? table * (size_t)n_tables : 16;
         errbuf e;
-        if (buf_zeroed(v, &k->rope, bytes, &e) || (rd && buf_io(v, &k->rope, 0, kv->rope_cs, bytes, true, &e))) {
+        bool bad = buf_zeroed(v, &k->rope, bytes, &e);
+        for (int r = 0; r < n_tables && rd && !bad; r++) bad = buf_io(v, &k->rope, table * (size_t)r, kv->rope_cs[r], table, true, &e);
+        if (bad) {
             vk_fail(v, "vulkan: KV rope table: %s", e.msg);
             return false;
         }
-        k->rope_dim = rd;
-        k->rope_base = kv->shape.rope_base;
+        for (int r = 0; r < KV_ROPES; r++) {
+            memset(&k->rope_freqs[r], 0, sizeof k->rope_freqs[r]);
+            if (kv->rope_cs[r]) k->rope_freqs[r] = kv->rope[r];
+        }
     }
     *out = (vk_bind){ k->rope.buf, 0, VK_WHOLE_SIZE, false };
     return true;

@@ -118,23 +118,21 @@ static void op_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
 // (n, half, 2): the (cos, sin) of every token's pairs, from engine/rope.h as the CPU takes them;
 // shared by the q and k rotations of every layer of a batch.
 static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_params *p, vk_bind *out) {
-    int half = p->rope_dim / 2;
-    if (v->rope_valid && v->rope_n == n && v->rope_half == half && v->rope_dim == p->rope_dim &&
-        v->rope_base == p->base && memcmp(v->rope_pos, pos, (size_t)n * sizeof *pos) == 0) {
+    int half = p->freqs->rope_dim / 2;
+    if (v->rope_valid && v->rope_n == n && rope_freqs_same(&v->rope_freqs, p->freqs) &&
+        memcmp(v->rope_pos, pos, (size_t)n * sizeof *pos) == 0) {
         *out = v->rope_bind;
         return true;
     }
     float *cs = xmalloc((size_t)n * (size_t)half * 2 * sizeof(float));
-    for (int t = 0; t < n; t++) rope_cos_sin(pos[t], p->rope_dim, p->base, cs + (size_t)t * half * 2);
+    for (int t = 0; t < n; t++) rope_cos_sin(pos[t], p->freqs, cs + (size_t)t * half * 2);
     bool ok = vk_upload(v, cs, (size_t)n * (size_t)half * 2 * sizeof(float), out);
     free(cs);
     if (!ok) return false;
     v->rope_pos = xrealloc(v->rope_pos, (size_t)n * sizeof *pos);
     memcpy(v->rope_pos, pos, (size_t)n * sizeof *pos);
     v->rope_n = n;
-    v->rope_half = half;
-    v->rope_dim = p->rope_dim;
-    v->rope_base = p->base;
+    v->rope_freqs = *p->freqs;
     v->rope_bind = *out;
     v->rope_valid = true;
     return true;
@@ -143,14 +141,15 @@ static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_para
 static void op_rope(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p) {
     vk_backend *v = VKB(b);
     if (n <= 0 || !act_ok(v, x, n, "rope")) return;
-    if (p->rope_dim < 2 || p->rope_dim > p->head_dim || (int64_t)p->n_heads * p->head_dim > x->cols) {
+    int rope_dim = p->freqs->rope_dim;
+    if (rope_dim < 2 || rope_dim > p->head_dim || (int64_t)p->n_heads * p->head_dim > x->cols) {
         vk_fail(v, "vulkan: rope: %d heads of %d (rope %d) do not fit rows of %lld", p->n_heads, p->head_dim,
-                p->rope_dim, (long long)x->cols);
+                rope_dim, (long long)x->cols);
         return;
     }
     vk_bind tb;
     if (!rope_table(v, positions, n, p, &tb)) return;
-    int half = p->rope_dim / 2;
+    int half = rope_dim / 2;
     struct { uint32_t n_heads, head_dim, half, neox, stride; } pc = {
         (uint32_t)p->n_heads, (uint32_t)p->head_dim, (uint32_t)half, p->neox ? 1u : 0u, (uint32_t)x->cols };
     vk_bind bind[2] = { whole(&x->buf, true), tb };
@@ -159,15 +158,26 @@ static void op_rope(backend *b, bk_act *x, int n, const int32_t *positions, cons
     vk_prof_end(v, OP_ROPE);
 }
 
-static void op_swiglu(backend *b, bk_act *gate, const bk_act *up, int n) {
+static void op_glu(backend *b, bk_act *gate, const bk_act *up, int n, int act) {
     vk_backend *v = VKB(b);
-    if (n <= 0 || !act_ok(v, gate, n, "swiglu") || !act_ok(v, up, n, "swiglu")) return;
-    if (up->cols < gate->cols) { vk_fail(v, "vulkan: swiglu: up is narrower than gate"); return; }
-    struct { uint32_t cols, g_stride, u_stride; } pc = { (uint32_t)gate->cols, (uint32_t)gate->cols, (uint32_t)up->cols };
+    if (n <= 0 || !act_ok(v, gate, n, "glu") || !act_ok(v, up, n, "glu")) return;
+    if (up->cols < gate->cols) { vk_fail(v, "vulkan: glu: up is narrower than gate"); return; }
+    struct { uint32_t cols, g_stride, u_stride, act; } pc = { (uint32_t)gate->cols, (uint32_t)gate->cols, (uint32_t)up->cols,
+                                                              act == GLU_GELU_TANH ? 1u : 0u };
     vk_bind bind[2] = { whole(&gate->buf, true), whole(&up->buf, false) };
     vk_prof_begin(v);
-    vk_dispatch(v, &v->swiglu, bind, 2, &pc, sizeof pc, GROUPS(gate->cols, 64), (uint32_t)n, 1);
-    vk_prof_end(v, OP_SWIGLU);
+    vk_dispatch(v, &v->glu, bind, 2, &pc, sizeof pc, GROUPS(gate->cols, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_GLU);
+}
+
+static void op_scale(backend *b, bk_act *x, float s, int n) {
+    vk_backend *v = VKB(b);
+    if (n <= 0 || !act_ok(v, x, n, "scale")) return;
+    struct { uint32_t cols, x_stride; float s; } pc = { (uint32_t)x->cols, (uint32_t)x->cols, s };
+    vk_bind bind[1] = { whole(&x->buf, true) };
+    vk_prof_begin(v);
+    vk_dispatch(v, &v->scale, bind, 1, &pc, sizeof pc, GROUPS(x->cols, 64), (uint32_t)n, 1);
+    vk_prof_end(v, OP_SCALE);
 }
 
 static void op_add(backend *b, bk_act *x, const bk_act *y, int n) {
@@ -189,6 +199,7 @@ void vk_ops_install(backend *b) {
     b->rope = op_rope;
     b->kv_store = vk_op_kv_store;     // vk_attn.c
     b->attention = vk_op_attention;
-    b->swiglu = op_swiglu;
+    b->glu = op_glu;
     b->add = op_add;
+    b->scale = op_scale;
 }

@@ -17,15 +17,18 @@
 #include <string.h>
 
 
-// The slot-major cos/sin table from slot s on (NULL without RoPE).
-static const float *rope_at(const kv_cache *kv, int s) { return kv->rope_t ? kv->rope_t + s : NULL; }
+// Layer l's slot-major cos/sin table from slot s on (NULL without RoPE).
+static const float *rope_at(const kv_cache *kv, int l, int s) {
+    const float *t = kv_layer_rope_t(kv, l);
+    return t ? t + s : NULL;
+}
 
 void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, int hd, int s0, int ns,
                     float *kt, int64_t ldt) {
     const size_t D = (size_t)kv->kv_dim, c0 = (size_t)kvh * hd;
-    const int half = kv->rope_t ? kv->shape.rope_dim / 2 : 0, neox = kv->shape.rope_neox;
+    const int half = kv_layer_rope_t(kv, l) ? kv->rope[0].rope_dim / 2 : 0, neox = kv->shape.rope_neox;
     if (kv->format == KV_F16) {   // transposed and rotated in one pass
-        k->f16_rows_t((const uint16_t *)kv->k[l] + (size_t)s0 * D + c0, (int64_t)D, ns, hd, rope_at(kv, s0),
+        k->f16_rows_t((const uint16_t *)kv->k[l] + (size_t)s0 * D + c0, (int64_t)D, ns, hd, rope_at(kv, l, s0),
                       kv->n_ctx, half, neox, kt, ldt);
         return;
     }
@@ -34,7 +37,7 @@ void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
             const float *r = (const float *)kv->k[l] + (size_t)(s0 + i) * D + c0;
             for (int c = 0; c < hd; c++) kt[c * ldt + i] = r[c];
         }
-        if (half > 0) k->rope_t(rope_at(kv, s0), kv->n_ctx, half, neox, ns, kt, ldt);
+        if (half > 0) k->rope_t(rope_at(kv, l, s0), kv->n_ctx, half, neox, ns, kt, ldt);
         return;
     }
     // the quantized store, one key group at a time (dequantized and rotated in one pass): channel
@@ -48,12 +51,12 @@ void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
         if (e > s1) e = s1;
         if (e > nq) e = nq;
         size_t ch = (size_t)g * D + c0;
-        k->kq_tile(kv->kq[l] + ch * cstride, cstride, bits, i0, kv->kp[l] + ch * 2, hd, e - s, rope_at(kv, s),
+        k->kq_tile(kv->kq[l] + ch * cstride, cstride, bits, i0, kv->kp[l] + ch * 2, hd, e - s, rope_at(kv, l, s),
                    kv->n_ctx, half, neox, kt + (s - s0), ldt);
         s = e;
     }
     if (s < s1)   // the recent F16 window: row r holds slot nq + r
-        k->f16_rows_t((const uint16_t *)kv->k[l] + (size_t)(s - nq) * D + c0, (int64_t)D, s1 - s, hd, rope_at(kv, s),
+        k->f16_rows_t((const uint16_t *)kv->k[l] + (size_t)(s - nq) * D + c0, (int64_t)D, s1 - s, hd, rope_at(kv, l, s),
                       kv->n_ctx, half, neox, kt + (s - s0), ldt);
 }
 

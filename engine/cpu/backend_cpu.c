@@ -243,10 +243,10 @@ static void cpu_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
 // ---- rope ----
 static void cpu_rope(backend *b, bk_act *x, int n, const int32_t *positions, const rope_params *p) {
     double t0 = prof_begin(CPU(b));
-    int half = p->rope_dim / 2;
-    float cs[1024];   // (half, 2) cos, sin; rope_dim <= 1024 (checked at load)
+    int half = p->freqs->rope_dim / 2;
+    float cs[2 * ROPE_MAX_PAIRS];   // (half, 2) cos, sin
     for (int t = 0; t < n; t++) {
-        rope_cos_sin(positions[t], p->rope_dim, p->base, cs);
+        rope_cos_sin(positions[t], p->freqs, cs);
         float *row = x->data + (int64_t)t * x->cols;
         for (int h = 0; h < p->n_heads; h++)   // every head of a token: the same angles
             rope_rows_ref(cs, half, p->neox, 1, row + (int64_t)h * p->head_dim, p->head_dim);
@@ -285,6 +285,9 @@ typedef struct attn_job {
     bool track;
 } attn_job;
 
+// The first slot a token whose context is [0, ctx) sees: 0, or ctx - window on a window layer.
+static int window_first(const attn_params *p, int ctx) { return p->window > 0 && ctx > p->window ? ctx - p->window : 0; }
+
 static void attn_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     const cpu_kernels *k = j->c->k;
@@ -302,10 +305,13 @@ static void attn_worker(void *ctx, int ith, int nth) {
         int kvh = (int)(job / j->n_qblocks), t0 = (int)(job % j->n_qblocks) * ATT_QB;
         int t1 = t0 + ATT_QB < j->n ? t0 + ATT_QB : j->n;
         int ctx_hi = j->n_past + t1;                  // slots any token of the block sees
+        // a window layer: the block's first token sees nothing below window_first(t0), the others
+        // less; tiles wholly below it are skipped, the rest of each row's past masked
+        int tile0 = window_first(p, j->n_past + t0 + 1) / ATT_TS * ATT_TS;
         const uint8_t *mask = kv->mask ? kv->mask + ((size_t)j->layer * p->n_kv_head + kvh) * kv->n_ctx : NULL;
         // scores, one tile of keys at a time (channel-major, rotated: engine/cpu/attn_kv.c); the
         // group's query heads share each tile
-        for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
+        for (int s0 = tile0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
             attn_kv_keys_t(k, kv, j->layer, kvh, hd, s0, ns, ktile, ATT_TS);
             for (int t = t0; t < t1; t++) {
@@ -321,10 +327,11 @@ static void attn_worker(void *ctx, int ith, int nth) {
             }
         }
         for (int t = t0; t < t1; t++) {
-            int ctx_t = j->n_past + t + 1;
+            int ctx_t = j->n_past + t + 1, first = window_first(p, ctx_t);
             for (int g = 0; g < group; g++) {
                 int h = kvh * group + g;
                 float *row = sc + ((size_t)(t - t0) * group + g) * n_max;
+                for (int s = 0; s < first; s++) row[s] = -INFINITY;
                 k->softmax(row, ctx_t);
                 if (j->track) {
                     float *m = mass + (size_t)h * n_max;
@@ -337,7 +344,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
         }
         // values, one tile at a time, accumulated into the group's output rows (straight from the
         // store; quantized rows made float rows once when a block of queries shares the tile)
-        for (int s0 = 0; s0 < ctx_hi; s0 += ATT_TS) {
+        for (int s0 = tile0; s0 < ctx_hi; s0 += ATT_TS) {
             int ns = ctx_hi - s0 < ATT_TS ? ctx_hi - s0 : ATT_TS;
             int nrows = attn_kv_values_tile(k, kv, j->layer, kvh, hd, s0, ns, vtile, t1 - t0 > 1);
             for (int t = t0; t < t1; t++) {
@@ -385,14 +392,28 @@ static void cpu_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, 
     prof_end(c, OP_ATTENTION, t0);
 }
 
-static void cpu_swiglu(backend *b, bk_act *gate, const bk_act *up, int n) {
+// GELU with the tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+static inline float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+static void cpu_glu(backend *b, bk_act *gate, const bk_act *up, int n, int act) {
     double t0 = prof_begin(CPU(b));
     for (int t = 0; t < n; t++) {
         float *g = gate->data + (int64_t)t * gate->cols;
         const float *u = up->data + (int64_t)t * up->cols;
-        for (int64_t i = 0; i < gate->cols; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        if (act == GLU_GELU_TANH)
+            for (int64_t i = 0; i < gate->cols; i++) g[i] = gelu_tanh(g[i]) * u[i];
+        else
+            for (int64_t i = 0; i < gate->cols; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
     }
-    prof_end(CPU(b), OP_SWIGLU, t0);
+    prof_end(CPU(b), OP_GLU, t0);
+}
+
+static void cpu_scale(backend *b, bk_act *x, float s, int n) {
+    double t0 = prof_begin(CPU(b));
+    for (int64_t i = 0; i < (int64_t)n * x->cols; i++) x->data[i] *= s;
+    prof_end(CPU(b), OP_SCALE, t0);
 }
 
 static void cpu_add(backend *b, bk_act *x, const bk_act *y, int n) {
@@ -497,8 +518,9 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->rope = cpu_rope;
     b->kv_store = cpu_kv_store;
     b->attention = cpu_attention;
-    b->swiglu = cpu_swiglu;
+    b->glu = cpu_glu;
     b->add = cpu_add;
+    b->scale = cpu_scale;
     b->set_profiling = cpu_set_profiling;
     b->profile_read = cpu_profile_read;
     b->profile_reset = cpu_profile_reset;

@@ -47,6 +47,8 @@ layout(push_constant) uniform PC {
     uint half_, neox, rope;     // rope: 1 = rotate keys by slot (half_ pairs per head)
     uint use_mask, mask_n, layer, n_ctx;
     uint last_off;              // statistics: offset of `last` after the mass in O
+    uint window;                // > 0: token t sees slots (n_past + t + 1 - window, n_past + t] only
+    uint rope_off;              // floats before this layer's table in RT
 } pc;
 
 // ---- reading the store (layout: kvq.glsl) ----
@@ -98,13 +100,16 @@ float score_at(uint s, uint kvo) {
         for (uint i = 0u; i < pc.half_; i++) {
             uint i0 = ROPE_PAIR_FIRST(i, pc.half_, pc.neox != 0u), i1 = ROPE_PAIR_SECOND(i, pc.half_, pc.neox != 0u);
             float a = key_at(s, kvo + i0), b = key_at(s, kvo + i1);
-            float c = RT[(s * pc.half_ + i) * 2u], sn = RT[(s * pc.half_ + i) * 2u + 1u];
+            float c = RT[pc.rope_off + (s * pc.half_ + i) * 2u], sn = RT[pc.rope_off + (s * pc.half_ + i) * 2u + 1u];
             dot_ += q_s[i0] * (a * c - b * sn) + q_s[i1] * (a * sn + b * c);
         }
     }
     for (uint d = rd; d < pc.head_dim; d++) dot_ += q_s[d] * key_at(s, kvo + d);
     return dot_ * pc.scale;
 }
+
+// The first slot a token whose context is [0, n_ctx) sees: 0, or n_ctx - window on a window layer.
+uint window_first(uint n_ctx) { return pc.window > 0u && n_ctx > pc.window ? n_ctx - pc.window : 0u; }
 
 void load_q(uint t, uint h) {
     for (uint d = gl_LocalInvocationIndex; d < pc.head_dim; d += WG) q_s[d] = Q[t * pc.q_stride + h * pc.head_dim + d];
@@ -114,10 +119,11 @@ void attention_main() {
     uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
     uint hd = pc.head_dim, kvh = h / pc.group, kvo = kvh * hd;
     uint n_ctx = pc.n_past + t + 1u;
+    uint first = window_first(n_ctx);
 #if SPLIT
-    uint lo = gl_WorkGroupID.z * pc.span, hi = min(lo + pc.span, n_ctx);
+    uint lo = max(gl_WorkGroupID.z * pc.span, first), hi = min(gl_WorkGroupID.z * pc.span + pc.span, n_ctx);
 #else
-    uint lo = 0u, hi = n_ctx;
+    uint lo = first, hi = n_ctx;
 #endif
     load_q(t, h);
     barrier();
@@ -173,7 +179,7 @@ void stats_main() {
         barrier();
         load_q(t, h);
         barrier();
-        if (live && s < pc.n_past + t + 1u) {
+        if (live && s < pc.n_past + t + 1u && s >= window_first(pc.n_past + t + 1u)) {
             uint r = (t * pc.n_head + h) * 2u;
             float w = exp(score_at(s, kvo) - ML[r]) / ML[r + 1u];
             sum += w;
