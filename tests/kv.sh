@@ -38,6 +38,26 @@ expect_rc 1 "generate -c 64 -n 300 (policy none)" -- "$CABIN" generate -m "$T/m.
     -c 64 --kv q4 -n 300 --ignore-eos --ids --temp 0 -p "hello"
 grep -q "context full" "$T/err" && ok || { bad "policy none stops with 'context full'"; cat "$T/err"; }
 
+# a file with sliding-window layers and its own rotations (../shared/ref's Gemma 3, a window of 8)
+# past the context under each eviction policy, q4 and q8 caches, on every backend: runs, and
+# decodes as far as asked
+G=../shared/ref/next/models/gemma3-d256-Q4_K_M.gguf
+if [ -f "$G" ]; then
+    for be in cpu vulkan; do
+        "$CABIN" devices 2>/dev/null | grep -q "^ *$be " || { echo "skipped: $be: not in this build"; skip=$((skip + 1)); continue; }
+        for pol in window:40 h2o:40 entropy:40; do
+            for f in q4 q8; do
+                expect_rc 0 "gemma3 $be --kv $f --kv-policy $pol past the context" -- "$CABIN" generate -m "$G" --backend $be \
+                    -t 2 -c 48 --kv $f --kv-policy $pol -n 120 --ignore-eos --ids --temp 0 -p "the window slides along"
+                n=$(wc -w <"$T/out")
+                [ "$n" -ge 120 ] && ok || bad "gemma3 $be $f $pol: 120 tokens past a context of 48 (got $n ids)"
+            done
+        done
+    done
+else
+    echo "skipped: ../shared/ref not present: no Gemma 3 file for the eviction runs"; skip=$((skip + 1))
+fi
+
 # bad values: one clear line each
 "$CABIN" generate -m "$T/m.gguf" --backend cpu --kv q5 -n 2 -p hi >"$T/out" 2>"$T/err"; rc=$?
 one_line_error "kv format 'q5'" "--kv q5"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""`cabin tokenize`, `cabin logits` and `cabin generate --temp 0 --ids` against the reference
-outputs in ../shared/ref/models (see ../shared/ref/README.md for the tolerances).
+"""`cabin tokenize`, `cabin logits` (also with a q8 KV cache), `cabin generate --temp 0 --ids` and
+`cabin info` against the reference outputs in ../shared/ref/models and ../shared/ref/next/models
+(see ../shared/ref/README.md for the tolerances).
 Prints one closing line "N passed, N failed[, N skipped]"."""
 import atexit, json, os, shutil, subprocess, sys, tempfile
 
@@ -22,6 +23,48 @@ def run(args):
     more = extra if args[0] in ("logits", "generate") else []
     p = subprocess.run([cabin] + args + more, capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
+
+def read_f32(path):
+    import array
+    a = array.array("f")
+    a.frombytes(open(path, "rb").read())
+    return a
+
+def check_logits(what, path, prompt, case, out, tol, more):
+    """`cabin logits --top 32` output against the record's top logits, within tol of the largest;
+    ids missing from our top 32 are read from the full dump. For a record without exact logits,
+    where the reference may itself lie near the tolerance from the exact numbers
+    (tests/test_model_ref.c says why): within tol of the scalar path, and that within tol of the
+    reference, passes too."""
+    got = {}
+    for line in out.splitlines():
+        t, v = line.split()
+        got[int(t)] = float(v)
+    top = case["top_logits"]
+    scale = max(abs(v) for _, v in top)
+    worst = max(abs(got[t] - v) if t in got else float("inf") for t, v in top)
+    if worst == float("inf"):
+        dump = os.path.join(tmp, "logits.f32")
+        run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", dump] + more)
+        a = read_f32(dump)
+        worst = max(abs(a[t] - v) for t, v in top)
+    if worst > tol * scale and "exact_logits_at_top" not in case:
+        sp, fp = os.path.join(tmp, "scalar.f32"), os.path.join(tmp, "fast.f32")
+        p = subprocess.run([cabin, "logits", "-m", path, "-p", prompt, "--top", "0", "--out", sp, "--backend", "cpu-scalar"],
+                           capture_output=True, text=True)
+        rc, _, _ = run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", fp] + more)
+        ok = p.returncode == 0 and rc == 0
+        sc, full = (read_f32(sp), read_f32(fp)) if ok else ([], [])
+        to_scalar = max(abs(full[t] - sc[t]) for t, _ in top) if ok else float("inf")
+        scalar_to_ref = max(abs(sc[t] - v) for t, v in top) if ok else float("inf")
+        check(to_scalar <= tol * scale and scalar_to_ref <= tol * scale,
+              f"{what}: logits max diff {worst:.5f} > {tol * scale:.5f} (vs scalar {to_scalar:.5f}, "
+              f"scalar vs reference {scalar_to_ref:.5f})")
+        print(f"note: {what}: {worst:.5f} from the reference (tolerance {tol * scale:.5f}), {to_scalar:.5f} "
+              f"from the scalar path, which is {scalar_to_ref:.5f} from the reference")
+    else:
+        check(worst <= tol * scale, f"{what}: logits max diff {worst:.5f} > {tol * scale:.5f}")
+    return worst
 
 if not os.path.isdir(os.path.join(ref, "models")):
     print("skipped: ../shared/ref not present")
@@ -103,45 +146,14 @@ for folder, name in records:
         if rc != 0:
             check(False, f"{name} case {i}: cabin logits failed: {err}")
             continue
-        got = {}
-        for line in out.splitlines():
-            t, v = line.split()
-            got[int(t)] = float(v)
         top = case["top_logits"]
         scale = max(abs(v) for _, v in top)
-        # every reference top id must be within tolerance; ids missing from our top 32 must be
-        # within tolerance of the reference too, so fetch them via the full dump when needed
-        worst = max(abs(got[t] - v) if t in got else float("inf") for t, v in top)
-        if worst == float("inf"):
-            dump = os.path.join(tmp, "logits.f32")
-            rc, _, _ = run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", dump])
-            import array
-            a = array.array("f"); a.frombytes(open(dump, "rb").read())
-            worst = max(abs(a[t] - v) for t, v in top)
-        if worst > tol * scale and "exact_logits_at_top" not in case:
-            # a record without exact logits: the reference may itself lie near the tolerance from the
-            # exact numbers (tests/test_model_ref.c says why); then this path must be within the
-            # tolerance of the scalar path, and that within it of the reference
-            p = subprocess.run([cabin, "logits", "-m", path, "-p", prompt, "--top", "0", "--out", os.path.join(tmp, "scalar.f32"),
-                                "--backend", "cpu-scalar"], capture_output=True, text=True)
-            import array
-            sc = array.array("f")
-            if p.returncode == 0:
-                sc.frombytes(open(os.path.join(tmp, "scalar.f32"), "rb").read())
-            full = array.array("f")
-            rc, _, _ = run(["logits", "-m", path, "-p", prompt, "--top", "0", "--out", os.path.join(tmp, "fast.f32")])
+        worst = check_logits(f"{name} case {i}", path, prompt, case, out, tol, [])
+        if i == 1:   # the same with a q8 KV cache: its rounding stays within the weights' tolerance
+            rc, out8, err8 = run(["logits", "-m", path, "-p", prompt, "--top", "32", "--kv", "q8"])
+            check(rc == 0, f"{name} case {i}: cabin logits --kv q8 failed: {err8}")
             if rc == 0:
-                full.frombytes(open(os.path.join(tmp, "fast.f32"), "rb").read())
-            ok = len(sc) > 0 and len(full) > 0
-            to_scalar = max(abs(full[t] - sc[t]) for t, _ in top) if ok else float("inf")
-            scalar_to_ref = max(abs(sc[t] - v) for t, v in top) if ok else float("inf")
-            check(to_scalar <= tol * scale and scalar_to_ref <= tol * scale,
-                  f"{name} case {i}: logits max diff {worst:.5f} > {tol * scale:.5f} (vs scalar {to_scalar:.5f}, "
-                  f"scalar vs reference {scalar_to_ref:.5f})")
-            print(f"note: {name} case {i}: {worst:.5f} from the reference (tolerance {tol * scale:.5f}), {to_scalar:.5f} "
-                  f"from the scalar path, which is {scalar_to_ref:.5f} from the reference")
-        else:
-            check(worst <= tol * scale, f"{name} case {i}: logits max diff {worst:.5f} > {tol * scale:.5f}")
+                check_logits(f"{name} case {i} (KV q8)", path, prompt, case, out8, tol, ["--kv", "q8"])
         first = int(out.split()[0])
         check(first == top[0][0] or case["greedy_margins"][0] < 2 * tol * scale,
               f"{name} case {i}: argmax {first} != {top[0][0]}")
