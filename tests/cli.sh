@@ -271,6 +271,40 @@ else
     skip=$((skip + 1)); echo "skipped: unsupported pre-tokenizer: no $REF/models/llama-bpe-d64-F16.gguf or /usr/bin/python3"
 fi
 
+# what a file asks that cabin does not compute is refused in one line naming it, by every command
+# that runs the model; cabin info says how a file runs and why not (the reference's Llama 3.1-style
+# file with its rope factors' tensor renamed, and with another architecture's name)
+L3="$REF/next/models/llama3rope-spm-d256-F16.gguf"
+if [ -f "$L3" ] && [ -x /usr/bin/python3 ]; then
+    expect_rc 0 "info on a llama3-rope file" -- "$CABIN" info "$L3"
+    grep -q "rope variant *per-frequency factors 1 to 32 (rope_freqs, llama3)" "$T/out" && grep -q "runs *yes" "$T/out" && ok ||
+        { bad "info names the rope variant"; cat "$T/out"; }
+    patch_gguf() {   # SRC DST OLD NEW: every OLD (bytes) replaced by NEW of the same length
+        /usr/bin/python3 -c "import sys; d=open(sys.argv[1],'rb').read(); o,n=sys.argv[3].encode(),sys.argv[4].encode(); assert len(o)==len(n) and o in d; open(sys.argv[2],'wb').write(d.replace(o,n))" "$@"
+    }
+    patch_gguf "$L3" "$T/extra.gguf" "rope_freqs.weight" "rope_frexs.weight"
+    expect_rc 1 "logits on a file with a tensor nobody reads" -- "$CABIN" logits -m "$T/extra.gguf" -p hi
+    one_line_error "extra.gguf: tensor rope_frexs.weight is not part of cabin's llama forward pass: refused" "a tensor nobody reads"
+    expect_rc 0 "info on a file with a tensor nobody reads" -- "$CABIN" info "$T/extra.gguf"
+    grep -q "runs *no: 1 tensor that cabin's llama forward pass does not read: rope_frexs.weight" "$T/out" && ok ||
+        { bad "info names the tensor the forward pass does not read"; cat "$T/out"; }
+    /usr/bin/python3 - "$L3" "$T/arch.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"general.architecture") + len("general.architecture")   # then u32 type, u64 length, bytes
+n = struct.unpack("<Q", d[i + 4:i + 12])[0]
+assert bytes(d[i + 12:i + 12 + n]) == b"llama"
+d[i + 12:i + 12 + n] = b"llamx"
+open(sys.argv[2], "wb").write(d)
+PY
+    expect_rc 1 "chat on an unknown architecture" -- "$CABIN" chat -m "$T/arch.gguf" </dev/null
+    one_line_error "arch.gguf: unsupported architecture 'llamx' (supported: llama, qwen2, qwen3, phi3, gemma3)" "an unknown architecture"
+    expect_rc 0 "info on an unknown architecture" -- "$CABIN" info "$T/arch.gguf"
+    grep -q "runs *no: .*unsupported architecture 'llamx'" "$T/out" && ok || { bad "info says why it does not run"; cat "$T/out"; }
+else
+    skip=$((skip + 1)); echo "skipped: refusals of files: no $L3 or /usr/bin/python3"
+fi
+
 # eval-assistant on the embedded model: the table, --errors, --free-actions, bad input
 TINY=assets/models/cabin-tiny.gguf
 if [ -f "$TINY" ]; then
