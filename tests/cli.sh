@@ -242,20 +242,26 @@ printf 'hi\n/stats\n' | "$CABIN" chat -m "$T/gemma.gguf" -n 4 >"$T/out" 2>"$T/er
 # generate is raw completion: no template, so no word about one
 expect_rc 0 "generate on a template not recognised" -- "$CABIN" generate -m "$T/vicuna.gguf" -p hi -n 2
 ! grep -q "template" "$T/err" && ok || { bad "generate says nothing of a template it does not use"; cat "$T/err"; }
+# SRC DST KEY OLD NEW: SRC with string key KEY's value OLD replaced by NEW of the same length
+# (after the key: u32 type, u64 length, the bytes)
+set_gguf_str() {
+    /usr/bin/python3 - "$@" <<'PY'
+import struct, sys
+src, dst, key, old, new = sys.argv[1:6]
+d = bytearray(open(src, "rb").read())
+i = d.find(key.encode()) + len(key)
+n = struct.unpack("<Q", d[i + 4:i + 12])[0]
+assert bytes(d[i + 12:i + 12 + n]) == old.encode() and len(old) == len(new)
+d[i + 12:i + 12 + n] = new.encode()
+open(dst, "wb").write(d)
+PY
+}
 # a byte-level BPE file whose tokenizer.ggml.pre cabin has no rules for: every command that loads
 # the tokenizer refuses it with one line naming the file, the key and the value (the reference's
 # llama-bpe model with its pre-tokenizer renamed to poro-chat, which the reference splits otherwise)
 REF=${CABIN_REF_DIR:-../shared/ref}
 if [ -f "$REF/models/llama-bpe-d64-F16.gguf" ] && [ -x /usr/bin/python3 ]; then
-    /usr/bin/python3 - "$REF/models/llama-bpe-d64-F16.gguf" "$T/poro.gguf" <<'PY'
-import struct, sys
-d = bytearray(open(sys.argv[1], "rb").read())
-i = d.find(b"tokenizer.ggml.pre") + len("tokenizer.ggml.pre")   # then u32 type, u64 length, bytes
-n = struct.unpack("<Q", d[i + 4:i + 12])[0]
-assert bytes(d[i + 12:i + 12 + n]) == b"llama-bpe"
-d[i + 12:i + 12 + n] = b"poro-chat"
-open(sys.argv[2], "wb").write(d)
-PY
+    set_gguf_str "$REF/models/llama-bpe-d64-F16.gguf" "$T/poro.gguf" tokenizer.ggml.pre llama-bpe poro-chat
     refusal="poro.gguf: tokenizer.ggml.pre 'poro-chat' is not supported (supported: "
     expect_rc 1 "info, unsupported pre-tokenizer" -- "$CABIN" info "$T/poro.gguf"
     one_line_error "$refusal" "info on an unsupported pre-tokenizer"
@@ -288,15 +294,7 @@ if [ -f "$L3" ] && [ -x /usr/bin/python3 ]; then
     expect_rc 0 "info on a file with a tensor nobody reads" -- "$CABIN" info "$T/extra.gguf"
     grep -q "runs *no: 1 tensor that cabin's llama forward pass does not read: rope_frexs.weight" "$T/out" && ok ||
         { bad "info names the tensor the forward pass does not read"; cat "$T/out"; }
-    /usr/bin/python3 - "$L3" "$T/arch.gguf" <<'PY'
-import struct, sys
-d = bytearray(open(sys.argv[1], "rb").read())
-i = d.find(b"general.architecture") + len("general.architecture")   # then u32 type, u64 length, bytes
-n = struct.unpack("<Q", d[i + 4:i + 12])[0]
-assert bytes(d[i + 12:i + 12 + n]) == b"llama"
-d[i + 12:i + 12 + n] = b"llamx"
-open(sys.argv[2], "wb").write(d)
-PY
+    set_gguf_str "$L3" "$T/arch.gguf" general.architecture llama llamx
     expect_rc 1 "chat on an unknown architecture" -- "$CABIN" chat -m "$T/arch.gguf" </dev/null
     one_line_error "arch.gguf: unsupported architecture 'llamx' (supported: llama, qwen2, qwen3, phi3, gemma3)" "an unknown architecture"
     expect_rc 0 "info on an unknown architecture" -- "$CABIN" info "$T/arch.gguf"
