@@ -230,7 +230,7 @@ CABIN_LINK := $(MAIN_OBJ) $(BACKEND_OBJ) $(call layer_link,cli) $(BACKEND_LIBS)
 # wav, vad, clause, ring), is built from tests/skipped.c instead: the whole test is skipped, not
 # only its device parts, and it prints why in the line tests/run.sh reads. The tests of
 # ALL_BACKEND_TESTS still run with VULKAN=0, on the CPU rows.
-ALL_BACKEND_TESTS := test_ops test_vulkan test_kv
+ALL_BACKEND_TESTS := test_ops test_vulkan test_kv test_modelgen_arch
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 test_includes = $(if $(shell grep -l '^\#include "$(2)/' tests/$(1).c 2>/dev/null),$(2))

@@ -99,6 +99,7 @@ static int load_rope_scaling(model *m, errbuf *err) {
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     if (gguf_get_strdup(g, key, &type, err) < 0) return -1;
     bool longrope_tensors = gguf_find_tensor(g, "rope_factors_long.weight") || gguf_find_tensor(g, "rope_factors_short.weight");
+    const bool type_given = type != NULL;
     if (type && !strcmp(type, "linear")) s->kind = ROPE_LINEAR;
     else if (type && !strcmp(type, "yarn")) s->kind = ROPE_YARN;
     else if ((type && !strcmp(type, "longrope")) || (!type && longrope_tensors)) s->kind = ROPE_LONGROPE;
@@ -115,8 +116,11 @@ static int load_rope_scaling(model *m, errbuf *err) {
     if (s->kind == ROPE_LINEAR || s->kind == ROPE_YARN) {
         if (hp_float_in(g, a, "rope.scaling.factor", 1.0f, 1e-3f, 1e6f, &s->factor, err)) return -1;
     } else {
-        snprintf(key, sizeof key, "%s.rope.scale_linear", a);   // the older spelling of a linear factor
-        if (gguf_get_f32(g, key, &f, err) == 1 && f != 1.0f) {
+        // a factor with no type (or in the older spelling) is a linear one, as the reference reads it
+        for (int k = 0; k < 2 && s->kind != ROPE_LINEAR; k++) {
+            if (k == 1 && type_given) break;
+            snprintf(key, sizeof key, k ? "%s.rope.scaling.factor" : "%s.rope.scale_linear", a);
+            if (gguf_get_f32(g, key, &f, err) != 1 || f == 1.0f) continue;
             if (!(f >= 1e-3f && f <= 1e6f)) return err_set(err, "%s: %s = %g is out of range", g->path, key, (double)f);
             if (s->kind == ROPE_LONGROPE) return err_set(err, "%s: %s with longrope is not supported", g->path, key);
             s->kind = ROPE_LINEAR;
@@ -216,8 +220,13 @@ static int load_hparams(model *m, errbuf *err) {
     if (hp->n_head % hp->n_kv_head)
         return err_set(err, "%s: head count %d is not a multiple of kv head count %d", g->path,
                        hp->n_head, hp->n_kv_head);
-    if (hp_int(g, a, "attention.key_length", false, hp->dim / hp->n_head, 1, 4096, &hp->head_dim, err))
+    int value_length;
+    if (hp_int(g, a, "attention.key_length", false, hp->dim / hp->n_head, 1, 4096, &hp->head_dim, err) ||
+        hp_int(g, a, "attention.value_length", false, hp->head_dim, 1, 4096, &value_length, err))
         return -1;
+    if (value_length != hp->head_dim)   // the attention and its cache keep one head size for k and v
+        return err_set(err, "%s: %s.attention.value_length %d differs from the key length %d: not supported", g->path, a,
+                       value_length, hp->head_dim);
     if (hp->head_dim % 2) return err_set(err, "%s: head size %d is odd", g->path, hp->head_dim);
     if (hp_int(g, a, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &hp->rope_dim, err))
         return -1;

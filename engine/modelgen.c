@@ -1,5 +1,6 @@
 #include "modelgen.h"
 #include "gguf.h"
+#include "rope.h"
 #include "wtype.h"
 
 #include <math.h>
@@ -102,14 +103,153 @@ static void synth_vocab(gguf_writer *w, int n_vocab) {
     free(types);
 }
 
-int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
+enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA3 };
+enum gen_rope { GR_NONE, GR_LINEAR, GR_YARN, GR_LLAMA3, GR_LONGROPE };
+
+// The options with every 0 replaced by its default (modelgen.h).
+typedef struct gen_plan {
+    enum gen_arch arch;
+    enum gen_rope rope;
+    int head_dim;
+    bool head_dim_key;       // write attention.key_length / value_length
+    int swa_window, swa_pattern;
+    float rope_base_swa;
+    float factor, low_freq, high_freq;
+    int orig_ctx;
+} gen_plan;
+
+static int plan_of(const modelgen_opts *o, gen_plan *p, errbuf *err) {
+    memset(p, 0, sizeof *p);
+    static const char *const arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma3" };
+    int a = -1;
+    for (int i = 0; i < 5 && o->arch; i++)
+        if (!strcmp(o->arch, arch_names[i])) a = i;
+    if (a < 0)
+        return err_set(err, "make-model: unknown architecture '%s' (llama, qwen2, qwen3, phi3, gemma3)",
+                       o->arch ? o->arch : "");
+    p->arch = (enum gen_arch)a;
+    const char *an = arch_names[a];
     if (o->dim <= 0 || o->n_layer <= 0 || o->n_head <= 0 || o->n_kv_head <= 0 || o->ffn_dim <= 0 ||
-        o->dim % o->n_head || o->n_head % o->n_kv_head)
+        o->head_dim < 0 || (!o->head_dim && o->dim % o->n_head) || o->n_head % o->n_kv_head)
         return err_set(err, "make-model: inconsistent shape (dim %d, heads %d/%d, ffn %d)", o->dim,
                        o->n_head, o->n_kv_head, o->ffn_dim);
-    bool qwen = strcmp(o->arch, "qwen2") == 0;
-    if (!qwen && strcmp(o->arch, "llama") != 0)
-        return err_set(err, "make-model: unknown architecture '%s' (llama, qwen2)", o->arch);
+    p->head_dim = o->head_dim ? o->head_dim : o->dim / o->n_head;
+    p->head_dim_key = o->head_dim != 0 || p->arch == GA_QWEN3 || p->arch == GA_GEMMA3;
+    if (p->head_dim % 2 || p->head_dim > 1024)
+        return err_set(err, "make-model: head size %d is odd or above 1024 (the rope turns pairs)", p->head_dim);
+    if (o->n_ctx <= 0) return err_set(err, "make-model: context length %d", o->n_ctx);
+
+    // gemma3's window layers
+    bool gemma = p->arch == GA_GEMMA3;
+    if (!gemma && (o->swa_window || o->swa_pattern || o->rope_base_swa != 0.0f))
+        return err_set(err, "make-model: a sliding window (window, window pattern, rope base of the window "
+                       "layers) is gemma3's; %s has none", an);
+    if (o->swa_window < 0 || o->swa_pattern < 0 || !(o->rope_base_swa >= 0.0f))
+        return err_set(err, "make-model: window %d, window pattern %d, window rope base %g: negative",
+                       o->swa_window, o->swa_pattern, (double)o->rope_base_swa);
+    if (gemma) {
+        p->swa_window = o->swa_window ? o->swa_window : 512;
+        p->swa_pattern = o->swa_pattern ? o->swa_pattern : 6;
+        p->rope_base_swa = o->rope_base_swa != 0.0f ? o->rope_base_swa : 10000.0f;
+    }
+
+    // rope scaling
+    const char *rs = o->rope_scaling;
+    if (!rs || !strcmp(rs, "none")) p->rope = GR_NONE;
+    else if (!strcmp(rs, "linear")) p->rope = GR_LINEAR;
+    else if (!strcmp(rs, "yarn")) p->rope = GR_YARN;
+    else if (!strcmp(rs, "llama3")) p->rope = GR_LLAMA3;
+    else if (!strcmp(rs, "longrope")) p->rope = GR_LONGROPE;
+    else return err_set(err, "make-model: unknown rope scaling '%s' (none, linear, yarn, llama3, longrope)", rs);
+    if (p->rope == GR_LLAMA3 && p->arch != GA_LLAMA)
+        return err_set(err, "make-model: llama3 rope factors (rope_freqs.weight) are for llama files, not %s", an);
+    if (p->rope == GR_LONGROPE && p->arch != GA_PHI3)
+        return err_set(err, "make-model: longrope is phi3's (rope_factors_long/short.weight), not %s's", an);
+    if (p->rope == GR_NONE && (o->rope_factor != 0.0f || o->rope_orig_ctx))
+        return err_set(err, "make-model: a rope factor or original context without a rope scaling");
+    if (p->rope != GR_LLAMA3 && (o->rope_low_freq != 0.0f || o->rope_high_freq != 0.0f))
+        return err_set(err, "make-model: low/high frequency factors are llama3's rope scaling only");
+    if (!(o->rope_factor >= 0.0f && o->rope_factor <= 1e6f) || o->rope_orig_ctx < 0 ||
+        !(o->rope_low_freq >= 0.0f) || !(o->rope_high_freq >= 0.0f))
+        return err_set(err, "make-model: rope factor %g, original context %d, low/high frequency factors %g/%g: "
+                       "out of range", (double)o->rope_factor, o->rope_orig_ctx, (double)o->rope_low_freq,
+                       (double)o->rope_high_freq);
+    if (p->rope == GR_LLAMA3) {
+        p->factor = o->rope_factor != 0.0f ? o->rope_factor : 8.0f;
+        p->orig_ctx = o->rope_orig_ctx ? o->rope_orig_ctx : 8192;
+        p->low_freq = o->rope_low_freq != 0.0f ? o->rope_low_freq : 1.0f;
+        p->high_freq = o->rope_high_freq != 0.0f ? o->rope_high_freq : 4.0f;
+        if (!(p->high_freq > p->low_freq) || p->factor < 1.0f)
+            return err_set(err, "make-model: llama3 rope: high frequency factor %g must be above the low one %g, "
+                           "and the factor %g at least 1", (double)p->high_freq, (double)p->low_freq, (double)p->factor);
+    } else if (p->rope != GR_NONE) {
+        // the context is scaled from orig_ctx to n_ctx: give either, the other follows
+        if (o->rope_factor != 0.0f && o->rope_orig_ctx) p->factor = o->rope_factor, p->orig_ctx = o->rope_orig_ctx;
+        else if (o->rope_factor != 0.0f) p->factor = o->rope_factor, p->orig_ctx = (int)((float)o->n_ctx / o->rope_factor);
+        else if (o->rope_orig_ctx) p->orig_ctx = o->rope_orig_ctx, p->factor = (float)o->n_ctx / (float)o->rope_orig_ctx;
+        else p->orig_ctx = o->n_ctx / 4, p->factor = 4.0f;
+        if (p->orig_ctx < 1) p->orig_ctx = 1;
+        if (!(p->factor >= 1e-3f && p->factor <= 1e6f))
+            return err_set(err, "make-model: rope factor %g (context %d over an original %d) is out of range [0.001, 1e6]",
+                           (double)p->factor, o->n_ctx, p->orig_ctx);
+        if (p->rope == GR_LONGROPE && p->factor < 1.0f)
+            return err_set(err, "make-model: longrope factor %g below 1", (double)p->factor);
+    }
+    return 0;
+}
+
+int modelgen_check(const modelgen_opts *o, errbuf *err) {
+    gen_plan p;
+    return plan_of(o, &p, err);
+}
+
+// Llama 3.1's per-pair divisors (rope_freqs.weight), as its conversion defines them: a pair
+// whose wavelength 2pi/freq is shorter than orig_ctx / high_freq is kept (1), one longer than
+// orig_ctx / low_freq is slowed by the full factor, and between, the frequency is a mix
+// (1 - s) freq / factor + s freq with s = (orig_ctx / wavelength - low) / (high - low), whose
+// divisor is 1 / ((1 - s) / factor + s). freq_i = base^(-2i/rope_dim). f: (rope_dim/2).
+static void llama3_factors(const gen_plan *p, int rope_dim, float base, float *f) {
+    const double lo_wave = p->orig_ctx / p->low_freq, hi_wave = p->orig_ctx / p->high_freq;
+    for (int i = 0; i < rope_dim / 2; i++) {
+        double wave = 2.0 * M_PI / pow((double)base, -2.0 * i / rope_dim);
+        if (wave < hi_wave) f[i] = 1.0f;
+        else if (wave > lo_wave) f[i] = p->factor;
+        else {
+            double s = (p->orig_ctx / wave - p->low_freq) / (p->high_freq - p->low_freq);
+            f[i] = (float)(1.0 / ((1.0 - s) / p->factor + s));
+        }
+    }
+}
+
+// longrope's factors: long ones rising geometrically from 1 (the fast pairs) to the factor (the
+// slowest), short ones the same curve to the power 0.2 (1 to factor^0.2), the shape of Phi-3.5's.
+static void longrope_factors(const gen_plan *p, int rope_dim, float *lng, float *shrt) {
+    const int half = rope_dim / 2;
+    for (int i = 0; i < half; i++) {
+        double t = half > 1 ? (double)i / (half - 1) : 1.0;
+        lng[i] = (float)pow((double)p->factor, t);
+        shrt[i] = (float)pow((double)p->factor, 0.2 * t);
+    }
+}
+
+// A 1-D F32 tensor of the given values (no draw from the generator).
+static int add_values(gen_state *g, const char *name, const float *v, int64_t n, errbuf *err) {
+    float *buf = xmalloc((size_t)n * sizeof(float));
+    memcpy(buf, v, (size_t)n * sizeof(float));
+    if (g->n_bufs == g->cap_bufs) {
+        g->cap_bufs = g->cap_bufs ? g->cap_bufs * 2 : 64;
+        g->bufs = xrealloc(g->bufs, (size_t)g->cap_bufs * sizeof(void *));
+    }
+    g->bufs[g->n_bufs++] = buf;
+    uint64_t ne[2] = { (uint64_t)n, 1 };
+    return gguf_add_tensor(g->w, name, WT_F32, 1, ne, buf, err);
+}
+
+int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
+    gen_plan p;
+    if (plan_of(o, &p, err)) return -1;
+    const bool qwen = p.arch == GA_QWEN2, qk_norm = p.arch == GA_QWEN3 || p.arch == GA_GEMMA3;
+    const bool fused = p.arch == GA_PHI3, gemma = p.arch == GA_GEMMA3, tied = o->tied || gemma;
     gen_state g = { .w = gguf_writer_new(), .rng = o->seed * 0x9e3779b97f4a7c15ull + 1 };
     int rc = 0;
     int n_vocab = o->n_vocab;
@@ -138,9 +278,11 @@ int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
     } else {
         synth_vocab(w, n_vocab);
     }
+    const int head_dim = p.head_dim, rope_dim = head_dim;
     char key[128];
 #define SETU(suffix, v) (snprintf(key, sizeof key, "%s.%s", o->arch, suffix), gguf_set_u32(w, key, (uint32_t)(v)))
 #define SETF(suffix, v) (snprintf(key, sizeof key, "%s.%s", o->arch, suffix), gguf_set_f32(w, key, (v)))
+#define SETS(suffix, v) (snprintf(key, sizeof key, "%s.%s", o->arch, suffix), gguf_set_str(w, key, (v)))
     SETU("vocab_size", n_vocab);
     SETU("context_length", o->n_ctx);
     SETU("embedding_length", o->dim);
@@ -148,37 +290,94 @@ int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
     SETU("feed_forward_length", o->ffn_dim);
     SETU("attention.head_count", o->n_head);
     SETU("attention.head_count_kv", o->n_kv_head);
-    SETU("rope.dimension_count", o->dim / o->n_head);
+    SETU("rope.dimension_count", rope_dim);
     SETF("rope.freq_base", o->rope_base);
     SETF("attention.layer_norm_rms_epsilon", o->rms_eps);
+    if (p.head_dim_key) {
+        SETU("attention.key_length", head_dim);
+        SETU("attention.value_length", head_dim);
+    }
+    if (gemma) {
+        SETU("attention.sliding_window", p.swa_window);
+        SETU("attention.sliding_window_pattern", p.swa_pattern);
+        SETF("rope.freq_base_swa", p.rope_base_swa);
+    }
+    switch (p.rope) {
+    case GR_NONE: case GR_LLAMA3: break;
+    case GR_LINEAR:
+        SETS("rope.scaling.type", "linear");
+        SETF("rope.scaling.factor", p.factor);
+        break;
+    case GR_YARN:
+        SETS("rope.scaling.type", "yarn");
+        SETF("rope.scaling.factor", p.factor);
+        SETU("rope.scaling.original_context_length", p.orig_ctx);
+        break;
+    case GR_LONGROPE: {
+        // the attention factor Phi-3's conversion writes: sqrt(1 + ln(scale) / ln(orig)) with
+        // scale = context / original context (1 when the context is not longer)
+        double scale = (double)o->n_ctx / p.orig_ctx;
+        double af = scale > 1.0 && p.orig_ctx > 1 ? sqrt(1.0 + log(scale) / log((double)p.orig_ctx)) : 1.0;
+        SETF("rope.scaling.attn_factor", (float)af);
+        SETU("rope.scaling.original_context_length", p.orig_ctx);
+        break;
+    }
+    }
 #undef SETU
 #undef SETF
+#undef SETS
     gguf_set_u32(w, "general.file_type", o->type == WT_F32 ? 0 : o->type == WT_F16 ? 1 : o->type == WT_Q4_0 ? 2 : o->type == WT_Q8_0 ? 7 : o->type == WT_BF16 ? 32 : 0);
     gguf_set_u32(w, "general.quantization_version", 2);
-    int head_dim = o->dim / o->n_head;
-    int q_dim = o->n_head * head_dim, kv_dim = o->n_kv_head * head_dim;
-    float s_in = 1.0f / sqrtf((float)o->dim), s_ffn = 1.0f / sqrtf((float)o->ffn_dim);
-    rc = add_tensor(&g, "token_embd.weight", o->embd_type, o->dim, n_vocab, o->embd_scale > 0 ? o->embd_scale : 1.0f, 0.0f, err);
+    const int q_dim = o->n_head * head_dim, kv_dim = o->n_kv_head * head_dim;
+    const float s_in = 1.0f / sqrtf((float)o->dim), s_ffn = 1.0f / sqrtf((float)o->ffn_dim);
+    const float s_out = 1.0f / sqrtf((float)q_dim);
+    const float s_embd = o->embd_scale > 0 ? o->embd_scale : gemma ? s_in : 1.0f;
+    rc = add_tensor(&g, "token_embd.weight", o->embd_type, o->dim, n_vocab, s_embd, 0.0f, err);
     if (!rc) rc = add_tensor(&g, "output_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f, err);
-    if (!rc && !o->tied) rc = add_tensor(&g, "output.weight", o->embd_type, o->dim, n_vocab, s_in, 0.0f, err);
+    if (!rc && !tied) rc = add_tensor(&g, "output.weight", o->embd_type, o->dim, n_vocab, s_in, 0.0f, err);
+    if (!rc && (p.rope == GR_LLAMA3 || p.rope == GR_LONGROPE)) {
+        float f[2][ROPE_MAX_PAIRS];
+        if (p.rope == GR_LLAMA3) {
+            llama3_factors(&p, rope_dim, o->rope_base, f[0]);
+            rc = add_values(&g, "rope_freqs.weight", f[0], rope_dim / 2, err);
+        } else {
+            longrope_factors(&p, rope_dim, f[0], f[1]);
+            rc = add_values(&g, "rope_factors_long.weight", f[0], rope_dim / 2, err);
+            if (!rc) rc = add_values(&g, "rope_factors_short.weight", f[1], rope_dim / 2, err);
+        }
+    }
     for (int l = 0; l < o->n_layer && !rc; l++) {
         char n[96];
 #define T(name, type, ne0, ne1, sc, off) \
         if (!rc) { snprintf(n, sizeof n, "blk.%d.%s", l, name); rc = add_tensor(&g, n, type, ne0, ne1, sc, off, err); }
         T("attn_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f)
-        T("attn_q.weight", o->type, o->dim, q_dim, s_in, 0.0f)
-        T("attn_k.weight", o->type, o->dim, kv_dim, s_in, 0.0f)
-        T("attn_v.weight", o->type, o->dim, kv_dim, s_in, 0.0f)
+        if (fused) {
+            T("attn_qkv.weight", o->type, o->dim, q_dim + 2 * kv_dim, s_in, 0.0f)
+        } else {
+            T("attn_q.weight", o->type, o->dim, q_dim, s_in, 0.0f)
+            T("attn_k.weight", o->type, o->dim, kv_dim, s_in, 0.0f)
+            T("attn_v.weight", o->type, o->dim, kv_dim, s_in, 0.0f)
+        }
         if (qwen) {
             T("attn_q.bias", WT_F32, q_dim, 1, 0.1f, 0.0f)
             T("attn_k.bias", WT_F32, kv_dim, 1, 0.1f, 0.0f)
             T("attn_v.bias", WT_F32, kv_dim, 1, 0.1f, 0.0f)
         }
-        T("attn_output.weight", o->type, q_dim, o->dim, s_in, 0.0f)
+        if (qk_norm) {
+            T("attn_q_norm.weight", WT_F32, head_dim, 1, 0.1f, 1.0f)
+            T("attn_k_norm.weight", WT_F32, head_dim, 1, 0.1f, 1.0f)
+        }
+        T("attn_output.weight", o->type, q_dim, o->dim, s_out, 0.0f)
+        if (gemma) T("post_attention_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f)
         T("ffn_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f)
-        T("ffn_gate.weight", o->type, o->dim, o->ffn_dim, s_in, 0.0f)
-        T("ffn_up.weight", o->type, o->dim, o->ffn_dim, s_in, 0.0f)
+        if (fused) {
+            T("ffn_up.weight", o->type, o->dim, 2 * o->ffn_dim, s_in, 0.0f)
+        } else {
+            T("ffn_gate.weight", o->type, o->dim, o->ffn_dim, s_in, 0.0f)
+            T("ffn_up.weight", o->type, o->dim, o->ffn_dim, s_in, 0.0f)
+        }
         T("ffn_down.weight", o->type, o->ffn_dim, o->dim, s_ffn, 0.0f)
+        if (gemma) T("post_ffw_norm.weight", WT_F32, o->dim, 1, 0.1f, 1.0f)
 #undef T
     }
     if (!rc) rc = gguf_write_file(w, path, err);

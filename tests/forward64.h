@@ -10,7 +10,7 @@
 // Architectures, read from the file's own keys and tensors (../shared/ref/README.md):
 //   llama   RMSNorm, SwiGLU, adjacent-pair rope; `rope_freqs.weight` divides each frequency's
 //           angle by its factor (Llama 3.1+); `rope.scaling.type` linear divides every angle by
-//           `rope.scaling.factor`
+//           `rope.scaling.factor`; yarn as below
 //   qwen2   llama plus q/k/v biases; NeoX rope (pairs i, i + rope_dim/2)
 //   qwen3   llama plus per-head RMSNorm of q and k before rope (`attn_q_norm`, `attn_k_norm`); NeoX
 //   phi3    fused `attn_qkv` (rows q, k, v) and `ffn_up` (rows gate, up); NeoX; longrope:
@@ -19,7 +19,8 @@
 //           times `phi3.rope.scaling.attn_factor`
 //   gemma3  embedding times sqrt(dim); RMSNorm before and after attention and FFN; q/k RMSNorm
 //           per head; GELU(tanh) gate; NeoX; sliding window on every layer but each
-//           `sliding_window_pattern`-th, with `rope.freq_base_swa` there; tied output
+//           `sliding_window_pattern`-th, with `rope.freq_base_swa` there and no rope scaling
+//           (a file's scaling turns the global layers only); tied output
 //   gemma2  the same without q/k norms and with the optional logit soft-caps
 //           (`attn_logit_softcapping`, `final_logit_softcapping`)
 // Gemma conventions, as the reference implementation (llama.cpp) defines them:
@@ -31,8 +32,18 @@
 //   - the attention scale is 1/sqrt(key_length), except the 27B shapes (gemma3: 62 layers,
 //     gemma2: 46) that use 1/sqrt(dim / n_head) (their query_pre_attn_scalar);
 //   - embedding scale sqrt(dim) on token inputs.
-// A key that changes the arithmetic and is not implemented here (yarn and other rope scalings, a
-// sliding window on a non-Gemma file) is refused, never ignored.
+// YaRN (`rope.scaling.type` yarn), as the reference implementation's rope op defines it: with
+// s = `rope.scaling.factor` and the original context L (`rope.scaling.original_context_length`),
+// pair i's frequency theta_i = base^(-2i/rope_dim) makes L theta_i / 2pi turns over L; the pair
+// index at which it makes b turns is d(b) = rope_dim ln(L / (2pi b)) / (2 ln base). Between
+// lo = max(0, floor(d(beta_fast))) and hi = min(rope_dim - 1, ceil(d(beta_slow))) the angle moves
+// linearly, in the pair index, from theta_i (kept: fast pairs) to theta_i / s (interpolated: slow
+// pairs): with g = clamp((i - lo) / max(0.001, hi - lo), 0, 1) and e = `yarn_ext_factor`,
+// the angle is theta_i (1 - (1 - g) e) / s + theta_i (1 - g) e; cos and sin are scaled by
+// (1 + 0.1 ln s) `attn_factor` `yarn_attn_factor` (only `attn_factor` when e = 0). beta_fast 32,
+// beta_slow 1, e 1 unless the file says otherwise.
+// A key that changes the arithmetic and is not implemented here (other rope scalings, YaRN's
+// log multiplier, a sliding window on a non-Gemma file) is refused, never ignored.
 #ifndef CABIN_TEST_FORWARD64_H
 #define CABIN_TEST_FORWARD64_H
 
@@ -62,6 +73,8 @@ typedef struct f64_layer {
     const gguf_tensor *w_down;               // (dim, ffn)
     const gguf_tensor *post_ffn_norm;        // gemma: (dim) on the FFN output; NULL otherwise
     bool swa;                                // sliding-window layer (gemma)
+    bool rope_plain;                         // gemma3's window layers: the plain rope of their base,
+                                             // whatever the file's scaling (gemma2's scale them too)
     double rope_base;                        // this layer's rope base
 } f64_layer;
 
@@ -75,7 +88,10 @@ typedef struct f64_model {
     double attn_softcap;      // 0: none; else scores = cap * tanh(scores / cap)
     double final_softcap;     // 0: none; on the logits
     double rope_freq_scale;   // linear rope scaling: every angle times this (1: none)
-    double rope_attn_factor;  // longrope: cos and sin times this (1: none)
+    double rope_attn_factor;  // longrope, yarn: cos and sin times this (1: none)
+    bool yarn;                // YaRN (above): the next four apply
+    double yarn_factor, yarn_ext, yarn_beta_fast, yarn_beta_slow;
+    int yarn_orig_ctx;
     int window;               // sliding window in tokens (0: none)
     int orig_ctx;             // longrope: the context up to which the short factors apply
     bool neox;                // rope pairs (i, i + rope_dim/2), else (2i, 2i+1)
@@ -202,14 +218,34 @@ static inline double f64_gelu(double x) {
     return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
 }
 
-// Rotates one head's first rope_dim elements at position pos. factors (rope_dim/2) divide the
-// angles (NULL: none); mscale multiplies cos and sin.
-static inline void f64_rope(const f64_model *m, double *h, int pos, double base, const double *factors,
+// YaRN's pair index at which theta_i makes `turns` turns over the original context (above).
+static inline double f64_yarn_pair(const f64_model *m, double turns, double base) {
+    return m->rope_dim * log(m->yarn_orig_ctx / (2.0 * M_PI * turns)) / (2.0 * log(base));
+}
+
+// Rotates one head's first rope_dim elements at position pos with the rope of layer L: the plain
+// rope of its base (L->rope_plain), else the file's scaling. factors (rope_dim/2) divide the
+// angles (NULL: none); mscale multiplies cos and sin (both the file's scaling's).
+static inline void f64_rope(const f64_model *m, const f64_layer *L, double *h, int pos, const double *factors,
                             double mscale) {
-    int half = m->rope_dim / 2;
+    const int half = m->rope_dim / 2;
+    const double base = L->rope_base, freq_scale = L->rope_plain ? 1.0 : m->rope_freq_scale;
+    if (L->rope_plain) factors = NULL, mscale = 1.0;
+    const bool yarn = m->yarn && !L->rope_plain;
+    double lo = 0, hi = 0;
+    if (yarn) {
+        lo = fmax(0.0, floor(f64_yarn_pair(m, m->yarn_beta_fast, base)));
+        hi = fmin(m->rope_dim - 1.0, ceil(f64_yarn_pair(m, m->yarn_beta_slow, base)));
+        if (m->yarn_ext != 0.0) mscale *= 1.0 + 0.1 * log(m->yarn_factor);
+    }
     for (int i = 0; i < half; i++) {
-        double theta = pos * pow(base, -2.0 * i / m->rope_dim) * m->rope_freq_scale;
+        double theta = pos * pow(base, -2.0 * i / m->rope_dim) * freq_scale;
         if (factors) theta /= factors[i];
+        if (yarn) {
+            double g = fmin(1.0, fmax(0.0, (i - lo) / fmax(0.001, hi - lo)));
+            double kept = (1.0 - g) * m->yarn_ext;   // share of the angle left as it is
+            theta = theta * (1.0 - kept) / m->yarn_factor + theta * kept;
+        }
         double c = cos(theta) * mscale, s = sin(theta) * mscale;
         int a = m->neox ? i : 2 * i, b = m->neox ? i + half : 2 * i + 1;
         double x0 = h[a], x1 = h[b];
@@ -301,13 +337,38 @@ static inline int forward64_open(f64_model *m, const char *path, errbuf *err) {
         if (r < 0) goto fail;
         double factor;
         if (f64_key_f64(m, "rope.scaling.factor", 0.0, &factor, err)) { free(type); goto fail; }
-        bool known = r == 0 || !strcmp(type, "none") || !strcmp(type, "linear") ||
+        bool yarn = r > 0 && !strcmp(type, "yarn");
+        bool known = r == 0 || !strcmp(type, "none") || !strcmp(type, "linear") || yarn ||
                      (phi3 && !strcmp(type, "longrope"));
         bool linear = (r == 0 || !strcmp(type, "linear")) && factor > 0.0 && factor != 1.0;
         if (!known) err_set(err, "%s: rope scaling '%s' not implemented by the float64 forward", path, type);
         free(type);
         if (!known) goto fail;
         if (linear) m->rope_freq_scale = 1.0 / factor;
+        if (yarn) {
+            uint32_t orig;
+            double log_mul, attn, yarn_attn;
+            if (f64_key_u32(m, "context_length", false, 4096, &orig, err) ||
+                f64_key_u32(m, "rope.scaling.original_context_length", false, orig, &orig, err) ||
+                f64_key_f64(m, "rope.scaling.yarn_ext_factor", 1.0, &m->yarn_ext, err) ||
+                f64_key_f64(m, "rope.scaling.yarn_beta_fast", 32.0, &m->yarn_beta_fast, err) ||
+                f64_key_f64(m, "rope.scaling.yarn_beta_slow", 1.0, &m->yarn_beta_slow, err) ||
+                f64_key_f64(m, "rope.scaling.yarn_attn_factor", 1.0, &yarn_attn, err) ||
+                f64_key_f64(m, "rope.scaling.attn_factor", 1.0, &attn, err) ||
+                f64_key_f64(m, "rope.scaling.yarn_log_multiplier", 0.0, &log_mul, err))
+                goto fail;
+            if (!(factor > 0.0) || orig == 0 || log_mul != 0.0 || !(m->yarn_beta_fast > 0.0) ||
+                !(m->yarn_beta_slow > 0.0)) {
+                err_set(err, "%s: yarn with factor %g, original context %u, log multiplier %g, beta %g/%g: "
+                        "not implemented by the float64 forward", path, factor, orig, log_mul, m->yarn_beta_fast,
+                        m->yarn_beta_slow);
+                goto fail;
+            }
+            m->yarn = true;
+            m->yarn_factor = factor;
+            m->yarn_orig_ctx = (int)orig;
+            m->rope_attn_factor = attn * yarn_attn;
+        }
     }
 
     // sliding window: Gemma's interleaved layers; refused elsewhere
@@ -398,6 +459,7 @@ static inline int forward64_open(f64_model *m, const char *path, errbuf *err) {
         // the reference's rule: layer il slides iff il % pattern < pattern - 1 (pattern 0: all)
         L->swa = window > 0 && (pattern == 0 || (uint32_t)il % pattern < pattern - 1);
         L->rope_base = L->swa ? base_swa : base;
+        L->rope_plain = L->swa && gemma3;
     }
     return 0;
 fail:
@@ -433,6 +495,7 @@ static inline int forward64_run(const f64_model *m, const int32_t *tokens, int n
 
     // per-frequency divisors: rope_freqs (llama3) or the longrope set chosen by the context
     const gguf_tensor *ft = m->rope_freqs;
+    if (m->yarn) mscale = m->rope_attn_factor;
     if (m->rope_long) {
         ft = n_ctx > m->orig_ctx ? m->rope_long : m->rope_short;
         mscale = m->rope_attn_factor;
@@ -478,11 +541,11 @@ static inline int forward64_run(const f64_model *m, const int32_t *tokens, int n
             double *q = qkv + (size_t)i * QKV, *k = q + QD;
             for (int hh = 0; hh < NH; hh++) {
                 if (qn) f64_rmsnorm(q + hh * HK, HK, qn, m->eps);
-                f64_rope(m, q + hh * HK, i, L->rope_base, factors, mscale);
+                f64_rope(m, L, q + hh * HK, i, factors, mscale);
             }
             for (int hh = 0; hh < NKV; hh++) {
                 if (kn) f64_rmsnorm(k + hh * HK, HK, kn, m->eps);
-                f64_rope(m, k + hh * HK, i, L->rope_base, factors, mscale);
+                f64_rope(m, L, k + hh * HK, i, factors, mscale);
             }
         }
         free(qn);

@@ -178,6 +178,27 @@ static void test_files(void) {
                    "factors are positive", "a negative rope factor");
     expect_refused(src, (extra[]){ { .tensor = "rope_factors_long.weight", .n = 8, .v = 2 } }, 1,
                    "longrope needs both", "longrope without its short factors");
+    // a value head of another size than the key head: the cache keeps one size for both
+    uint8_t *vb;
+    uint64_t vsize;
+    gguf_writer *vw = gguf_writer_new();
+    gguf_file vg;
+    if (gguf_open(&vg, src, &err) == 0) {
+        gguf_copy_kvs(vw, &vg);
+        gguf_set_u32(vw, "llama.attention.value_length", 8);
+        int r = 0;
+        for (uint64_t i = 0; i < vg.n_tensors && !r; i++)
+            r = gguf_add_tensor(vw, vg.tensors[i].name, vg.tensors[i].type, vg.tensors[i].n_dims, vg.tensors[i].ne, vg.tensors[i].data, &err);
+        model *vm = NULL;
+        if (!r && gguf_write_memory(vw, &vb, &vsize, &err) == 0) {
+            CHECK(model_load_memory(&vm, vb, vsize, "rope-test.gguf", &err) != 0 && strstr(err.msg, "value_length 8 differs"),
+                  "a value length unlike the key length: %s", err.msg);
+            model_free(vm);
+            free(vb);
+        }
+        gguf_close(&vg);
+    }
+    gguf_writer_free(vw);
     // model_load_any keeps a file with a tensor nobody reads and names it (cabin info's view)
     uint64_t size;
     uint8_t *buf = rewrite(src, (extra[]){ { .tensor = "blk.1.something.weight", .n = 4, .v = 1 } }, 1, &size, &err);
@@ -195,8 +216,8 @@ static void test_files(void) {
     free(buf);
 
     // rope_freqs of all ones turns exactly as the plain rope; factors above one change the logits
-    model *plain = NULL, *ones = NULL, *slow = NULL, *yarn = NULL;
-    uint8_t *b1 = NULL, *b2 = NULL, *b3 = NULL;
+    model *plain = NULL, *ones = NULL, *slow = NULL, *yarn = NULL, *lin = NULL;
+    uint8_t *b1 = NULL, *b2 = NULL, *b3 = NULL, *b4 = NULL;
     CHECK(model_load(&plain, src, &err) == 0, "%s", err.msg);
     ones = load_with(src, (extra[]){ { .tensor = "rope_freqs.weight", .n = 8, .v = 1 } }, 1, &b1, &err);
     CHECK(ones && ones->hp.rope_scaling.factors, "rope_freqs.weight of ones: %s", err.msg);
@@ -206,6 +227,10 @@ static void test_files(void) {
                                      { .key = "llama.rope.scaling.factor", .f = 4 } }, 2, &b3, &err);
     CHECK(yarn && yarn->hp.rope_scaling.kind == ROPE_YARN && yarn->hp.rope_scaling.factor == 4 &&
           yarn->hp.rope_scaling.beta_fast == 32 && yarn->hp.rope_scaling.ext_factor == 1, "yarn keys: %s", err.msg);
+    // a factor without a type is a linear one, as the reference reads it
+    lin = load_with(src, (extra[]){ { .key = "llama.rope.scaling.factor", .f = 2 } }, 1, &b4, &err);
+    CHECK(lin && lin->hp.rope_scaling.kind == ROPE_LINEAR && lin->hp.rope_scaling.factor == 2, "a factor without a type: %s",
+          err.msg);
     if (plain && ones && slow && yarn) {
         int nv = plain->hp.n_vocab;
         float *a = xmalloc((size_t)nv * 4 * sizeof(float));
@@ -229,6 +254,8 @@ static void test_files(void) {
     model_free(ones);
     model_free(slow);
     model_free(yarn);
+    model_free(lin);
+    free(b4);
     free(b1);
     free(b2);
     free(b3);
