@@ -1,5 +1,6 @@
-// Llama-family models (llama, qwen2) loaded from GGUF, and the forward pass written once over
-// the backend op interface.
+// Models of the llama family and its relatives (llama, qwen2, qwen3, phi3, gemma3) loaded from
+// GGUF (engine/model_load.c), and the forward pass written once over the backend op interface
+// (engine/model.c).
 #ifndef CABIN_MODEL_H
 #define CABIN_MODEL_H
 
