@@ -14,14 +14,16 @@ static const char *PROSE =
 #define PROSE_REPEATS 40   // enough tokens to fill the default windows
 #define EMBEDDED_MODEL_NAME "cabin-tiny"   // general.name of assets/models/cabin-tiny.gguf
 
-// By name, else recognised from the file's tokenizer.chat_template (NULL when it has none).
-static const chat_template *template_named_or_detected(const char *template_name, const char *chat_template_src) {
+// By name, else the file's (chat_template_for_file; the held-out dialogues are the embedded
+// model's, whose architecture changes nothing here).
+static const chat_template *template_named_or_file(const char *template_name, const char *chat_template_src) {
     const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
-    return t ? t : chat_template_detect(chat_template_src);
+    return t ? t : chat_template_for_file(chat_template_src, NULL, NULL);
 }
 
 const chat_template *eval_template(const session *s, const char *template_name) {
-    return template_named_or_detected(template_name, session_model(s)->chat_template);
+    const chat_template *t = template_name ? chat_template_by_name(template_name) : NULL;
+    return t ? t : session_template(s);
 }
 
 // Appends one dialogue's turns in the chat layout; -1 when a turn lacks its texts.
@@ -140,7 +142,7 @@ static char *default_text(const char *model_name, const char *chat_template_src,
     *prose = !is_embedded_name(model_name);
     if (!*prose) {
         *what = CABIN_HELDOUT " (held-out dialogues, chat layout)";
-        return heldout_chat_text(CABIN_HELDOUT, template_named_or_detected(template_name, chat_template_src), 0, err);
+        return heldout_chat_text(CABIN_HELDOUT, template_named_or_file(template_name, chat_template_src), 0, err);
     }
     *what = "a built-in paragraph of prose";
     strbuf b = {0};

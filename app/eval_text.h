@@ -8,7 +8,7 @@
 
 #define CABIN_HELDOUT "assets/eval/heldout.jsonl"
 
-// The chat template a session uses: by name (--template) or recognised from the model file.
+// The chat template a session uses: by name (--chat-template), else the session's own.
 const chat_template *eval_template(const session *s, const char *template_name);
 
 // The dialogues of a held-out file (one {"turns": [{"user": ..., "reply": ...}, ...]} per line)

@@ -237,10 +237,11 @@ int cmd_info(int argc, char **argv) {
     }
     char *tmpl = NULL;
     gguf_get_strdup(&g, "tokenizer.chat_template", &tmpl, &err);
-    const chat_template *by_arch = tmpl ? NULL : chat_template_for_arch(arch_name);
-    printf("  chat template: %s%s\n", by_arch ? by_arch->name : chat_template_detect(tmpl)->name,
-           by_arch ? " (no template in file: the architecture's)" : !tmpl ? " (no template in file)"
-           : chat_template_match(tmpl) ? "" : " (tokenizer.chat_template not recognised)");
+    bool unrecognised;
+    const chat_template *ct = chat_template_for_file(tmpl, arch_name, &unrecognised);
+    printf("  chat template: %s%s\n", ct->name,
+           tmpl ? (unrecognised ? " (tokenizer.chat_template not recognised)" : "")
+                : strcmp(ct->name, "plain") ? " (no template in file: the architecture's)" : " (no template in file)");
     free(tmpl);
     if (all_kv) {
         printf("  metadata:\n");

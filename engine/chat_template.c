@@ -70,9 +70,6 @@ const chat_template *chat_template_by_name(const char *name) {
     return NULL;
 }
 
-const chat_template *chat_template_for_arch(const char *arch) {
-    return arch && !strncmp(arch, "gemma", 5) ? chat_template_by_name("gemma") : NULL;
-}
 
 static char names_text[512];
 static void make_names(void) {
@@ -141,8 +138,10 @@ const chat_template *chat_template_match(const char *src) {
     return name ? chat_template_by_name(name) : NULL;
 }
 
-const chat_template *chat_template_detect(const char *src) {
+const chat_template *chat_template_for_file(const char *src, const char *arch, bool *unrecognised) {
     const chat_template *t = chat_template_match(src);
+    if (unrecognised) *unrecognised = src && !t;
+    if (!t && !src && arch && !strncmp(arch, "gemma", 5)) t = chat_template_by_name("gemma");
     return t ? t : chat_template_by_name("plain");
 }
 

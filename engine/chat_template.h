@@ -27,13 +27,14 @@ typedef struct chat_template {
 } chat_template;
 
 // The template a tokenizer.chat_template source is recognised as, or NULL when the source is
-// NULL or none matches. chat_template_detect is the same with "plain" for NULL.
+// NULL or none matches.
 const chat_template *chat_template_match(const char *jinja_source);
-const chat_template *chat_template_detect(const char *jinja_source);
 const chat_template *chat_template_by_name(const char *name);          // NULL if unknown
-// The template a file of architecture arch ("gemma3") is trained on when it carries none of its
-// own: gemma's for the Gemma family; NULL for the rest (they chat in plain).
-const chat_template *chat_template_for_arch(const char *arch);
+// The template a file chats in when none is named, the one rule for every front end: its
+// tokenizer.chat_template's family (src); for a file without one, its architecture's (arch
+// "gemma3": Gemma's turns); else plain. *unrecognised (may be NULL): the file has a template
+// cabin does not recognise, and so chats in plain.
+const chat_template *chat_template_for_file(const char *src, const char *arch, bool *unrecognised);
 const char *chat_template_names(void);                                 // "gemma, llama-3, ..."
 int chat_template_count(void);
 const chat_template *chat_template_at(int i);                          // 0 <= i < count

@@ -102,25 +102,23 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->opts.kv_format = s->opts.kv_policy = NULL;
     if (s->b->kv_prepare(s->b, &s->kv, err)) goto fail;
     if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) goto fail;
-    const chat_template *file_tmpl = chat_template_match(s->m->chat_template);
+    bool unrecognised;
+    const chat_template *file_tmpl = chat_template_for_file(s->m->chat_template, hp->arch_name, &unrecognised);
     if (o->template_name) {
         s->tmpl = chat_template_by_name(o->template_name);
         if (!s->tmpl) {
             err_set(err, "unknown chat template '%s' (known: %s)", o->template_name, chat_template_names());
             goto fail;
         }
-    } else if (file_tmpl) {
-        s->tmpl = file_tmpl;
-    } else if (!s->m->chat_template && chat_template_for_arch(hp->arch_name)) {
-        s->tmpl = chat_template_for_arch(hp->arch_name);   // a Gemma file without one: Gemma's turns
     } else {
-        s->tmpl = chat_template_by_name("plain");
-        if (s->m->chat_template)   // a file without one chats in plain without a word
+        s->tmpl = file_tmpl;
+        if (unrecognised)   // a file without one chats in plain (or its architecture's) without a word
             str_cut_printf(s->notice, sizeof s->notice, "%s: tokenizer.chat_template not recognised: using the plain "
                            "template (--chat-template NAME chooses one: %s)", s->m->file.path, chat_template_names());
     }
     // the file's own system text (Qwen2.5's, SmolLM2's) when the person gives none
-    if (s->tmpl == file_tmpl) s->default_system = chat_template_default_system(s->tmpl, s->m->chat_template);
+    if (s->tmpl == file_tmpl && s->m->chat_template && !unrecognised)
+        s->default_system = chat_template_default_system(s->tmpl, s->m->chat_template);
     s->system_prompt = o->system_prompt ? xstrdup(o->system_prompt) : NULL;
     s->opts.system_prompt = s->system_prompt;
     s->opts.model_path = NULL;
@@ -633,6 +631,7 @@ void session_set_profiling(session *s, bool on) {
 }
 
 const model *session_model(const session *s) { return s->m; }
+const chat_template *session_template(const session *s) { return s->tmpl; }
 backend *session_backend(session *s) { return s->b; }
 int session_n_vocab(const session *s) { return s->m->hp.n_vocab; }
 

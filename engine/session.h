@@ -4,6 +4,7 @@
 #define CABIN_SESSION_H
 
 #include "backend.h"
+#include "chat_template.h"
 #include "model.h"
 #include "sampler.h"
 #include "telemetry.h"
@@ -151,6 +152,8 @@ bool session_take_notice(session *s, char *buf, size_t cap);
 void session_reset(session *s);
 void session_get_stats(const session *s, session_stats *out);
 const model *session_model(const session *s);
+// The chat template the session renders turns with (named, or the file's: chat_template_for_file).
+const chat_template *session_template(const session *s);
 backend *session_backend(session *s);
 int session_n_vocab(const session *s);
 void session_set_seed(session *s, uint64_t seed);

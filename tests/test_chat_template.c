@@ -360,16 +360,25 @@ static void test_detect(void) {
         const chat_template *t = chat_template_match(cases[i].src);
         CHECK(t && strcmp(t->name, cases[i].want) == 0, "%s: recognised as %s, want %s", cases[i].what,
               t ? t->name : "(none)", cases[i].want);
-        CHECK(chat_template_detect(cases[i].src) == t, "%s: detect agrees with match", cases[i].what);
+        CHECK(chat_template_for_file(cases[i].src, NULL, NULL) == t, "%s: the file rule agrees with match", cases[i].what);
     }
     // not recognised: no match, and detect falls back to plain
     const char *unknown[] = { VICUNA, COMMAND_R, "", "{{ messages }}" };
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK(chat_template_match(unknown[i]) == NULL, "unknown source %zu: not recognised", i);
-        CHECK(strcmp(chat_template_detect(unknown[i])->name, "plain") == 0, "unknown source %zu: plain", i);
+        CHECK(strcmp(chat_template_for_file(unknown[i], NULL, NULL)->name, "plain") == 0, "unknown source %zu: plain", i);
     }
-    CHECK(chat_template_match(NULL) == NULL && strcmp(chat_template_detect(NULL)->name, "plain") == 0,
+    CHECK(chat_template_match(NULL) == NULL && strcmp(chat_template_for_file(NULL, NULL, NULL)->name, "plain") == 0,
           "no source: not recognised, plain");
+    // a file without a template chats in its architecture's (Gemma's), one with a template cabin
+    // does not recognise in plain, whatever its architecture, and says so
+    bool unrecognised = true;
+    CHECK(strcmp(chat_template_for_file(NULL, "gemma3", &unrecognised)->name, "gemma") == 0 && !unrecognised,
+          "a Gemma file without a template: gemma");
+    CHECK(strcmp(chat_template_for_file("{{ weird }}", "gemma3", &unrecognised)->name, "plain") == 0 && unrecognised,
+          "a template not recognised: plain, said");
+    CHECK(strcmp(chat_template_for_file(NULL, "llama", &unrecognised)->name, "plain") == 0 && !unrecognised,
+          "a llama file without a template: plain, nothing said");
 }
 
 // Every template: a system text and two user turns, the second after a reply closed by its
@@ -656,7 +665,7 @@ static void test_gemma_session(void) {
 }
 
 // The reference's Gemma 3 file carries no template: a Gemma file chats in Gemma's turns anyway
-// (chat_template_for_arch), token by token the tokenizer's ids of that text.
+// (chat_template_for_file), token by token the tokenizer's ids of that text.
 static void test_gemma_ref_file(void) {
     const char *dir = test_ref_dir();
     if (!dir) { SKIP("../shared/ref not present: the Gemma 3 reference file not checked"); return; }
