@@ -39,6 +39,18 @@ typedef struct gen_state {
     uint64_t rng;
 } gen_state;
 
+// Adds tensor name of (ne0, ne1) weights of type from buf, which the writer reads when the file is
+// written: kept until then (freed with the rest of g's buffers).
+static int add_kept(gen_state *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1, void *buf, errbuf *err) {
+    if (g->n_bufs == g->cap_bufs) {
+        g->cap_bufs = g->cap_bufs ? g->cap_bufs * 2 : 64;
+        g->bufs = xrealloc(g->bufs, (size_t)g->cap_bufs * sizeof(void *));
+    }
+    g->bufs[g->n_bufs++] = buf;
+    uint64_t ne[2] = { (uint64_t)ne0, (uint64_t)ne1 };
+    return gguf_add_tensor(g->w, name, type, ne1 > 1 ? 2 : 1, ne, buf, err);
+}
+
 static int add_tensor(gen_state *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
                       float scale, float offset, errbuf *err) {
     const wtype_info *ti = wtype_get(type);
@@ -56,13 +68,7 @@ static int add_tensor(gen_state *g, const char *name, uint32_t type, int64_t ne0
         ti->from_f32(row, buf + (size_t)r * row_bytes, ne0);
     }
     free(row);
-    if (g->n_bufs == g->cap_bufs) {
-        g->cap_bufs = g->cap_bufs ? g->cap_bufs * 2 : 64;
-        g->bufs = xrealloc(g->bufs, (size_t)g->cap_bufs * sizeof(void *));
-    }
-    g->bufs[g->n_bufs++] = buf;
-    uint64_t ne[2] = { (uint64_t)ne0, (uint64_t)ne1 };
-    return gguf_add_tensor(g->w, name, type, ne1 > 1 ? 2 : 1, ne, buf, err);
+    return add_kept(g, name, type, ne0, ne1, buf, err);
 }
 
 // A made-up SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte tokens, then pieces.
@@ -236,13 +242,7 @@ static void longrope_factors(const gen_plan *p, int rope_dim, float *lng, float 
 static int add_values(gen_state *g, const char *name, const float *v, int64_t n, errbuf *err) {
     float *buf = xmalloc((size_t)n * sizeof(float));
     memcpy(buf, v, (size_t)n * sizeof(float));
-    if (g->n_bufs == g->cap_bufs) {
-        g->cap_bufs = g->cap_bufs ? g->cap_bufs * 2 : 64;
-        g->bufs = xrealloc(g->bufs, (size_t)g->cap_bufs * sizeof(void *));
-    }
-    g->bufs[g->n_bufs++] = buf;
-    uint64_t ne[2] = { (uint64_t)n, 1 };
-    return gguf_add_tensor(g->w, name, WT_F32, 1, ne, buf, err);
+    return add_kept(g, name, WT_F32, n, 1, buf, err);
 }
 
 int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
