@@ -130,7 +130,7 @@ static void vkb_destroy(backend *b) {
     vk_dev_close(&v->d);
     free(v->grave);
     free(v->chunks);
-    free(v->rope_pos);
+    for (int r = 0; r < KV_ROPES; r++) free(v->rope_tables[r].pos);
     free(v->q_kind);
     for (int t = 0; t < VT_COUNT; t++) {
         free((char *)v->embed[t].name);

@@ -207,12 +207,16 @@ typedef struct vk_backend {
     int n_chunks, cur_chunk;
     struct { int chunk; VkDeviceSize off, bytes; } recent[16];
     int n_recent;
-    // rope table of this batch: cos/sin for (positions, params)
-    int32_t *rope_pos;
-    int rope_n;
-    rope_freqs rope_freqs;
-    vk_bind rope_bind;
-    bool rope_valid;
+    // rope tables of this batch: cos/sin for (positions, rotation), one per rotation the model's
+    // layers turn by (gemma3's window and global layers alternate between two)
+    struct vk_rope_table {
+        int32_t *pos;
+        int n;
+        rope_freqs freqs;
+        vk_bind bind;
+        bool valid;
+    } rope_tables[KV_ROPES];
+    int rope_next;           // the entry of rope_tables a new table replaces
     vk_buf attn_scratch;     // split attention partials
     vk_buf attn_ml;          // (n, n_head, 2) final softmax max and sum, for the statistics pass
     vk_buf kv_scratch;       // kv_store: the key window while it moves down after a fold

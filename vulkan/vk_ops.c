@@ -116,25 +116,30 @@ static void op_add_bias(backend *b, bk_act *x, const tensor *bias, int n) {
 }
 
 // (n, half, 2): the (cos, sin) of every token's pairs, from engine/rope.h as the CPU takes them;
-// shared by the q and k rotations of every layer of a batch.
+// shared by the q rotations of every layer of a batch that turns by the same rotation (a table
+// per rotation, so layers that alternate between two do not make them again and again).
 static bool rope_table(vk_backend *v, const int32_t *pos, int n, const rope_params *p, vk_bind *out) {
     int half = p->freqs->rope_dim / 2;
-    if (v->rope_valid && v->rope_n == n && rope_freqs_same(&v->rope_freqs, p->freqs) &&
-        memcmp(v->rope_pos, pos, (size_t)n * sizeof *pos) == 0) {
-        *out = v->rope_bind;
-        return true;
+    for (int r = 0; r < KV_ROPES; r++) {
+        struct vk_rope_table *e = &v->rope_tables[r];
+        if (e->valid && e->n == n && rope_freqs_same(&e->freqs, p->freqs) && memcmp(e->pos, pos, (size_t)n * sizeof *pos) == 0) {
+            *out = e->bind;
+            return true;
+        }
     }
     float *cs = xmalloc((size_t)n * (size_t)half * 2 * sizeof(float));
     for (int t = 0; t < n; t++) rope_cos_sin(pos[t], p->freqs, cs + (size_t)t * half * 2);
     bool ok = vk_upload(v, cs, (size_t)n * (size_t)half * 2 * sizeof(float), out);
     free(cs);
     if (!ok) return false;
-    v->rope_pos = xrealloc(v->rope_pos, (size_t)n * sizeof *pos);
-    memcpy(v->rope_pos, pos, (size_t)n * sizeof *pos);
-    v->rope_n = n;
-    v->rope_freqs = *p->freqs;
-    v->rope_bind = *out;
-    v->rope_valid = true;
+    struct vk_rope_table *e = &v->rope_tables[v->rope_next];
+    v->rope_next = (v->rope_next + 1) % KV_ROPES;
+    e->pos = xrealloc(e->pos, (size_t)n * sizeof *pos);
+    memcpy(e->pos, pos, (size_t)n * sizeof *pos);
+    e->n = n;
+    e->freqs = *p->freqs;
+    e->bind = *out;
+    e->valid = true;
     return true;
 }
 

@@ -161,7 +161,7 @@ static void vkb_begin_batch(backend *b) {
     for (int i = 0; i < v->n_chunks; i++) v->chunks[i].used = 0;
     v->cur_chunk = 0;
     v->n_recent = 0;
-    v->rope_valid = false;
+    for (int r = 0; r < KV_ROPES; r++) v->rope_tables[r].valid = false;
     v->q_used = 0;
     if (v->profiling && v->qpool) vkCmdResetQueryPool(v->cb, v->qpool, 0, v->q_cap);
 }
