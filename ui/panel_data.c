@@ -105,15 +105,8 @@ int ui_type_class(uint32_t t) {
 }
 
 const char *ui_type_cell(uint32_t t) {
-    switch (t) {
-    case WT_F32: return "32";
-    case WT_F16: return "16";
-    case WT_BF16: return "bf";
-    case WT_Q8_0: return "q8";
-    case WT_Q4_0: return "q4";
-    case 255: case PLAN_KEEP: return " -";   // a grid cell of no tensor (uint8_t: 255)
-    default: return " ?";
-    }
+    static const char *const cell[UI_TYPE_CLASSES] = { "32", "16", "bf", "q8", "q4", " ?" };
+    return t == 255 || t == PLAN_KEEP ? " -" : cell[ui_type_class(t)];   // 255: a grid cell of no tensor (uint8_t)
 }
 
 // The weights' bytes by type, "Q4_0 1.19 MiB  Q8_0 765 KiB" ("bytes by type: -" when none).
