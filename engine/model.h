@@ -12,7 +12,9 @@
 #include "tensor.h"
 #include "tokenizer.h"
 
-enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3, ARCH_GEMMA3 };
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3, ARCH_GEMMA3, ARCH_COUNT };
+// The general.architecture names cabin runs, in enum order (for messages).
+#define MODEL_ARCH_NAMES "llama, qwen2, qwen3, phi3, gemma3"
 
 typedef struct model_hparams {
     enum model_arch arch;
@@ -92,7 +94,10 @@ void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out);
 // messages and as the model's name when the file has none): fuzz/fuzz_gguf.c, tests.
 int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err);
 void model_free(model *m);
+// The architecture's general.architecture name, and back: 0 and *out set when name is one cabin
+// runs, -1 otherwise (the loader and make-model take their names from this one table).
 const char *model_arch_name(enum model_arch a);
+int model_arch_from_name(const char *name, enum model_arch *out);
 // Calls fn for every weight tensor (matrices and vectors; output once even when tied).
 void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // Copies every weight still read from the mapped file (data == src_data) into one block of

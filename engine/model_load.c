@@ -8,8 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *model_arch_name(enum model_arch a) {
-    return a == ARCH_QWEN2 ? "qwen2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_PHI3 ? "phi3" : a == ARCH_GEMMA3 ? "gemma3" : "llama";
+static const char *const arch_names[ARCH_COUNT] = {
+    [ARCH_LLAMA] = "llama", [ARCH_QWEN2] = "qwen2", [ARCH_QWEN3] = "qwen3", [ARCH_PHI3] = "phi3",
+    [ARCH_GEMMA3] = "gemma3",
+};
+
+const char *model_arch_name(enum model_arch a) { return (unsigned)a < ARCH_COUNT ? arch_names[a] : "?"; }
+
+int model_arch_from_name(const char *name, enum model_arch *out) {
+    for (int a = 0; a < ARCH_COUNT && name; a++)
+        if (!strcmp(name, arch_names[a])) {
+            *out = (enum model_arch)a;
+            return 0;
+        }
+    return -1;
 }
 
 // Reads <arch>.<suffix> as a positive int; required keys must be present.
@@ -197,13 +209,8 @@ static int load_hparams(model *m, errbuf *err) {
     if (r < 0) return -1;
     if (r == 0) return err_set(err, "%s: missing general.architecture", g->path);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
-    if (strcmp(arch, "llama") == 0) hp->arch = ARCH_LLAMA;
-    else if (strcmp(arch, "qwen2") == 0) hp->arch = ARCH_QWEN2;
-    else if (strcmp(arch, "qwen3") == 0) hp->arch = ARCH_QWEN3;
-    else if (strcmp(arch, "phi3") == 0) hp->arch = ARCH_PHI3;
-    else if (strcmp(arch, "gemma3") == 0) hp->arch = ARCH_GEMMA3;
-    else {
-        err_set(err, "%s: unsupported architecture '%s' (supported: llama, qwen2, qwen3, phi3, gemma3)", g->path, arch);
+    if (model_arch_from_name(arch, &hp->arch)) {
+        err_set(err, "%s: unsupported architecture '%s' (supported: " MODEL_ARCH_NAMES ")", g->path, arch);
         free(arch);
         return -1;
     }

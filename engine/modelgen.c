@@ -1,5 +1,6 @@
 #include "modelgen.h"
 #include "gguf.h"
+#include "model.h"
 #include "rope.h"
 #include "wtype.h"
 
@@ -109,12 +110,11 @@ static void synth_vocab(gguf_writer *w, int n_vocab) {
     free(types);
 }
 
-enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA3 };
 enum gen_rope { GR_NONE, GR_LINEAR, GR_YARN, GR_LLAMA3, GR_LONGROPE };
 
 // The options with every 0 replaced by its default (modelgen.h).
 typedef struct gen_plan {
-    enum gen_arch arch;
+    enum model_arch arch;
     enum gen_rope rope;
     int head_dim;
     bool head_dim_key;       // write attention.key_length / value_length
@@ -126,27 +126,21 @@ typedef struct gen_plan {
 
 static int plan_of(const modelgen_opts *o, gen_plan *p, errbuf *err) {
     memset(p, 0, sizeof *p);
-    static const char *const arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma3" };
-    int a = -1;
-    for (int i = 0; i < 5 && o->arch; i++)
-        if (!strcmp(o->arch, arch_names[i])) a = i;
-    if (a < 0)
-        return err_set(err, "make-model: unknown architecture '%s' (llama, qwen2, qwen3, phi3, gemma3)",
-                       o->arch ? o->arch : "");
-    p->arch = (enum gen_arch)a;
-    const char *an = arch_names[a];
+    if (model_arch_from_name(o->arch, &p->arch))
+        return err_set(err, "make-model: unknown architecture '%s' (" MODEL_ARCH_NAMES ")", o->arch ? o->arch : "");
+    const char *an = o->arch;
     if (o->dim <= 0 || o->n_layer <= 0 || o->n_head <= 0 || o->n_kv_head <= 0 || o->ffn_dim <= 0 ||
         o->head_dim < 0 || (!o->head_dim && o->dim % o->n_head) || o->n_head % o->n_kv_head)
         return err_set(err, "make-model: inconsistent shape (dim %d, heads %d/%d, ffn %d)", o->dim,
                        o->n_head, o->n_kv_head, o->ffn_dim);
     p->head_dim = o->head_dim ? o->head_dim : o->dim / o->n_head;
-    p->head_dim_key = o->head_dim != 0 || p->arch == GA_QWEN3 || p->arch == GA_GEMMA3;
+    p->head_dim_key = o->head_dim != 0 || p->arch == ARCH_QWEN3 || p->arch == ARCH_GEMMA3;
     if (p->head_dim % 2 || p->head_dim > 1024)
         return err_set(err, "make-model: head size %d is odd or above 1024 (the rope turns pairs)", p->head_dim);
     if (o->n_ctx <= 0) return err_set(err, "make-model: context length %d", o->n_ctx);
 
     // gemma3's window layers
-    bool gemma = p->arch == GA_GEMMA3;
+    bool gemma = p->arch == ARCH_GEMMA3;
     if (!gemma && (o->swa_window || o->swa_pattern || o->rope_base_swa != 0.0f))
         return err_set(err, "make-model: a sliding window (window, window pattern, rope base of the window "
                        "layers) is gemma3's; %s has none", an);
@@ -167,9 +161,9 @@ static int plan_of(const modelgen_opts *o, gen_plan *p, errbuf *err) {
     else if (!strcmp(rs, "llama3")) p->rope = GR_LLAMA3;
     else if (!strcmp(rs, "longrope")) p->rope = GR_LONGROPE;
     else return err_set(err, "make-model: unknown rope scaling '%s' (none, linear, yarn, llama3, longrope)", rs);
-    if (p->rope == GR_LLAMA3 && p->arch != GA_LLAMA)
+    if (p->rope == GR_LLAMA3 && p->arch != ARCH_LLAMA)
         return err_set(err, "make-model: llama3 rope factors (rope_freqs.weight) are for llama files, not %s", an);
-    if (p->rope == GR_LONGROPE && p->arch != GA_PHI3)
+    if (p->rope == GR_LONGROPE && p->arch != ARCH_PHI3)
         return err_set(err, "make-model: longrope is phi3's (rope_factors_long/short.weight), not %s's", an);
     if (p->rope == GR_NONE && (o->rope_factor != 0.0f || o->rope_orig_ctx))
         return err_set(err, "make-model: a rope factor or original context without a rope scaling");
@@ -248,8 +242,8 @@ static int add_values(gen_state *g, const char *name, const float *v, int64_t n,
 int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
     gen_plan p;
     if (plan_of(o, &p, err)) return -1;
-    const bool qwen = p.arch == GA_QWEN2, qk_norm = p.arch == GA_QWEN3 || p.arch == GA_GEMMA3;
-    const bool fused = p.arch == GA_PHI3, gemma = p.arch == GA_GEMMA3, tied = o->tied || gemma;
+    const bool qwen = p.arch == ARCH_QWEN2, qk_norm = p.arch == ARCH_QWEN3 || p.arch == ARCH_GEMMA3;
+    const bool fused = p.arch == ARCH_PHI3, gemma = p.arch == ARCH_GEMMA3, tied = o->tied || gemma;
     gen_state g = { .w = gguf_writer_new(), .rng = o->seed * 0x9e3779b97f4a7c15ull + 1 };
     int rc = 0;
     int n_vocab = o->n_vocab;
