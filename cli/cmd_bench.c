@@ -154,8 +154,11 @@ static void bench_table(session *s, const bench_opts *o, const char *model_path,
         printf("weights    read from the mapped file\n");
     else
         printf("weights    in the device's memory\n");
-    printf("kv cache   %s, policy %s, depth %d, %.2f MiB allocated (%.2f MiB used after the last run)\n",
+    printf("kv cache   %s, policy %s, depth %d, %.2f MiB allocated (%.2f MiB used after the last run)",
            st.kv_format, st.kv_policy, o->depth, (double)st.kv_bytes / (1 << 20), (double)st.kv_used_bytes / (1 << 20));
+    if (st.kv_ring_layers)
+        printf("; %d of %d layers slide a window: rings of %d slots", st.kv_ring_layers, m->hp.n_layer, st.kv_ring_rows);
+    printf("\n");
     printf("| test            | kv  | tok/s (median of %d) | runs |\n", o->reps);
     char ppname[32];
     snprintf(ppname, sizeof ppname, o->depth ? "pp%d (fill)" : "pp%d", o->n_prompt);
@@ -208,6 +211,8 @@ static int bench_json(FILE *out, session *s, const bench_opts *o, const char *mo
     cJSON_AddNumberToObject(j, "depth", o->depth);
     cJSON_AddNumberToObject(j, "kv_bytes", (double)st.kv_bytes);
     cJSON_AddNumberToObject(j, "kv_used_bytes", (double)st.kv_used_bytes);
+    cJSON_AddNumberToObject(j, "kv_ring_layers", st.kv_ring_layers);
+    cJSON_AddNumberToObject(j, "kv_ring_slots", st.kv_ring_rows);
     cJSON_AddNumberToObject(j, "prefill_tps", pp_med);
     cJSON_AddNumberToObject(j, "decode_tps", tg_med);
     cJSON_AddItemToObject(j, "bandwidth_passes_gbs", json_passes(res));

@@ -76,12 +76,33 @@ static int get_code(enum kv_format f, const uint8_t *base, size_t i) {
 
 // ---- init / free ----
 
+int kv_windows_ring_rows(const kv_windows *w, int n_ctx) {
+    if (!w || !w->layers || w->window <= 0) return 0;
+    int64_t rows = (int64_t)w->window + (w->batch > 1 ? w->batch : 1) - 1;
+    return rows < n_ctx ? (int)rows : 0;
+}
+
+int kv_cache_max_batch(const kv_cache *kv) {
+    return kv->ring_rows > 0 ? kv->ring_rows - kv->ring_window + 1 : kv->n_ctx;
+}
+
+// The window layout kv's rings were made with (for a copy of the same layout).
+static kv_windows windows_of(const kv_cache *kv) {
+    kv_windows w = { kv->ring_layer, kv->ring_window, kv_cache_max_batch(kv) };
+    return w;
+}
+
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim, errbuf *err) {
     return kv_cache_init_ex(kv, format, 0, n_layer, n_ctx, kv_dim, err);
 }
 
 int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx, int kv_dim,
                      errbuf *err) {
+    return kv_cache_init_windows(kv, format, recent, n_layer, n_ctx, kv_dim, NULL, err);
+}
+
+int kv_cache_init_windows(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx, int kv_dim,
+                          const kv_windows *w, errbuf *err) {
     memset(kv, 0, sizeof *kv);
     if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0 || kv_dim % 2)
         return err_set(err, "kv cache: invalid shape (%d layers, %d positions, %d wide)", n_layer,
@@ -110,12 +131,23 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
     kv->res_cap = rows;
     kv->vcap = vrows;
     kv->row_bytes = (size_t)kv_dim * elem_bytes(format);
+    kv->ring_rows = kv_windows_ring_rows(w, n_ctx);
+    kv->ring_window = kv->ring_rows ? w->window : 0;
     bool ok = (kv->k = try_calloc((size_t)n_layer, sizeof(void *))) &&
               (kv->v = try_calloc((size_t)n_layer, sizeof(void *))) &&
               (kv->nq = try_calloc((size_t)n_layer, sizeof(int))) &&
               (kv->nqv = try_calloc((size_t)n_layer, sizeof(int)));
-    for (int l = 0; ok && l < n_layer; l++)
-        ok = (kv->k[l] = try_calloc(1, (size_t)bytes)) && (kv->v[l] = try_calloc((size_t)vrows, kv->row_bytes));
+    if (ok && kv->ring_rows) {
+        ok = (kv->ring_layer = try_calloc((size_t)n_layer, 1)) != NULL;
+        for (int l = 0; ok && l < n_layer; l++) kv->ring_layer[l] = w->layers[l] ? 1 : 0;
+    }
+    for (int l = 0; ok && l < n_layer; l++) {
+        if (kv_layer_ring(kv, l))   // a ring: plain rows (elem_bytes is 2 for every format but F32)
+            ok = (kv->k[l] = try_calloc((size_t)kv->ring_rows, kv->row_bytes)) &&
+                 (kv->v[l] = try_calloc((size_t)kv->ring_rows, kv->row_bytes));
+        else
+            ok = (kv->k[l] = try_calloc(1, (size_t)bytes)) && (kv->v[l] = try_calloc((size_t)vrows, kv->row_bytes));
+    }
     if (ok && kv_format_quantized(format)) {
         size_t cap = (size_t)groups * KV_GROUP, vcap_q = (size_t)(n_ctx - vrows);
         ok = (kv->kq = try_calloc((size_t)n_layer, sizeof(uint8_t *))) &&
@@ -123,13 +155,14 @@ int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_laye
              (kv->vq = try_calloc((size_t)n_layer, sizeof(uint8_t *))) &&
              (kv->vp = try_calloc((size_t)n_layer, sizeof(uint16_t *)));
         for (int l = 0; ok && l < n_layer; l++)
-            ok = (kv->kq[l] = try_calloc(1, kv_format_code_bytes(format, cap * (size_t)kv_dim) + 1)) &&
+            ok = kv_layer_ring(kv, l) ||   // a ring has no quantized store
+                 ((kv->kq[l] = try_calloc(1, kv_format_code_bytes(format, cap * (size_t)kv_dim) + 1)) &&
                  (kv->kp[l] = try_calloc((size_t)groups * (size_t)kv_dim * 2 + 1, sizeof(uint16_t))) &&
                  (kv->vq[l] = try_calloc(1, vcap_q * kv_format_code_bytes(format, (size_t)kv_dim) + 1)) &&
-                 (kv->vp[l] = try_calloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t)));
+                 (kv->vp[l] = try_calloc(vcap_q * (size_t)(kv_dim / kv->gv) * 2 + 1, sizeof(uint16_t))));
     }
     if (!ok) {
-        uint64_t total = kv_format_cache_bytes(format, recent, n_layer, n_ctx, kv_dim);
+        uint64_t total = kv_windows_cache_bytes(format, recent, n_layer, n_ctx, kv_dim, w);
         kv_cache_free(kv);
         return err_set(err, "kv cache: out of memory for %d positions x %d layers (%.1f MiB)", n_ctx, n_layer,
                        (double)total / (1 << 20));
@@ -155,6 +188,7 @@ static void free_storage(kv_cache *kv) {
     }
     free(kv->k); free(kv->v); free(kv->nq); free(kv->nqv);
     free(kv->kq); free(kv->kp); free(kv->vq); free(kv->vp);
+    free(kv->ring_layer);
 }
 
 static void free_ropes(kv_cache *kv) {
@@ -336,9 +370,11 @@ static void store_row(enum kv_format f, void *dst, const float *src, int n) {
 
 void kv_cache_put(kv_cache *kv, int l, int slot, const float *k, const float *v) {
     if (l < 0 || l >= kv->n_layer || slot < 0 || slot >= kv->n_ctx) return;
-    if (!kv_format_quantized(kv->format)) {
-        store_row(kv->format, (uint8_t *)kv->k[l] + (size_t)slot * kv->row_bytes, k, kv->kv_dim);
-        store_row(kv->format, (uint8_t *)kv->v[l] + (size_t)slot * kv->row_bytes, v, kv->kv_dim);
+    const enum kv_format lf = kv_layer_format(kv, l);
+    if (!kv_format_quantized(lf)) {
+        size_t r = kv_plain_row(kv, l, slot);
+        store_row(lf, (uint8_t *)kv->k[l] + r * kv->row_bytes, k, kv->kv_dim);
+        store_row(lf, (uint8_t *)kv->v[l] + r * kv->row_bytes, v, kv->kv_dim);
         return;
     }
     size_t D = (size_t)kv->kv_dim;
@@ -375,11 +411,12 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
                    kv_f16_cvt_fn f16_to_f32) {
     void *rows = which ? kv->v[l] : kv->k[l];
     size_t D = (size_t)kv->kv_dim;
-    if (!kv_format_quantized(kv->format)) {
+    const enum kv_format lf = kv_layer_format(kv, l);
+    if (!kv_format_quantized(lf)) {
         for (int s = s0; s < s1; s++) {
-            const uint8_t *r = (const uint8_t *)rows + (size_t)s * kv->row_bytes;
+            const uint8_t *r = (const uint8_t *)rows + kv_plain_row(kv, l, s) * kv->row_bytes;
             float *o = out + (size_t)(s - s0) * ld;
-            if (kv->format == KV_F32) memcpy(o, (const float *)r + c0, (size_t)nc * sizeof(float));
+            if (lf == KV_F32) memcpy(o, (const float *)r + c0, (size_t)nc * sizeof(float));
             else f16_span((const uint16_t *)r + c0, o, nc, f16_to_f32);
         }
         return;
@@ -426,11 +463,13 @@ void kv_cache_read(const kv_cache *kv, int l, int which, int s0, int s1, int c0,
 // ---- whole-cache operations ----
 
 // Rewrites layer l with rows[keep[i]] (floats (n_src, kv_dim) for K and V) for i < n.
+// A ring takes only the slots it keeps, the newest ring_rows.
 static void restore_layer(kv_cache *kv, int l, const float *kf, const float *vf, const int32_t *keep, int n) {
     if (kv->nq) kv->nq[l] = 0;
     if (kv->nqv) kv->nqv[l] = 0;
     size_t D = (size_t)kv->kv_dim;
-    for (int i = 0; i < n; i++) {
+    int ring = kv_layer_ring(kv, l);
+    for (int i = ring && n > ring ? n - ring : 0; i < n; i++) {
         int src = keep ? keep[i] : i;
         kv_cache_put(kv, l, i, kf + (size_t)src * D, vf + (size_t)src * D);
     }
@@ -457,10 +496,32 @@ static void compact_stats(kv_cache *kv, int l, const int32_t *keep, int n) {
     }
 }
 
+// A ring's compaction: kept slot keep[i] moves to row i % ring if the ring still holds it (it held
+// the newest `ring` of the n_src slots), else row i % ring becomes zeros.
+static void compact_ring(kv_cache *kv, int l, const int32_t *keep, int n_keep, int n_src) {
+    const int ring = kv_layer_ring(kv, l);
+    const size_t rb = kv->row_bytes, bytes = (size_t)ring * rb;
+    uint8_t *old = xmalloc(2 * bytes), *k = kv->k[l], *v = kv->v[l];
+    memcpy(old, k, bytes);
+    memcpy(old + bytes, v, bytes);
+    memset(k, 0, bytes);
+    memset(v, 0, bytes);
+    for (int i = n_keep > ring ? n_keep - ring : 0; i < n_keep; i++) {
+        int s = keep[i];
+        if (s < n_src - ring || s >= n_src) continue;
+        size_t from = (size_t)(s % ring) * rb, to = (size_t)(i % ring) * rb;
+        memcpy(k + to, old + from, rb);
+        memcpy(v + to, old + bytes + from, rb);
+    }
+    free(old);
+}
+
 void kv_cache_compact_layer(kv_cache *kv, int l, const int32_t *keep, int n_keep) {
     int n_src = kv->n_used;
     if (n_keep <= 0 || n_src <= 0) { if (kv->nq) { kv->nq[l] = 0; kv->nqv[l] = 0; } return; }
-    if (!kv_format_quantized(kv->format)) {
+    if (kv_layer_ring(kv, l)) {
+        compact_ring(kv, l, keep, n_keep, n_src);
+    } else if (!kv_format_quantized(kv->format)) {
         for (int i = 0; i < n_keep; i++) {
             if (keep[i] == i) continue;
             memcpy((uint8_t *)kv->k[l] + (size_t)i * kv->row_bytes, (uint8_t *)kv->k[l] + (size_t)keep[i] * kv->row_bytes, kv->row_bytes);
@@ -482,7 +543,8 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     if (recent <= 0) recent = kv->recent;
     if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PULL, err)) return -1;   // a device's copy into the host arrays
     kv_cache nk;
-    if (kv_cache_init_ex(&nk, format, recent, kv->n_layer, kv->n_ctx, kv->kv_dim, err)) return -1;
+    kv_windows w = windows_of(kv);
+    if (kv_cache_init_windows(&nk, format, recent, kv->n_layer, kv->n_ctx, kv->kv_dim, &w, err)) return -1;
     size_t D = (size_t)kv->kv_dim;
     int n = kv->n_used;
     float *kf = xmalloc(((size_t)n + 1) * D * sizeof(float)), *vf = xmalloc(((size_t)n + 1) * D * sizeof(float));
@@ -504,6 +566,7 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     kv->q_groups = nk.q_groups;
     kv->res_cap = nk.res_cap;
     kv->vcap = nk.vcap;
+    kv->ring_layer = nk.ring_layer;   // the same layout, its own copy
     if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PUSH, err)) {   // the device cannot take it: keep the old
         free_storage(kv);
         *kv = old;
@@ -516,17 +579,19 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
 int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err) {
     if (dst->format != src->format || dst->n_layer != src->n_layer || dst->kv_dim != src->kv_dim ||
         dst->n_ctx < src->n_used || dst->recent != src->recent || dst->q_groups < src->q_groups ||
-        dst->vcap != src->vcap)
+        dst->vcap != src->vcap || dst->ring_rows != src->ring_rows ||
+        (src->ring_rows && memcmp(dst->ring_layer, src->ring_layer, (size_t)src->n_layer)))
         return err_set(err, "kv cache: copy between caches of different shapes");
     size_t D = (size_t)src->kv_dim;
     int n = src->n_used;
-    if (!kv_format_quantized(src->format)) {
-        for (int l = 0; l < src->n_layer; l++) {
+    for (int l = 0; l < src->n_layer; l++) {
+        if (kv_layer_ring(src, l)) {   // the whole ring
+            memcpy(dst->k[l], src->k[l], (size_t)src->ring_rows * src->row_bytes);
+            memcpy(dst->v[l], src->v[l], (size_t)src->ring_rows * src->row_bytes);
+        } else if (!kv_format_quantized(src->format)) {
             memcpy(dst->k[l], src->k[l], (size_t)n * src->row_bytes);
             memcpy(dst->v[l], src->v[l], (size_t)n * src->row_bytes);
-        }
-    } else {
-        for (int l = 0; l < src->n_layer; l++) {
+        } else {
             int nq = src->nq[l], nqv = src->nqv[l], g = nq / KV_GROUP;
             memcpy(dst->kq[l], src->kq[l], kv_format_code_bytes(src->format, (size_t)g * D * KV_GROUP));
             memcpy(dst->kp[l], src->kp[l], (size_t)g * D * 2 * sizeof(uint16_t));
@@ -572,15 +637,29 @@ uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_
     return (uint64_t)n_layer * per;
 }
 
+uint64_t kv_windows_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim,
+                                const kv_windows *w) {
+    int rows = kv_windows_ring_rows(w, n_ctx), rings = 0;
+    for (int l = 0; rows && l < n_layer; l++) rings += w->layers[l] ? 1 : 0;
+    uint64_t ring = 2ull * (uint64_t)rows * (uint64_t)kv_dim * elem_bytes(f);   // K and V rows
+    return kv_format_cache_bytes(f, recent, n_layer - rings, n_ctx, kv_dim) + (uint64_t)rings * ring;
+}
+
 uint64_t kv_cache_bytes(const kv_cache *kv) {
-    return kv_format_cache_bytes(kv->format, kv->recent, kv->n_layer, kv->n_ctx, kv->kv_dim);
+    kv_windows w = windows_of(kv);
+    return kv_windows_cache_bytes(kv->format, kv->recent, kv->n_layer, kv->n_ctx, kv->kv_dim, &w);
 }
 
 uint64_t kv_cache_used_bytes(const kv_cache *kv) {
-    if (!kv_format_quantized(kv->format)) return 2ull * (uint64_t)kv->n_layer * (uint64_t)kv->n_used * kv->row_bytes;
     double pk = q_key_bytes(kv->format, kv->kv_dim), pv = q_value_bytes(kv->format, kv->kv_dim);
     uint64_t total = 0;
     for (int l = 0; l < kv->n_layer; l++) {
+        int ring = kv_layer_ring(kv, l);
+        if (ring || !kv_format_quantized(kv->format)) {   // plain rows: the slots held
+            int held = ring && ring < kv->n_used ? ring : kv->n_used;
+            total += 2ull * (uint64_t)held * kv->row_bytes;
+            continue;
+        }
         int nq = kv->nq[l] < kv->n_used ? kv->nq[l] : kv->n_used;
         int nqv = kv->nqv[l] < kv->n_used ? kv->nqv[l] : kv->n_used;
         total += (uint64_t)(pk * nq) + (uint64_t)(kv->n_used - nq) * kv->row_bytes +

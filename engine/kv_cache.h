@@ -11,6 +11,13 @@
 //             (a ring: slot s at row s % recent), each value row quantized as it leaves the ring.
 // Keys are stored UN-rotated: attention rotates a key by its slot index (and the query by its
 // own slot), so slots can be compacted after eviction and positions stay within the cache.
+//
+// Window layers (gemma3's sliding-window layers, kv_windows): a layer that only ever looks at the
+// last `window` slots keeps only the newest ring_rows = window + batch - 1 slots, plain rows of
+// the cache's element type (F32 for F32, F16 otherwise: such a ring is too short to quantize) in a
+// ring, slot s at row s % ring_rows; `batch` is the most tokens one pass appends (the first token
+// of a batch still sees window - 1 slots before it). Only when ring_rows < n_ctx: otherwise a
+// window layer is stored as every other layer and the window is only attention's mask.
 #ifndef CABIN_KV_CACHE_H
 #define CABIN_KV_CACHE_H
 
@@ -60,6 +67,13 @@ typedef struct kv_shape {
 
 #define KV_ROPES 2   // rotations a cache holds tables for: the layers' and rope_alt
 
+// Which layers are window layers and what a ring must hold (see the top of this file).
+typedef struct kv_windows {
+    const uint8_t *layers;   // (n_layer) 1: a window layer; NULL: none
+    int window;              // slots a query sees: (p - window, p]
+    int batch;               // the most slots one forward pass appends
+} kv_windows;
+
 typedef struct kv_cache {
     enum kv_format format;
     int n_layer;
@@ -81,6 +95,10 @@ typedef struct kv_cache {
     int q_groups;        // key groups of capacity
     int res_cap;         // rows of the key window: min(recent + KV_GROUP - 1, n_ctx)
     int vcap;            // rows of the value ring: recent
+    // window layers' rings (kv_windows): ring_rows > 0 only when shorter than n_ctx
+    uint8_t *ring_layer; // (n_layer) 1: layer l is a ring of ring_rows plain rows; NULL: none
+    int ring_rows;       // window + batch - 1
+    int ring_window;     // the window the rings were made for
     // attention position encoding and statistics
     kv_shape shape;
     rope_freqs rope[KV_ROPES];      // what shape.rope and rope_alt point at (rope_dim 0: none)
@@ -119,14 +137,36 @@ static inline void kv_fold_counters(const kv_cache *kv, int slot, int *nq, int *
     while (slot - *nqv >= kv->vcap) (*nqv)++;
 }
 
+// Rows of layer l's ring (0: not a ring).
+static inline int kv_layer_ring(const kv_cache *kv, int l) {
+    return kv->ring_layer && kv->ring_layer[l] ? kv->ring_rows : 0;
+}
+// The format layer l is stored in: the cache's, or a ring's plain rows.
+static inline enum kv_format kv_layer_format(const kv_cache *kv, int l) {
+    if (!kv_layer_ring(kv, l)) return kv->format;
+    return kv->format == KV_F32 ? KV_F32 : KV_F16;
+}
+// The row of a plain (F32/F16) layer that holds slot s.
+static inline size_t kv_plain_row(const kv_cache *kv, int l, int s) {
+    int r = kv_layer_ring(kv, l);
+    return (size_t)(r ? s % r : s);
+}
+// Ring rows for a window layout on a context of n_ctx slots (0: the window layers need no ring).
+int kv_windows_ring_rows(const kv_windows *w, int n_ctx);
+// The most slots one pass may append to kv: n_ctx, or what its rings were made for.
+int kv_cache_max_batch(const kv_cache *kv);
+
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
                   errbuf *err);
 // As kv_cache_init with the recent-window length R for the quantized formats (<= 0: default).
 int kv_cache_init_ex(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx,
                      int kv_dim, errbuf *err);
+// As kv_cache_init_ex with window layers kept in rings (w NULL or without layers: none).
+int kv_cache_init_windows(kv_cache *kv, enum kv_format format, int recent, int n_layer, int n_ctx,
+                          int kv_dim, const kv_windows *w, errbuf *err);
 void kv_cache_free(kv_cache *kv);
 void kv_cache_clear(kv_cache *kv);
-// Copies the filled slots of src into dst (same shape and format); -1 otherwise.
+// Copies the filled slots of src into dst (same shape, format and rings); -1 otherwise.
 int kv_cache_copy(kv_cache *dst, const kv_cache *src, errbuf *err);
 // Sets the attention shape (allocates the rope table and, when tracking, the statistics).
 int kv_cache_set_shape(kv_cache *kv, const kv_shape *sh, errbuf *err);
@@ -134,6 +174,8 @@ void kv_cache_set_tracking(kv_cache *kv, bool on);
 
 // Stores one slot's keys and values (kv_dim floats each) into layer `layer`. Slots are written
 // in order (slot <= rows written so far); rewriting a quantized slot requantizes its group.
+// A ring holds the newest ring_rows slots written: reading an older one gives whatever newer
+// slot took its row.
 void kv_cache_put(kv_cache *kv, int layer, int slot, const float *k, const float *v);
 // Dequantizes channels [c0, c0+nc) of slots [s0, s1) of keys (which 0) or values (which 1) into
 // out: (s1-s0, ld) floats. f16_to_f32 (y[i] = fp16 x[i], n elements) converts F16 rows (a
@@ -157,6 +199,8 @@ static inline const float *kv_layer_rope_cs(const kv_cache *kv, int l) {
 int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *err);
 // Keeps only slots keep[0..n_keep) (ascending) of layer `layer`, compacted to [0, n_keep);
 // statistics and masks follow their slots. Call for every layer, then set n_used = n_keep.
+// A ring keeps the kept slots it still holds; the others come back as zero rows (the policies
+// keep a window layer's newest slots, the only ones it reads again).
 void kv_cache_compact_layer(kv_cache *kv, int layer, const int32_t *keep, int n_keep);
 
 // Bytes of all layers' K and V storage for the current capacity.
@@ -168,6 +212,9 @@ uint64_t kv_cache_used_bytes(const kv_cache *kv);
 double kv_format_token_bytes(enum kv_format f, int kv_dim);
 // Bytes a cache of this format and shape would allocate (all layers).
 uint64_t kv_format_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim);
+// The same with window layers in rings (w NULL: as kv_format_cache_bytes).
+uint64_t kv_windows_cache_bytes(enum kv_format f, int recent, int n_layer, int n_ctx, int kv_dim,
+                                const kv_windows *w);
 const char *kv_format_name(enum kv_format f);
 int kv_format_parse(const char *s, enum kv_format *out, errbuf *err);
 

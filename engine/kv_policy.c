@@ -7,7 +7,9 @@
 //              average N per head. Each head ranks slots by its own accumulated weight; the
 //              layer keeps the N slots most heads chose, and a kept slot that a head did not
 //              choose is masked out for that head.
-// Eviction leaves `slack` free slots under the budget so it runs every few tokens.
+// Eviction leaves `slack` free slots under the budget so it runs every few tokens. A window
+// layer kept in a ring (engine/kv_cache.h) keeps its newest slots under every policy: it never
+// reads an older one again.
 #include "kv_cache.h"
 
 #include <math.h>
@@ -162,7 +164,10 @@ int kv_cache_make_room(kv_cache *kv, int n_new, errbuf *err) {
     int32_t *keep = xmalloc((size_t)kv->n_used * sizeof(int32_t));
     ranked *tmp = xmalloc((size_t)kv->n_used * sizeof(ranked));
     for (int l = 0; l < kv->n_layer; l++) {
-        select_layer(kv, l, target, sinks, keep, tmp);
+        if (kv_layer_ring(kv, l))   // a window layer reads its newest slots only: it keeps those
+            for (int i = 0; i < target; i++) keep[i] = kv->n_used - target + i;
+        else
+            select_layer(kv, l, target, sinks, keep, tmp);
         kv_cache_compact_layer(kv, l, keep, target);
     }
     free(keep);

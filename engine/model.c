@@ -85,11 +85,24 @@ void forward_ctx_free(forward_ctx *fc) {
     memset(fc, 0, sizeof *fc);
 }
 
+// The cache's window layout is the model's: its rings on the model's window layers, made for its
+// window (a cache without rings suits every model).
+static int check_windows(const model *m, const kv_cache *kv, errbuf *err) {
+    if (!kv->ring_rows) return 0;
+    bool same = m->layer_swa && kv->ring_window == m->hp.swa_window && kv->n_layer == m->hp.n_layer;
+    for (int l = 0; same && l < kv->n_layer; l++) same = !kv->ring_layer[l] == !m->layer_swa[l];
+    if (same) return 0;
+    return err_set(err, "forward: the KV cache keeps window layers of %d slots in rings, and this model's window "
+                   "layers differ (window %d)", kv->ring_window, m->hp.swa_window);
+}
+
+static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
+                         float *logits, errbuf *err);
+
 int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
                   float *logits, errbuf *err) {
     const model *m = fc->m;
     const model_hparams *hp = &m->hp;
-    backend *b = fc->b;
     if (n < 1 || n > fc->n_batch) return err_set(err, "forward: batch of %d tokens (1..%d allowed)", n, fc->n_batch);
     for (int t = 0; t < n; t++)
         if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
@@ -97,6 +110,24 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     int n_out = logits ? (all_logits ? n : 1) : 0;
     if (n_out > fc->logits_rows)
         return err_set(err, "forward: %d logit rows requested, buffer holds %d", n_out, fc->logits_rows);
+    if (check_windows(m, kv, err)) return -1;
+    // a batch longer than the window layers' rings hold goes in parts that fit
+    int part = kv_cache_max_batch(kv);
+    for (int i = 0; i < n; i += part) {
+        int c = n - i < part ? n - i : part;
+        float *out = !logits ? NULL : all_logits ? logits + (size_t)i * hp->n_vocab : (i + c == n ? logits : NULL);
+        if (forward_batch(fc, kv, tokens + i, c, all_logits, out, err)) return -1;
+    }
+    return 0;
+}
+
+// One pass over n tokens that the cache's rings hold (model_forward checked the arguments).
+static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
+                         float *logits, errbuf *err) {
+    const model *m = fc->m;
+    const model_hparams *hp = &m->hp;
+    backend *b = fc->b;
+    int n_out = logits ? (all_logits ? n : 1) : 0;
 
     // Keys are cached un-rotated and rotated by their slot inside attention (docs/KV.md), so the
     // cache knows the rope parameters; q is rotated here by its slot n_past + t.

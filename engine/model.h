@@ -90,6 +90,9 @@ int model_unused_tensors(const model *m, const char **names, int max);
 // The angles of the model's rope in a run of n_ctx positions (longrope chooses its factors by it);
 // swa: its sliding-window layers' (their own base, no scaling).
 void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out);
+// The model's window layers for a KV cache whose passes append at most `batch` slots (layers
+// NULL when it has none): kv_cache_init_windows keeps them in rings.
+kv_windows model_kv_windows(const model *m, int batch);
 // The same over a GGUF in memory the caller keeps alive until model_free (name is used in
 // messages and as the model's name when the file has none): fuzz/fuzz_gguf.c, tests.
 int model_load_memory(model **out, const void *data, uint64_t size, const char *name, errbuf *err);
@@ -177,7 +180,8 @@ void model_release_backend(model *m, backend *b);
 
 // Runs tokens[0..n) at positions kv->n_used .. +n (n <= fc->n_batch), appends them to the cache.
 // logits: if non-NULL, receives n_vocab floats per requested row: all n rows when all_logits,
-// else only the last row.
+// else only the last row. A batch longer than the cache's rings take (kv_cache_max_batch) runs
+// in parts; a cache whose rings are not this model's window layers is refused.
 int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
                   float *logits, errbuf *err);
 

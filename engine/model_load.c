@@ -169,6 +169,11 @@ static int load_rope_scaling(model *m, errbuf *err) {
     return 0;
 }
 
+kv_windows model_kv_windows(const model *m, int batch) {
+    kv_windows w = { m->layer_swa, m->layer_swa ? m->hp.swa_window : 0, batch };
+    return w;
+}
+
 void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out) {
     if (swa) rope_freqs_plain(out, m->hp.rope_dim, m->hp.rope_base_swa);
     else rope_freqs_make(out, m->hp.rope_dim, m->hp.rope_base, &m->hp.rope_scaling, n_ctx);

@@ -61,9 +61,10 @@ session_opts session_opts_default(void) {
 
 // Refuses a context whose KV cache (and the attention statistics kept beside it) would not fit
 // in the memory available, before any of it is allocated.
-static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_ctx, errbuf *err) {
+static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_ctx, const kv_windows *w,
+                         errbuf *err) {
     const model_hparams *hp = &m->hp;
-    uint64_t kv = kv_format_cache_bytes(kvf, recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim);
+    uint64_t kv = kv_windows_cache_bytes(kvf, recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, w);
     uint64_t stats = 2 * (uint64_t)hp->n_layer * (uint64_t)hp->n_head * (uint64_t)n_ctx * sizeof(float);
     uint64_t per_pos = (kv + stats) / (uint64_t)n_ctx, avail;
     if (mem_fits(kv + stats, &avail)) return 0;
@@ -95,8 +96,10 @@ session *session_open(const session_opts *o, errbuf *err) {
     kv_policy kvp;
     if (o->kv_format && kv_format_parse(o->kv_format, &kvf, err)) goto fail;
     if (kv_policy_parse(o->kv_policy, &kvp, err)) goto fail;
-    if (check_kv_fits(s->m, kvf, o->kv_recent, n_ctx, err)) goto fail;
-    if (kv_cache_init_ex(&s->kv, kvf, o->kv_recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, err)) goto fail;
+    kv_windows win = model_kv_windows(s->m, s->opts.n_batch);   // window layers keep rings of window + batch
+    if (check_kv_fits(s->m, kvf, o->kv_recent, n_ctx, &win, err)) goto fail;
+    if (kv_cache_init_windows(&s->kv, kvf, o->kv_recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, &win, err))
+        goto fail;
     s->kv.policy = kvp;
     kv_cache_set_tracking(&s->kv, true);   // attention weights for policies and the heat map
     s->opts.kv_format = s->opts.kv_policy = NULL;
@@ -572,8 +575,12 @@ void session_get_stats(const session *s, session_stats *out) {
     snprintf(out->kv_format, sizeof out->kv_format, "%s", kv_format_name(s->kv.format));
     kv_policy_format(&s->kv.policy, out->kv_policy, sizeof out->kv_policy);
     out->kv_token_bytes = kv_format_token_bytes(s->kv.format, s->kv.kv_dim);
-    uint64_t f16 = kv_format_cache_bytes(KV_F16, 0, s->kv.n_layer, s->kv.n_ctx, s->kv.kv_dim);
+    kv_windows win = model_kv_windows(s->m, kv_cache_max_batch(&s->kv));   // the same layout in f16
+    uint64_t f16 = kv_windows_cache_bytes(KV_F16, 0, s->kv.n_layer, s->kv.n_ctx, s->kv.kv_dim, &win);
     out->kv_savings = out->kv_bytes ? (double)f16 / (double)out->kv_bytes : 0.0;
+    out->kv_ring_layers = 0;
+    for (int l = 0; l < s->kv.n_layer; l++) out->kv_ring_layers += kv_layer_ring(&s->kv, l) ? 1 : 0;
+    out->kv_ring_rows = s->kv.ring_rows;
     out->kv_evictions = s->kv.evictions;
     out->kv_evicted = s->kv.evicted;
 }
@@ -615,9 +622,11 @@ int session_attention_last(const session *s, int layer, int head, float *out, in
     return n;
 }
 
-int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized) {
+int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized, int *capacity) {
     if (layer < 0 || layer >= s->kv.n_layer) return -1;
-    *n_used = s->kv.n_used;
+    int ring = kv_layer_ring(&s->kv, layer);
+    *capacity = ring ? ring : s->kv.n_ctx;
+    *n_used = s->kv.n_used < *capacity ? s->kv.n_used : *capacity;
     int nq = s->kv.nq ? s->kv.nq[layer] : 0;
     *n_quantized = nq < s->kv.n_used ? nq : s->kv.n_used;
     return 0;

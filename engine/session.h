@@ -70,6 +70,8 @@ typedef struct session_stats {
     char kv_policy[32];          // "none", "window:512", ...
     double kv_token_bytes;       // bytes per token per layer (K+V) of the format
     double kv_savings;           // F16 bytes / this format's bytes for the same capacity
+    int kv_ring_layers;          // window layers kept in rings (engine/kv_cache.h), and their rows
+    int kv_ring_rows;
     int kv_evictions;            // eviction passes so far, and slots evicted (per layer)
     uint64_t kv_evicted;
     int turns;
@@ -167,8 +169,9 @@ int session_set_kv(session *s, const char *format, const char *policy, errbuf *e
 // The last pass's attention weights of the last token in `layer`, for q head `head` (-1: mean
 // over heads), into out[0..cap); returns the number of slots (0 before any pass), -1 on error.
 int session_attention_last(const session *s, int layer, int head, float *out, int cap, errbuf *err);
-// Occupancy of one layer: slots filled, of which in the quantized store; -1 on a bad layer.
-int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized);
+// Occupancy of one layer: slots it holds, of which in the quantized store, and how many it can
+// hold (the context, or a window layer's ring); -1 on a bad layer.
+int session_kv_layer(const session *s, int layer, int *n_used, int *n_quantized, int *capacity);
 // Installs a filter for the following generations (NULL removes it); the struct is copied.
 void session_set_filter(session *s, const token_filter *f);
 // New sampling settings (and reply length) for the next turns; the conversation is kept.

@@ -39,8 +39,8 @@ expect_rc 1 "generate -c 64 -n 300 (policy none)" -- "$CABIN" generate -m "$T/m.
 grep -q "context full" "$T/err" && ok || { bad "policy none stops with 'context full'"; cat "$T/err"; }
 
 # a file with sliding-window layers and its own rotations (../shared/ref's Gemma 3, a window of 8)
-# past the context under each eviction policy, q4 and q8 caches, on every backend: runs, and
-# decodes as far as asked
+# past the context under each eviction policy, q4 and q8 caches, on every backend, its window
+# layers in rings of 8 + 7 slots (-b 8): runs, and decodes as far as asked
 G=../shared/ref/next/models/gemma3-d256-Q4_K_M.gguf
 if [ -f "$G" ]; then
     for be in cpu vulkan; do
@@ -48,12 +48,21 @@ if [ -f "$G" ]; then
         for pol in window:40 h2o:40 entropy:40; do
             for f in q4 q8; do
                 expect_rc 0 "gemma3 $be --kv $f --kv-policy $pol past the context" -- "$CABIN" generate -m "$G" --backend $be \
-                    -t 2 -c 48 --kv $f --kv-policy $pol -n 120 --ignore-eos --ids --temp 0 -p "the window slides along"
+                    -t 2 -c 48 -b 8 --kv $f --kv-policy $pol -n 120 --ignore-eos --ids --temp 0 -p "the window slides along"
                 n=$(wc -w <"$T/out")
                 [ "$n" -ge 120 ] && ok || bad "gemma3 $be $f $pol: 120 tokens past a context of 48 (got $n ids)"
             done
         done
     done
+    # bench --depth names the rings and counts their bytes: 5 window layers of 8 + 31 slots and
+    # one whole layer of 1024, K and V of 64 f16 channels each
+    expect_rc 0 "gemma3 bench --depth 600 -b 32 --json" -- "$CABIN" bench -m "$G" --backend cpu -t 2 -c 1024 -b 32 \
+        --depth 600 -n 2 -r 1 --json
+    /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); want=(5 * 39 + 1024) * 2 * 64 * 2; \
+assert (j['kv_ring_layers'], j['kv_ring_slots'], j['kv_bytes']) == (5, 39, want), (j['kv_ring_layers'], j['kv_ring_slots'], j['kv_bytes'], want)" \
+        "$T/out" 2>"$T/err" && ok || bad "gemma3 bench --json: rings and bytes: $(tail -1 "$T/err")"
+    "$CABIN" bench -m "$G" --backend cpu -t 2 -c 1024 -b 32 --depth 64 -n 2 -r 1 2>&1 | grep -q "5 of 6 layers slide a window: rings of 39 slots" \
+        && ok || bad "gemma3 bench: the kv cache line names the rings"
 else
     echo "skipped: ../shared/ref not present: no Gemma 3 file for the eviction runs"; skip=$((skip + 1))
 fi

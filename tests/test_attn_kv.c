@@ -5,7 +5,9 @@
 // default, CABIN_TEST_SEED=N or =random): odd lengths, depths on and across key-group (128-slot) and
 // tile (64-slot) boundaries, recent windows of several sizes, prefill blocks longer than the
 // 16-query block, grouped-query heads 1..7, head dims off the vector width, heads straddling
-// value groups, RoPE interleaved / NeoX / partial / none, entropy-style masks and tracking.
+// value groups, RoPE interleaved / NeoX / partial / none, entropy-style masks and tracking. A
+// window layer runs twice: stored whole, and kept in a ring of window + batch - 1 rows (which the
+// writes wrap around), whose outputs must equal those of a whole cache of the ring's rows.
 #include "engine/backend.h"
 #include "engine/cpu/kernels.h"
 #include "engine/kv_cache.h"
@@ -86,15 +88,34 @@ static double abs_diff(const float *a, const float *b, size_t n) {
 
 static double worst_fast, worst_ref;
 
-static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_format f, const acase *c) {
+static int rings;   // cases run on a ring
+
+// ring: layer 0 is a window layer kept in a ring (a window case whose ring is shorter than the
+// context; otherwise the case runs whole).
+static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_format f, const acase *c, bool ring) {
     int D = c->n_kv * c->hd, total = c->n_past + c->n, n_ctx = total + 1 + rng_int(40);
-    kv_cache kv;
+    kv_cache kv, whole;
     errbuf err = {{0}};
-    if (kv_cache_init_ex(&kv, f, c->recent, 1, n_ctx, D, &err)) { CHECK(0, "%s", err.msg); return; }
+    const uint8_t window_layer = 1;
+    kv_windows w = { &window_layer, c->window, c->n };
+    if (kv_cache_init_windows(&kv, f, c->recent, 1, n_ctx, D, ring ? &w : NULL, &err)) { CHECK(0, "%s", err.msg); return; }
+    ring = kv.ring_rows > 0;
+    rings += ring;
+    // the same slots in a whole cache of the ring's format
+    if (ring && kv_cache_init_ex(&whole, kv_layer_format(&kv, 0), 0, 1, n_ctx, D, &err)) {
+        CHECK(0, "%s", err.msg);
+        kv_cache_free(&kv);
+        return;
+    }
     rope_freqs fr;
     if (c->rope_dim) rope_freqs_plain(&fr, c->rope_dim, 10000.0f);
     kv_shape sh = { c->n_head, c->n_kv, c->hd, c->rope_dim ? &fr : NULL, NULL, NULL, c->neox != 0 };
-    if (kv_cache_set_shape(&kv, &sh, &err)) { CHECK(0, "%s", err.msg); kv_cache_free(&kv); return; }
+    if (kv_cache_set_shape(&kv, &sh, &err) || (ring && kv_cache_set_shape(&whole, &sh, &err))) {
+        CHECK(0, "%s", err.msg);
+        kv_cache_free(&kv);
+        if (ring) kv_cache_free(&whole);
+        return;
+    }
     if (c->track) kv_cache_set_tracking(&kv, true);
     if (c->masked) {   // as the entropy policy leaves it: some slots hidden from some kv heads
         kv.mask = xcalloc((size_t)c->n_kv * n_ctx, 1);
@@ -107,8 +128,9 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
     for (int s = 0; s < total; s++) {
         for (int i = 0; i < D; i++) { k[i] = rng_uniform() * chs[i]; v[i] = rng_uniform(); }
         kv_cache_put(&kv, 0, s, k, v);
+        if (ring) kv_cache_put(&whole, 0, s, k, v);
     }
-    kv.n_used = total;
+    kv.n_used = whole.n_used = total;
     size_t no = (size_t)c->n * c->n_head * c->hd, nm = (size_t)c->n_head * n_ctx;
     float *Q = xmalloc(sizeof(float) * no), *of = xmalloc(sizeof(float) * no), *or = xmalloc(sizeof(float) * no),
           *on = xmalloc(sizeof(float) * no);
@@ -120,14 +142,20 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
     double dr = rel_diff(on, or, no);
     worst_ref = fmax(worst_ref, dr);
     const char *fn = kv_format_name(f);
-    CHECK(dr <= 1e-5, "%s heads %d/%d of %d rope %d%s depth %d+%d recent %d: scalar vs plain attention %g", fn,
-          c->n_head, c->n_kv, c->hd, c->rope_dim, c->neox ? " neox" : "", c->n_past, c->n, c->recent, dr);
+    if (ring) {   // the ring holds what the window sees: the same outputs as the whole cache
+        run_backend(ref, &whole, c, Q, of, NULL, NULL);
+        double dw = rel_diff(of, or, no);
+        CHECK(dw <= 1e-6, "%s ring of %d rows, window %d, depth %d+%d: %g from the whole cache", fn, kv.ring_rows,
+              c->window, c->n_past, c->n, dw);
+    }
+    CHECK(dr <= 1e-5, "%s%s heads %d/%d of %d rope %d%s depth %d+%d recent %d: scalar vs plain attention %g", fn,
+          ring ? " ring" : "", c->n_head, c->n_kv, c->hd, c->rope_dim, c->neox ? " neox" : "", c->n_past, c->n, c->recent, dr);
     for (int b = 0; b < n_fast; b++) {
         run_backend(fasts[b], &kv, c, Q, of, mf, lf);
         double df = rel_diff(or, of, no);
         worst_fast = fmax(worst_fast, df);
-        CHECK(df <= 2e-5, "%s %s heads %d/%d of %d rope %d%s depth %d+%d recent %d: fast vs scalar %g",
-              fasts[b]->description, fn, c->n_head, c->n_kv, c->hd, c->rope_dim, c->neox ? " neox" : "", c->n_past,
+        CHECK(df <= 2e-5, "%s %s%s heads %d/%d of %d rope %d%s depth %d+%d recent %d: fast vs scalar %g",
+              fasts[b]->description, fn, ring ? " ring" : "", c->n_head, c->n_kv, c->hd, c->rope_dim, c->neox ? " neox" : "", c->n_past,
               c->n, c->recent, df);
         if (c->track) {
             double dm = abs_diff(mr, mf, nm), dl = abs_diff(lr, lf, nm);
@@ -138,6 +166,7 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
     }
     free(k); free(v); free(chs); free(Q); free(of); free(or); free(on); free(mf); free(mr); free(lf); free(lr);
     kv_cache_free(&kv);   // frees the mask too
+    if (ring) kv_cache_free(&whole);
 }
 
 int main(void) {
@@ -167,7 +196,10 @@ int main(void) {
     const enum kv_format fmts[] = { KV_F16, KV_Q8, KV_Q4, KV_F32 };
     int cases = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        for (size_t j = 0; j < 4; j++, cases++) run_case(fasts, n_fast, ref, fmts[j], &fixed[i]);
+        for (size_t j = 0; j < 4; j++, cases++) {
+            run_case(fasts, n_fast, ref, fmts[j], &fixed[i], false);
+            if (fixed[i].window) run_case(fasts, n_fast, ref, fmts[j], &fixed[i], true), cases++;
+        }
     // random shapes
     static const int hds[] = { 64, 32, 128, 48, 80, 16 };
     for (int r = 0; r < 24; r++, cases++) {
@@ -184,10 +216,13 @@ int main(void) {
         c.masked = rng_int(4) == 0;
         c.track = rng_int(3) == 0;
         c.window = rng_int(3) == 0 ? 1 + rng_int(96) : 0;
-        run_case(fasts, n_fast, ref, fmts[rng_int(4)], &c);
+        enum kv_format f = fmts[rng_int(4)];
+        run_case(fasts, n_fast, ref, f, &c, false);
+        if (c.window) run_case(fasts, n_fast, ref, f, &c, true), cases++;
     }
-    printf("%d cases: fast (each SIMD table) vs scalar worst %.3g (relative to the largest output), scalar vs plain %.3g\n", cases,
-           worst_fast, worst_ref);
+    CHECK(rings >= 8, "%d cases ran on a ring (want every window case whose ring is shorter than its context)", rings);
+    printf("%d cases (%d on a ring): fast (each SIMD table) vs scalar worst %.3g (relative to the largest output), scalar vs plain %.3g\n", cases,
+           rings, worst_fast, worst_ref);
     backend_destroy(ref);
     for (int i = 0; i < n_fast; i++) backend_destroy(fasts[i]);
     return test_finish();

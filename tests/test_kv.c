@@ -72,6 +72,84 @@ static void test_roundtrip(enum kv_format f) {
     kv_cache_free(&kv);
 }
 
+// A window layer's ring (layer 1 of 3; window 6, passes of 5: rings of 10 rows) under every
+// format: it holds the newest 10 slots exactly as a whole F16/F32 layer would, keeps the
+// allocation the formula gives, and keeps its newest slots through a compaction (to the rows of
+// their new slots), a format conversion and a copy.
+static void test_ring(enum kv_format f) {
+    const int D = 16, N = 37, W = 6, B = 5, R = W + B - 1, L = 3;
+    const uint8_t layers[3] = { 0, 1, 0 };
+    kv_windows w = { layers, W, B };
+    kv_cache kv, copy;
+    errbuf err = {{0}};
+    const char *fn = kv_format_name(f);
+    if (kv_cache_init_windows(&kv, f, 4, L, 64, D, &w, &err)) { CHECK(0, "ring %s: %s", fn, err.msg); return; }
+    CHECK(kv.ring_rows == R && kv_layer_ring(&kv, 1) == R && !kv_layer_ring(&kv, 0) && kv_cache_max_batch(&kv) == B &&
+          kv_layer_format(&kv, 1) == (f == KV_F32 ? KV_F32 : KV_F16),
+          "ring %s: %d rows (want %d), max batch %d (want %d)", fn, kv.ring_rows, R, kv_cache_max_batch(&kv), B);
+    uint64_t want = kv_format_cache_bytes(f, 4, 2, 64, D) + 2ull * R * kv.row_bytes;
+    CHECK(kv_cache_bytes(&kv) == want && kv_windows_cache_bytes(f, 4, L, 64, D, &w) == want,
+          "ring %s: %llu bytes allocated, want two whole layers and a ring: %llu", fn,
+          (unsigned long long)kv_cache_bytes(&kv), (unsigned long long)want);
+    float *K = xmalloc(sizeof(float) * N * D), *V = xmalloc(sizeof(float) * N * D);
+    for (int i = 0; i < N * D; i++) { K[i] = rng_uniform(); V[i] = rng_uniform(); }
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < N; t++) kv_cache_put(&kv, l, t, K + t * D, V + t * D);
+    kv.n_used = N;
+    CHECK(kv_cache_used_bytes(&kv) >= 2ull * R * kv.row_bytes, "ring %s: used bytes", fn);
+    // the newest R slots read back as the ring's element type rounds them
+    float got[2][16];
+    double worst = 0;
+    for (int t = N - R; t < N; t++) {
+        kv_cache_read(&kv, 1, 0, t, t + 1, 0, D, got[0], D, NULL);
+        kv_cache_read(&kv, 1, 1, t, t + 1, 0, D, got[1], D, NULL);
+        for (int c = 0; c < D; c++) {
+            worst = fmax(worst, fabs(got[0][c] - K[t * D + c]));
+            worst = fmax(worst, fabs(got[1][c] - V[t * D + c]));
+        }
+    }
+    CHECK(worst <= (f == KV_F32 ? 0.0 : 1.0 / 2048), "ring %s: the newest %d slots read back within %g", fn, R, worst);
+    // a copy, then a conversion: the ring's newest slots stay, bit for bit
+    float before[10][16], after[10][16];
+    kv_cache_read(&kv, 1, 0, N - R, N, 0, D, before[0], D, NULL);
+    if (kv_cache_init_windows(&copy, f, 4, L, 64, D, &w, &err) || kv_cache_copy(&copy, &kv, &err)) {
+        CHECK(0, "ring %s: copy: %s", fn, err.msg);
+    } else {
+        kv_cache_read(&copy, 1, 0, N - R, N, 0, D, after[0], D, NULL);
+        CHECK(!memcmp(before, after, sizeof before), "ring %s: a copy keeps the ring", fn);
+        kv_cache_free(&copy);
+    }
+    enum kv_format to = f == KV_Q4 ? KV_F16 : KV_Q4;
+    if (kv_cache_convert(&kv, to, 0, &err)) { CHECK(0, "ring %s -> %s: %s", fn, kv_format_name(to), err.msg); goto out; }
+    kv_cache_read(&kv, 1, 0, N - R, N, 0, D, after[0], D, NULL);
+    CHECK(kv.ring_rows == R && kv_layer_ring(&kv, 1) == R && (f == KV_F32 || !memcmp(before, after, sizeof before)),
+          "ring %s -> %s: the ring and its newest slots stay", fn, kv_format_name(to));
+    // compaction to the newest 12 slots (as a policy keeps them on a window layer): new slot i
+    // holds old slot N - 12 + i, for the newest R of them
+    int32_t keep[12];
+    for (int i = 0; i < 12; i++) keep[i] = N - 12 + i;
+    kv_cache_read(&kv, 1, 1, N - R, N, 0, D, before[0], D, NULL);
+    for (int l = 0; l < L; l++) kv_cache_compact_layer(&kv, l, keep, 12);
+    kv.n_used = 12;
+    kv_cache_read(&kv, 1, 1, 12 - R, 12, 0, D, after[0], D, NULL);
+    CHECK(!memcmp(before, after, sizeof before), "ring %s: compaction moves the newest slots to their new rows", fn);
+    // a kept slot the ring no longer holds (0: it holds 2..11) comes back as zeros, one it holds
+    // (11) as it was
+    keep[0] = 0;
+    keep[1] = 11;
+    kv_cache_read(&kv, 1, 1, 11, 12, 0, D, before[0], D, NULL);
+    kv_cache_compact_layer(&kv, 1, keep, 2);
+    kv_cache_read(&kv, 1, 1, 0, 2, 0, D, after[0], D, NULL);
+    bool zero = true;
+    for (int c = 0; c < D; c++) zero = zero && after[0][c] == 0.0f;
+    CHECK(zero && !memcmp(after[1], before[0], sizeof after[1]),
+          "ring %s: a slot the ring lost comes back as zeros, one it held as it was", fn);
+out:
+    free(K);
+    free(V);
+    kv_cache_free(&kv);
+}
+
 // Attention over (n_past + n) random slots: every format against F32 (keys rotated by slot).
 static void attention_run(backend *b, enum kv_format f, int n_head, int n_kv, int hd, int n_past, int n,
                           const float *K, const float *V, const float *Q, float *out) {
@@ -290,7 +368,9 @@ static void test_session(const char *path) {
     for (int i = 0; i < n; i++) sum += w[i];
     CHECK(n > 0 && fabs(sum - 1.0) < 1e-3, "last attention weights: %d slots summing to %g", n, sum);
     int used, quant;
-    CHECK(session_kv_layer(s, 0, &used, &quant) == 0 && used == st.n_past && quant <= used, "layer occupancy %d/%d", quant, used);
+    int cap;
+    CHECK(session_kv_layer(s, 0, &used, &quant, &cap) == 0 && used == st.n_past && quant <= used && cap == st.n_ctx,
+          "layer occupancy %d/%d of %d", quant, used, cap);
     CHECK(session_set_kv(s, "q5", NULL, &err) < 0, "unknown format rejected");
     CHECK(session_set_kv(s, NULL, "window:3", &err) < 0, "too small a budget rejected");
     session_close(s);
@@ -305,19 +385,24 @@ static void test_session(const char *path) {
 
 // ---- the Vulkan backend's KV cache against the CPU's, through sessions ----
 
-static session *open_on(const char *path, const char *backend_name, const char *kv, const char *policy, int n_ctx,
-                        errbuf *err) {
+static session *open_batch(const char *path, const char *backend_name, const char *kv, const char *policy, int n_ctx,
+                           int n_batch, errbuf *err) {
     session_opts o = session_opts_default();
     o.model_path = path;
     o.backend.name = backend_name;
     o.backend.n_threads = 2;
     o.n_ctx = n_ctx;
-    o.n_batch = 32;
+    o.n_batch = n_batch;
     o.kv_format = kv;
     o.kv_policy = policy;
     o.ignore_eog = true;
     o.sampling.temp = 0;
     return session_open(&o, err);
+}
+
+static session *open_on(const char *path, const char *backend_name, const char *kv, const char *policy, int n_ctx,
+                        errbuf *err) {
+    return open_batch(path, backend_name, kv, policy, n_ctx, 32, err);
 }
 
 static int argmax_of(const float *x, int n, float *margin) {
@@ -539,6 +624,58 @@ static void test_vulkan_sessions(const char *path) {
     vk_cli();
 }
 
+static const char *gen_gemma(void) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/kv-gemma3.gguf", tmpdir);
+    modelgen_opts o = modelgen_defaults();
+    o.arch = "gemma3";
+    o.dim = 64; o.n_head = 4; o.n_kv_head = 2; o.head_dim = 16; o.ffn_dim = 128; o.n_vocab = 300;
+    o.n_layer = 4; o.swa_window = 8; o.swa_pattern = 2;   // layers 0 and 2 see the last 8 slots
+    o.n_ctx = 64;
+    o.seed = 9;
+    errbuf err = {{0}};
+    if (modelgen_write(&o, path, &err)) { CHECK(0, "%s", err.msg); return NULL; }
+    return path;
+}
+
+// Window layers in rings through sessions (batches of 32: rings of 8 + 31 rows; a context of 96
+// slots, a 20-token prompt and 120 decoded): under window:48 the rings give the logits of a
+// cache whose window layers are whole (a batch of 96 needs no ring), as that policy keeps the
+// newest slots on every layer; on Vulkan every policy and a live switch against the CPU.
+static void test_gemma_rings(const char *path, backend *vk) {
+    errbuf err = {{0}};
+    float *lg[2] = { NULL, NULL };
+    session *s[2] = { open_batch(path, "cpu", "f16", "window:48", 96, 96, &err), NULL };
+    if (s[0]) s[1] = open_batch(path, "cpu", "f16", "window:48", 96, 32, &err);
+    if (!s[0] || !s[1]) { CHECK(0, "gemma3 rings: %s", err.msg); goto out; }
+    session_stats st[2];
+    session_get_stats(s[0], &st[0]);
+    session_get_stats(s[1], &st[1]);
+    CHECK(st[1].kv_bytes < st[0].kv_bytes, "gemma3: rings take %llu bytes, whole window layers %llu",
+          (unsigned long long)st[1].kv_bytes, (unsigned long long)st[0].kv_bytes);
+    vk_cmp c = { 0, 0, 0, 0 };
+    int nv = session_n_vocab(s[0]);
+    lg[0] = malloc((size_t)nv * sizeof(float));
+    lg[1] = malloc((size_t)nv * sizeof(float));
+    int rc = vk_compare(s, lg, 20, 120, 3, &c, &err);
+    session_get_stats(s[1], &st[1]);
+    CHECK(rc == 0 && c.worst <= 1e-5 && c.argmax_differs == 0 && st[1].kv_evictions > 0,
+          "gemma3 cpu rings vs whole window layers, window:48: logits rel diff %g over %d steps, %d evictions: %s",
+          c.worst, c.steps, st[1].kv_evictions, rc ? err.msg : "ok");
+    printf("note: gemma3 cpu, window layers in rings vs whole, window:48 over 96 slots: %d steps, %d evictions, "
+           "logits rel diff %.3g; %.1f KiB vs %.1f KiB\n", c.steps, st[1].kv_evictions, c.worst,
+           (double)st[1].kv_bytes / 1024, (double)st[0].kv_bytes / 1024);
+out:
+    free(lg[0]); free(lg[1]);
+    session_close(s[0]);
+    session_close(s[1]);
+    if (!vk) return;
+    vk_case(path, "f16", "none", 256, 20, 60, 1e-3);
+    vk_case(path, "q8", "h2o:48", 96, 20, 120, 2e-3);
+    vk_case(path, "q4", "entropy:48", 96, 20, 120, 1e-2);
+    vk_switch(path);
+}
+
 static void test_bytes(void) {
     uint64_t f16 = kv_format_cache_bytes(KV_F16, 0, 16, 4096, 512), q4 = kv_format_cache_bytes(KV_Q4, 0, 16, 4096, 512);
     uint64_t q8 = kv_format_cache_bytes(KV_Q8, 0, 16, 4096, 512);
@@ -571,6 +708,7 @@ int main(void) {
     if (system(cmd) != 0) { CHECK(0, "mkdir %s", tmpdir); return test_finish(); }
     test_roundtrip(KV_Q8);
     test_roundtrip(KV_Q4);
+    for (int f = 0; f < KV_FORMAT_COUNT; f++) test_ring((enum kv_format)f);
     test_bytes();
     errbuf err = {{0}};
     backend *cpu = backend_cpu_new(2, "auto", &err);
@@ -595,6 +733,8 @@ int main(void) {
     } else {
         CHECK(0, "model: %s", err.msg);
     }
+    const char *gemma = gen_gemma();
+    if (gemma) test_gemma_rings(gemma, vk);
     if (vk) backend_destroy(vk);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);

@@ -9,6 +9,9 @@
 //     fold into the quantized store, the last 10 decoded one by one) and, when a Vulkan device is
 //     present, the Vulkan backend (F16 and Q8 KV) are within 0.003 (F32/F16 weights) or 0.025
 //     (quantized) of the largest scalar logit;
+//   - a model with window layers runs again with them kept in rings of window + 11 rows (passes
+//     of at most 12 tokens: model_forward splits the prefill), on the fast CPU path with a Q8
+//     cache and on Vulkan with an F16 one, against the scalar F32 run of the long prompt;
 //   - each scaling, window and context choice changes the float64 logits (the check sees it);
 //   - bad combinations of options are refused in one line.
 // The prompt's tokens come from tests/rng.h's seed.
@@ -27,6 +30,7 @@
 #define N_DECODE 10     // of them, decoded one at a time at the end
 #define KV_RECENT 8     // F16 slots the quantized cache keeps before folding
 #define RUN_CTX 192     // the runs' context unless a case says otherwise
+#define RING_BATCH 12   // the most tokens a pass appends in the ring runs
 
 typedef struct arch_case {
     const char *name;
@@ -159,8 +163,10 @@ static char tmpdir[256];
 
 typedef struct run { backend *b; bool own_b; model *m; kv_cache kv; forward_ctx fc; } run;
 
-// A run of m on b (created here from kernels when b is NULL) with a cache of format kvf.
-static int run_open(run *r, model *m, backend *b, const char *kernels, enum kv_format kvf, int n_ctx, errbuf *err) {
+// A run of m on b (created here from kernels when b is NULL) with a cache of format kvf; with
+// ring_batch > 0, its window layers kept in rings for passes of that many tokens.
+static int run_open(run *r, model *m, backend *b, const char *kernels, enum kv_format kvf, int n_ctx, int ring_batch,
+                    errbuf *err) {
     memset(r, 0, sizeof *r);
     r->m = m;
     r->b = b;
@@ -169,8 +175,10 @@ static int run_open(run *r, model *m, backend *b, const char *kernels, enum kv_f
         if (!r->b) return -1;
         r->own_b = true;
     }
+    kv_windows win = model_kv_windows(m, ring_batch);
     if (model_prepare_backend(m, r->b, err) ||
-        kv_cache_init_ex(&r->kv, kvf, KV_RECENT, m->hp.n_layer, n_ctx, m->hp.n_kv_head * m->hp.head_dim, err) ||
+        kv_cache_init_windows(&r->kv, kvf, KV_RECENT, m->hp.n_layer, n_ctx, m->hp.n_kv_head * m->hp.head_dim,
+                              ring_batch > 0 ? &win : NULL, err) ||
         r->b->kv_prepare(r->b, &r->kv, err))
         return -1;
     return forward_ctx_init(&r->fc, r->b, m, N_LONG, N_LONG, err);
@@ -272,7 +280,7 @@ static void test_case(const arch_case *c, backend *vk, const int32_t *toks) {
     run r;
 
     // the scalar path, F32 KV: the 20-token prompt against the float64 pass, and the long one
-    if (run_open(&r, m, NULL, "scalar", KV_F32, n_ctx, &err) || run_logits(&r, toks, N_PROMPT, 0, scalar, &err) ||
+    if (run_open(&r, m, NULL, "scalar", KV_F32, n_ctx, 0, &err) || run_logits(&r, toks, N_PROMPT, 0, scalar, &err) ||
         run_logits(&r, toks, N_LONG, 0, scalar_long, &err)) {
         CHECK(0, "%s: scalar: %s", c->name, err.msg);
         run_close(&r);
@@ -307,7 +315,7 @@ static void test_case(const arch_case *c, backend *vk, const int32_t *toks) {
               d_feature);
 
     // the fast CPU path, F16 KV (what cabin runs by default)
-    if (run_open(&r, m, NULL, "auto", KV_F16, n_ctx, &err) || run_logits(&r, toks, N_PROMPT, 0, got, &err)) {
+    if (run_open(&r, m, NULL, "auto", KV_F16, n_ctx, 0, &err) || run_logits(&r, toks, N_PROMPT, 0, got, &err)) {
         CHECK(0, "%s: auto: %s", c->name, err.msg);
     } else {
         d_auto = rel_diff(wide(got, w, nv), ref, nv);
@@ -315,7 +323,7 @@ static void test_case(const arch_case *c, backend *vk, const int32_t *toks) {
     }
     run_close(&r);
     // the fast path with a Q8 cache: prefill, then decode, against the scalar F32 KV
-    if (run_open(&r, m, NULL, "auto", KV_Q8, n_ctx, &err) || run_logits(&r, toks, N_LONG, N_DECODE, got, &err)) {
+    if (run_open(&r, m, NULL, "auto", KV_Q8, n_ctx, 0, &err) || run_logits(&r, toks, N_LONG, N_DECODE, got, &err)) {
         CHECK(0, "%s: auto kv q8: %s", c->name, err.msg);
     } else {
         CHECK(r.kv.nq[0] > 0, "%s: kv q8: no key was folded into the quantized store", c->name);
@@ -326,14 +334,14 @@ static void test_case(const arch_case *c, backend *vk, const int32_t *toks) {
 
     // Vulkan, F16 KV and Q8 KV
     if (vk) {
-        if (run_open(&r, m, vk, NULL, KV_F16, n_ctx, &err) || run_logits(&r, toks, N_PROMPT, 0, got, &err)) {
+        if (run_open(&r, m, vk, NULL, KV_F16, n_ctx, 0, &err) || run_logits(&r, toks, N_PROMPT, 0, got, &err)) {
             CHECK(0, "%s: vulkan: %s", c->name, err.msg);
         } else {
             d_vk = rel_diff(wide(got, w, nv), ref, nv);
             CHECK(d_vk <= tol, "%s: vulkan vs scalar: max diff %.3g of the largest logit (> %g)", c->name, d_vk, tol);
         }
         run_close(&r);
-        if (run_open(&r, m, vk, NULL, KV_Q8, n_ctx, &err) || run_logits(&r, toks, N_LONG, N_DECODE, got, &err)) {
+        if (run_open(&r, m, vk, NULL, KV_Q8, n_ctx, 0, &err) || run_logits(&r, toks, N_LONG, N_DECODE, got, &err)) {
             CHECK(0, "%s: vulkan kv q8: %s", c->name, err.msg);
         } else {
             d_vkq8 = rel_diff(wide(got, w, nv), ref_long, nv);
@@ -342,14 +350,35 @@ static void test_case(const arch_case *c, backend *vk, const int32_t *toks) {
         }
         run_close(&r);
     }
-    char f[6][16];
-    const double figs[6] = { d_f64, d_auto, d_q8, d_vk, d_vkq8, d_feature };
-    for (int i = 0; i < 6; i++) {
+    // window layers in rings: the fast path with a Q8 cache, Vulkan with an F16 one
+    double d_ring = -1, d_vkring = -1;
+    if (m->layer_swa) {
+        struct { backend *b; const char *kernels; enum kv_format f; double *d; const char *what; } rr[2] = {
+            { NULL, "auto", KV_Q8, &d_ring, "auto kv q8 rings" }, { vk, NULL, KV_F16, &d_vkring, "vulkan rings" } };
+        for (int i = 0; i < 2; i++) {
+            if (i == 1 && !vk) break;
+            if (run_open(&r, m, rr[i].b, rr[i].kernels, rr[i].f, n_ctx, RING_BATCH, &err) ||
+                run_logits(&r, toks, N_LONG, N_DECODE, got, &err)) {
+                CHECK(0, "%s: %s: %s", c->name, rr[i].what, err.msg);
+            } else {
+                CHECK(r.kv.ring_rows == m->hp.swa_window + RING_BATCH - 1 && r.kv.ring_rows < N_LONG,
+                      "%s: %s: rings of %d rows, want %d (< %d tokens: they wrap)", c->name, rr[i].what, r.kv.ring_rows,
+                      m->hp.swa_window + RING_BATCH - 1, N_LONG);
+                *rr[i].d = rel_diff(wide(got, w, nv), ref_long, nv);
+                CHECK(*rr[i].d <= 0.025, "%s: %s vs scalar f32 kv: max diff %.3g of the largest logit (> 0.025)", c->name,
+                      rr[i].what, *rr[i].d);
+            }
+            run_close(&r);
+        }
+    }
+    char f[8][16];
+    const double figs[8] = { d_f64, d_auto, d_q8, d_vk, d_vkq8, d_ring, d_vkring, d_feature };
+    for (int i = 0; i < 8; i++) {
         if (figs[i] < 0) snprintf(f[i], sizeof f[i], "-");
         else snprintf(f[i], sizeof f[i], "%.2g", figs[i]);
     }
-    printf("note: %-26s scalar/f64 %-7s auto %-7s kv-q8 %-7s vulkan %-7s vulkan-kv-q8 %-7s without the feature %s\n",
-           c->name, f[0], f[1], f[2], f[3], f[4], f[5]);
+    printf("note: %-26s scalar/f64 %-7s auto %-7s kv-q8 %-7s vulkan %-7s vulkan-kv-q8 %-7s rings: kv-q8 %-7s vulkan %-7s "
+           "without the feature %s\n", c->name, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
 out:
     free(scalar);
     free(scalar_long);

@@ -276,7 +276,12 @@ void ui_heat_hover(const ui_snapshot *s, const ui_heat_text *h, int layer, int c
         snprintf(out, n, "layer %d %s at %s: KL %.3g nats, top-1 %.1f%%", layer, tensor_kind_name(col),
                  wtype_name(s->heat->type), c->kl_mean, 100 * c->top1);
     } else if (s->heat_mode == HEAT_KV) {
-        snprintf(out, n, "layer %d: %d slots filled, %d quantized, of %d", layer, s->kv_used[layer], s->kv_quant[layer], s->st.n_ctx);
+        if (s->kv_cap[layer] > 0 && s->kv_cap[layer] < s->st.n_ctx)
+            snprintf(out, n, "layer %d: %d slots filled, of a window ring of %d (context %d)", layer, s->kv_used[layer],
+                     s->kv_cap[layer], s->st.n_ctx);
+        else
+            snprintf(out, n, "layer %d: %d slots filled, %d quantized, of %d", layer, s->kv_used[layer],
+                     s->kv_quant[layer], s->st.n_ctx);
     } else if (h->n_cols > 0) {
         int per = (s->att_slots + s->att_bins - 1) / s->att_bins;
         snprintf(out, n, "layer %d, slots %d-%d: weight %.4f", layer, col * per, (col + 1) * per - 1, s->att[layer][col]);

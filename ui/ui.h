@@ -58,6 +58,7 @@ typedef struct ui_snapshot {
     char kv_format[16];          // "f16", "q8", "q4", ...
     char kv_policy[32];
     int kv_used[UI_MAX_LAYERS], kv_quant[UI_MAX_LAYERS];   // slots filled / quantized per layer
+    int kv_cap[UI_MAX_LAYERS];                             // slots it can hold (a window layer: its ring)
 #define UI_ATT_BINS 48
     float att[UI_MAX_LAYERS][UI_ATT_BINS];   // last token's attention (mean over heads),
     int att_bins, att_slots;                    // context slots summed into att_bins bins

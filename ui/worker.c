@@ -146,7 +146,8 @@ static void make_snapshot(worker *w, bool with_vehicle) {
     snprintf(t.kv_format, sizeof t.kv_format, "%s", t.st.kv_format[0] ? t.st.kv_format : "f16");
     snprintf(t.kv_policy, sizeof t.kv_policy, "%s", t.st.kv_policy);
     for (int l = 0; l < t.n_layer; l++)
-        if (session_kv_layer(c->as.s, l, &t.kv_used[l], &t.kv_quant[l]) < 0) t.kv_used[l] = t.kv_quant[l] = 0;
+        if (session_kv_layer(c->as.s, l, &t.kv_used[l], &t.kv_quant[l], &t.kv_cap[l]) < 0)
+            t.kv_used[l] = t.kv_quant[l] = t.kv_cap[l] = 0;
     // attention of the last token per layer, summed into bins over the context
     static float att[4096];
     t.att_bins = t.att_slots = 0;
@@ -626,6 +627,7 @@ bool worker_snapshot(worker *w, ui_snapshot *s) {
         memcpy(s->kv_policy, t->kv_policy, sizeof s->kv_policy);
         memcpy(s->kv_used, t->kv_used, sizeof s->kv_used);
         memcpy(s->kv_quant, t->kv_quant, sizeof s->kv_quant);
+        memcpy(s->kv_cap, t->kv_cap, sizeof s->kv_cap);
         memcpy(s->att, t->att, sizeof s->att);
         s->att_bins = t->att_bins;
         s->att_slots = t->att_slots;

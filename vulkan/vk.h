@@ -161,9 +161,11 @@ typedef struct vk_kv {
     int n_layer;
     // the layout the device store was made for (a format switch re-creates it)
     enum kv_format format;
-    int n_ctx, kv_dim, recent, res_cap, vcap, q_groups, gv;
-    uint32_t off[VKS_COUNT];       // word offset of each section in a layer buffer
-    uint64_t bytes[VKS_COUNT];     // bytes of each section
+    int n_ctx, kv_dim, recent, res_cap, vcap, q_groups, gv, ring_rows;
+    uint8_t *ring_layer;           // (n_layer) copy of kv->ring_layer; NULL: no rings
+    // [0]: a layer of the cache's format, [1]: a window layer's ring (K, V sections only)
+    uint32_t off[2][VKS_COUNT];    // word offset of each section in a layer buffer
+    uint64_t bytes[2][VKS_COUNT];  // bytes of each section
     vk_buf *L;                     // per layer
     vk_buf rope;                   // (tables, n_ctx, rope_dim/2, 2) f32 cos/sin of kv->rope_cs[0] (and
                                    // [1] after it when the cache has a second rotation); 16 bytes if none

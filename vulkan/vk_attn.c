@@ -17,14 +17,17 @@ static vk_bind whole(const vk_buf *b, bool write) { return (vk_bind){ b->buf, 0,
 
 // shaders/kvq.glsl KV_PC_FIELDS
 typedef struct kv_pc {
-    uint32_t off_k, off_v, off_kq, off_kp, off_vq, off_vp, kv_dim, nq, nqv, vcap, gv;
+    uint32_t off_k, off_v, off_kq, off_kp, off_vq, off_vp, kv_dim, nq, nqv, vcap, gv, ring;
 } kv_pc;
 
+// Layer l's fields: its sections (a ring's, or the cache format's) and counters.
 static kv_pc kv_fields(const vk_kv *k, const kv_cache *kv, int l) {
-    bool q = kv_format_quantized(kv->format);
-    return (kv_pc){ k->off[VKS_K], k->off[VKS_V], k->off[VKS_KQ], k->off[VKS_KP], k->off[VKS_VQ], k->off[VKS_VP],
+    bool q = kv_format_quantized(kv_layer_format(kv, l));
+    const uint32_t *off = k->off[kv_layer_ring(kv, l) ? 1 : 0];
+    return (kv_pc){ off[VKS_K], off[VKS_V], off[VKS_KQ], off[VKS_KP], off[VKS_VQ], off[VKS_VP],
                     (uint32_t)kv->kv_dim, q ? (uint32_t)kv->nq[l] : 0u, q ? (uint32_t)kv->nqv[l] : 0u,
-                    (uint32_t)(kv->vcap > 0 ? kv->vcap : 1), (uint32_t)(kv->gv > 0 ? kv->gv : 2) };
+                    (uint32_t)(kv->vcap > 0 ? kv->vcap : 1), (uint32_t)(kv->gv > 0 ? kv->gv : 2),
+                    (uint32_t)kv_layer_ring(kv, l) };
 }
 
 static bool rows_ok(vk_backend *v, const bk_act *a, int n, const char *op) {
@@ -90,12 +93,12 @@ static void record_folds(vk_backend *v, kv_cache *kv, vk_kv *kd, int l, vk_bind 
             vk_bind cb[5] = { bind[0], bind[1], bind[2], bind[3], whole(&v->kv_scratch, true) };
             store_pc cp = *pc;
             cp.copy_words = words;
-            cp.copy_src = kd->off[VKS_K] + (uint32_t)(nq1 - nq0) * hw;
+            cp.copy_src = kd->off[0][VKS_K] + (uint32_t)(nq1 - nq0) * hw;
             cp.copy_dst = 0;
             cp.copy_dir = 0;
             vk_dispatch(v, &v->kv_store[f][MODE_COPY], cb, 5, &cp, sizeof cp, GROUPS(words, 64), 1, 1);
             cp.copy_src = 0;
-            cp.copy_dst = kd->off[VKS_K];
+            cp.copy_dst = kd->off[0][VKS_K];
             cp.copy_dir = 1;
             vk_dispatch(v, &v->kv_store[f][MODE_COPY], cb, 5, &cp, sizeof cp, GROUPS(words, 64), 1, 1);
         }
@@ -130,9 +133,9 @@ void vk_op_kv_store(backend *b, kv_cache *kv, int layer, const bk_act *k, const 
     pc.v_stride = (uint32_t)val->cols;
     vk_bind bind[5] = { whole(&k->buf, false), whole(&val->buf, false), whole(&kd->L[layer], true), sb, sb };
     vk_prof_begin(v);
-    if (kv_format_quantized(kv->format)) record_folds(v, kv, kd, layer, bind, &pc, n, slots);
-    vk_dispatch(v, &v->kv_store[kv->format][MODE_STORE], bind, 5, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64),
-                (uint32_t)n, 1);
+    const enum kv_format f = kv_layer_format(kv, layer);   // a ring: plain rows
+    if (kv_format_quantized(f)) record_folds(v, kv, kd, layer, bind, &pc, n, slots);
+    vk_dispatch(v, &v->kv_store[f][MODE_STORE], bind, 5, &pc, sizeof pc, GROUPS(kv->kv_dim / 2, 64), (uint32_t)n, 1);
     vk_prof_end(v, OP_KV_STORE);
 }
 
@@ -187,7 +190,7 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
                    mask ? 1u : 0u, (uint32_t)(mask ? kd->mask_n : 0), (uint32_t)layer, (uint32_t)kv->n_ctx,
                    (uint32_t)((size_t)kv->n_layer * (size_t)p->n_head * (size_t)kv->n_ctx),
                    (uint32_t)(p->window > 0 ? p->window : 0), rope_off };
-    int f = kv->format;
+    int f = kv_layer_format(kv, layer);
     vk_bind ml = whole(&v->attn_ml, true);
     vk_prof_begin(v);
     if (nz == 1) {

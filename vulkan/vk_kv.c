@@ -13,11 +13,15 @@
 
 // ---- layout ----
 
-// Section sizes in bytes for kv's format and shape (what kv_cache_init_ex allocates per layer,
-// without its +1 guard bytes).
-static void section_bytes(const kv_cache *kv, uint64_t b[VKS_COUNT]) {
+// Section sizes in bytes for kv's format and shape (what kv_cache_init_windows allocates per
+// layer, without its +1 guard bytes): a layer of the cache's format, or a ring (K, V rows).
+static void section_bytes(const kv_cache *kv, bool ring, uint64_t b[VKS_COUNT]) {
     uint64_t D = (uint64_t)kv->kv_dim, rb = kv->row_bytes;
     memset(b, 0, VKS_COUNT * sizeof b[0]);
+    if (ring) {
+        b[VKS_K] = b[VKS_V] = (uint64_t)kv->ring_rows * rb;
+        return;
+    }
     if (!kv_format_quantized(kv->format)) {
         b[VKS_K] = b[VKS_V] = (uint64_t)kv->n_ctx * rb;
         return;
@@ -35,6 +39,7 @@ static void section_bytes(const kv_cache *kv, uint64_t b[VKS_COUNT]) {
 // Bytes of section `sec` of layer l that hold data (the filled slots), from its start.
 static uint64_t used_bytes(const kv_cache *kv, int l, int sec) {
     uint64_t D = (uint64_t)kv->kv_dim, rb = kv->row_bytes, n = (uint64_t)(kv->n_used > 0 ? kv->n_used : 0);
+    if (kv_layer_ring(kv, l)) return sec == VKS_K || sec == VKS_V ? (uint64_t)kv->ring_rows * rb : 0;   // a ring: all of it
     if (!kv_format_quantized(kv->format)) return n * rb;
     uint64_t codes = kv_format_code_bytes(kv->format, D), nq = (uint64_t)kv->nq[l], nqv = (uint64_t)kv->nqv[l];
     uint64_t win = n > nq ? n - nq : 0;
@@ -62,7 +67,8 @@ static void *host_section(kv_cache *kv, int l, int sec) {
 static bool layout_same(const vk_kv *k, const kv_cache *kv) {
     return k->format == kv->format && k->n_ctx == kv->n_ctx && k->kv_dim == kv->kv_dim && k->n_layer == kv->n_layer &&
            k->recent == kv->recent && k->res_cap == kv->res_cap && k->vcap == kv->vcap &&
-           k->q_groups == kv->q_groups && k->gv == kv->gv;
+           k->q_groups == kv->q_groups && k->gv == kv->gv && k->ring_rows == kv->ring_rows &&
+           (!kv->ring_rows || memcmp(k->ring_layer, kv->ring_layer, (size_t)kv->n_layer) == 0);
 }
 
 // ---- transfers between host memory and a device buffer ----
@@ -124,7 +130,9 @@ static int buf_zeroed(vk_backend *v, vk_buf *b, VkDeviceSize bytes, errbuf *err)
 static void store_free(vk_backend *v, vk_kv *k) {
     for (int l = 0; l < k->n_layer && k->L; l++) vk_buf_retire(v, &k->L[l]);
     free(k->L);
+    free(k->ring_layer);
     k->L = NULL;
+    k->ring_layer = NULL;
 }
 
 // Makes k's layer buffers for kv's layout (k's former buffers are left alone).
@@ -135,17 +143,20 @@ static int store_make(vk_backend *v, kv_cache *kv, vk_kv *k, errbuf *err) {
                            "groups (this model's rows: %d channels, groups of %d)", kv_format_name(kv->format),
                            kv->kv_dim, kv->gv);
     }
-    uint64_t b[VKS_COUNT], total = 0;
-    section_bytes(kv, b);
-    for (int i = 0; i < VKS_COUNT; i++) {
-        k->off[i] = (uint32_t)(total / 4);
-        k->bytes[i] = b[i];
-        total += (b[i] + 3) / 4 * 4;
+    uint64_t total[2] = { 0, 0 };
+    for (int ring = 0; ring < 2; ring++) {
+        uint64_t b[VKS_COUNT];
+        section_bytes(kv, ring, b);
+        for (int i = 0; i < VKS_COUNT; i++) {
+            k->off[ring][i] = (uint32_t)(total[ring] / 4);
+            k->bytes[ring][i] = b[i];
+            total[ring] += (b[i] + 3) / 4 * 4;
+        }
     }
-    if (total > v->d.props.limits.maxStorageBufferRange || total >= (1ull << 34))
+    if (total[0] > v->d.props.limits.maxStorageBufferRange || total[0] >= (1ull << 34))
         return err_set(err, "vulkan: a %s KV cache layer of %d positions x %d takes %llu bytes, more than the "
                        "device's buffer range %u", kv_format_name(kv->format), kv->n_ctx, kv->kv_dim,
-                       (unsigned long long)total, v->d.props.limits.maxStorageBufferRange);
+                       (unsigned long long)total[0], v->d.props.limits.maxStorageBufferRange);
     k->format = kv->format;
     k->n_ctx = kv->n_ctx;
     k->kv_dim = kv->kv_dim;
@@ -155,27 +166,36 @@ static int store_make(vk_backend *v, kv_cache *kv, vk_kv *k, errbuf *err) {
     k->q_groups = kv->q_groups;
     k->gv = kv->gv;
     k->n_layer = kv->n_layer;
+    k->ring_rows = kv->ring_rows;
+    k->ring_layer = NULL;
+    if (kv->ring_rows) k->ring_layer = memcpy(xmalloc((size_t)kv->n_layer), kv->ring_layer, (size_t)kv->n_layer);
     k->L = xcalloc((size_t)kv->n_layer, sizeof *k->L);
-    for (int l = 0; l < kv->n_layer; l++)
-        if (buf_zeroed(v, &k->L[l], total, err)) {
-            err_prefix(err, "vulkan: KV cache layer %d (%s, %llu bytes)", l, kv_format_name(kv->format),
-                       (unsigned long long)total);
+    for (int l = 0; l < kv->n_layer; l++) {
+        uint64_t bytes = total[kv_layer_ring(kv, l) ? 1 : 0];
+        if (buf_zeroed(v, &k->L[l], bytes, err)) {
+            err_prefix(err, "vulkan: KV cache layer %d (%s, %llu bytes)", l, kv_format_name(kv_layer_format(kv, l)),
+                       (unsigned long long)bytes);
             for (int i = 0; i < l; i++) vk_buf_destroy(&v->d, &k->L[i]);
             free(k->L);
+            free(k->ring_layer);
             k->L = NULL;
+            k->ring_layer = NULL;
             return -1;
         }
+    }
     return 0;
 }
 
 // Copies the used part of every section, and the statistics and mask when the device has them.
 static int transfer_all(vk_backend *v, kv_cache *kv, vk_kv *k, bool to_dev, errbuf *err) {
-    int nsec = kv_format_quantized(kv->format) ? VKS_COUNT : 2;
-    for (int l = 0; l < kv->n_layer; l++)
+    for (int l = 0; l < kv->n_layer; l++) {
+        int nsec = kv_format_quantized(kv_layer_format(kv, l)) ? VKS_COUNT : 2;
+        const uint32_t *off = k->off[kv_layer_ring(kv, l) ? 1 : 0];
         for (int s = 0; s < nsec; s++)
-            if (buf_io(v, &k->L[l], (VkDeviceSize)k->off[s] * 4, host_section(kv, l, s), (size_t)used_bytes(kv, l, s),
+            if (buf_io(v, &k->L[l], (VkDeviceSize)off[s] * 4, host_section(kv, l, s), (size_t)used_bytes(kv, l, s),
                        to_dev, err))
                 return -1;
+    }
     if (k->stats.buf && kv->mass && kv->last && k->stats_heads == kv->shape.n_head) {
         size_t per = (size_t)kv->n_layer * (size_t)kv->shape.n_head * (size_t)kv->n_ctx * sizeof(float);
         if (buf_io(v, &k->stats, 0, kv->mass, per, to_dev, err) || buf_io(v, &k->stats, per, kv->last, per, to_dev, err))

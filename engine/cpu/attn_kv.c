@@ -23,18 +23,31 @@ static const float *rope_at(const kv_cache *kv, int l, int s) {
     return t ? t + s : NULL;
 }
 
+// Of slots [s, s + n) of a plain layer, how many lie in consecutive rows from slot s's (a
+// ring wraps to row 0).
+static int plain_run(const kv_cache *kv, int l, int s, int n) {
+    int ring = kv_layer_ring(kv, l);
+    if (!ring) return n;
+    int left = ring - s % ring;
+    return left < n ? left : n;
+}
+
 void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, int hd, int s0, int ns,
                     float *kt, int64_t ldt) {
     const size_t D = (size_t)kv->kv_dim, c0 = (size_t)kvh * hd;
     const int half = kv_layer_rope_t(kv, l) ? kv->rope[0].rope_dim / 2 : 0, neox = kv->shape.rope_neox;
-    if (kv->format == KV_F16) {   // transposed and rotated in one pass
-        k->f16_rows_t((const uint16_t *)kv->k[l] + (size_t)s0 * D + c0, (int64_t)D, ns, hd, rope_at(kv, l, s0),
-                      kv->n_ctx, half, neox, kt, ldt);
+    const enum kv_format lf = kv_layer_format(kv, l);
+    if (lf == KV_F16) {   // transposed and rotated in one pass, a run of consecutive rows at a time
+        for (int i = 0, run; i < ns; i += run) {
+            run = plain_run(kv, l, s0 + i, ns - i);
+            k->f16_rows_t((const uint16_t *)kv->k[l] + kv_plain_row(kv, l, s0 + i) * D + c0, (int64_t)D, run, hd,
+                          rope_at(kv, l, s0 + i), kv->n_ctx, half, neox, kt + i, ldt);
+        }
         return;
     }
-    if (kv->format == KV_F32) {   // rarely used: a plain transposition, then RoPE
+    if (lf == KV_F32) {   // rarely used: a plain transposition, then RoPE
         for (int i = 0; i < ns; i++) {
-            const float *r = (const float *)kv->k[l] + (size_t)(s0 + i) * D + c0;
+            const float *r = (const float *)kv->k[l] + kv_plain_row(kv, l, s0 + i) * D + c0;
             for (int c = 0; c < hd; c++) kt[c * ldt + i] = r[c];
         }
         if (half > 0) k->rope_t(rope_at(kv, l, s0), kv->n_ctx, half, neox, ns, kt, ldt);
@@ -63,11 +76,12 @@ void attn_kv_keys_t(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
 int attn_kv_values_tile(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, int hd, int s0, int ns,
                         float *vtile, int many) {
     const size_t c0 = (size_t)kvh * hd;
-    if (kv->format == KV_F32) {
+    const enum kv_format lf = kv_layer_format(kv, l);
+    if (lf == KV_F32) {
         kv_cache_read(kv, l, 1, s0, s0 + ns, (int)c0, hd, vtile, hd, NULL);
         return ns;
     }
-    if (!kv_format_quantized(kv->format) || !many) return 0;
+    if (!kv_format_quantized(lf) || !many) return 0;
     int nquant = kv->nqv[l] - s0 < 0 ? 0 : kv->nqv[l] - s0 > ns ? ns : kv->nqv[l] - s0;
     // each quantized row "summed" once with weight 1 into zeros
     const float one = 1.0f;
@@ -83,8 +97,11 @@ void attn_kv_values(const cpu_kernels *k, const kv_cache *kv, int l, int kvh, in
     if (i > 0) k->attn_values(p, ldp, G, vtile, i, hd, o);
     if (i >= nt) return;
     const uint16_t *rows = (const uint16_t *)kv->v[l] + c0;
-    if (kv->format == KV_F16) {
-        k->attn_values_f16(p + i, ldp, G, rows + (size_t)(s0 + i) * D, (int64_t)D, nt - i, hd, o);
+    if (kv_layer_format(kv, l) == KV_F16) {   // a run of consecutive rows at a time
+        for (int run; i < nt; i += run) {
+            run = plain_run(kv, l, s0 + i, nt - i);
+            k->attn_values_f16(p + i, ldp, G, rows + kv_plain_row(kv, l, s0 + i) * D, (int64_t)D, run, hd, o);
+        }
         return;
     }
     int e = kv->nqv[l] - s0 < nt ? kv->nqv[l] - s0 : nt;   // the quantized store ends at slot nqv

@@ -65,8 +65,9 @@ uint code_at(uint word_off, uint base, uint i) {
 
 // Channel c of slot s's key (un-rotated), any format.
 float key_at(uint s, uint c) {
-    if (KV_FMT == 0u) return uintBitsToFloat(L[pc.off_k + s * pc.kv_dim + c]);
-    if (KV_FMT == 1u || s >= pc.nq) return f16_elem(pc.off_k + (s - pc.nq) * (pc.kv_dim / 2u), c);   // F16: nq = 0
+    if (KV_FMT == 0u) return uintBitsToFloat(L[pc.off_k + plain_row(s) * pc.kv_dim + c]);
+    if (KV_FMT == 1u) return f16_elem(pc.off_k + plain_row(s) * (pc.kv_dim / 2u), c);
+    if (s >= pc.nq) return f16_elem(pc.off_k + (s - pc.nq) * (pc.kv_dim / 2u), c);
     uint ch = (s / KV_GROUP) * pc.kv_dim + c;
     vec2 p = unpackHalf2x16(L[pc.off_kp + ch]);   // (scale, min)
     return p.y + p.x * float(code_at(pc.off_kq, ch * KV_GROUP, s % KV_GROUP));
@@ -74,8 +75,8 @@ float key_at(uint s, uint c) {
 
 // Channel c of slot s's value, any format.
 float value_at(uint s, uint c) {
-    if (KV_FMT == 0u) return uintBitsToFloat(L[pc.off_v + s * pc.kv_dim + c]);
-    if (KV_FMT == 1u) return f16_elem(pc.off_v + s * (pc.kv_dim / 2u), c);
+    if (KV_FMT == 0u) return uintBitsToFloat(L[pc.off_v + plain_row(s) * pc.kv_dim + c]);
+    if (KV_FMT == 1u) return f16_elem(pc.off_v + plain_row(s) * (pc.kv_dim / 2u), c);
     if (s >= pc.nqv) return f16_elem(pc.off_v + (s % pc.vcap) * (pc.kv_dim / 2u), c);
     vec2 p = unpackHalf2x16(L[pc.off_vp + s * (pc.kv_dim / pc.gv) + c / pc.gv]);
     return p.y + p.x * float(code_at(pc.off_vq, s * pc.kv_dim, c));

@@ -57,12 +57,12 @@ void do_store() {
     vec2 k = vec2(KA[t * pc.k_stride + 2u * p], KA[t * pc.k_stride + 2u * p + 1u]);
     vec2 v = vec2(VA[t * pc.v_stride + 2u * p], VA[t * pc.v_stride + 2u * p + 1u]);
     if (KV_FMT == 0u) {
-        uint o = s * pc.kv_dim + 2u * p;
+        uint o = plain_row(s) * pc.kv_dim + 2u * p;
         L[pc.off_k + o] = floatBitsToUint(k.x); L[pc.off_k + o + 1u] = floatBitsToUint(k.y);
         L[pc.off_v + o] = floatBitsToUint(v.x); L[pc.off_v + o + 1u] = floatBitsToUint(v.y);
     } else if (KV_FMT == 1u) {
-        L[pc.off_k + s * hw + p] = packh(k);
-        L[pc.off_v + s * hw + p] = packh(v);
+        L[pc.off_k + plain_row(s) * hw + p] = packh(k);
+        L[pc.off_v + plain_row(s) * hw + p] = packh(v);
     } else {
         if (s >= pc.nq) L[pc.off_k + (s - pc.nq) * hw + p] = packh(k);
         if (s >= pc.nqv) L[pc.off_v + (s % pc.vcap) * hw + p] = packh(v);

@@ -3,6 +3,8 @@
 // host layer of engine/kv_cache.h byte for byte, each section at a word offset (pc.off_*):
 //   F32:    K (n_ctx, kv_dim) f32 rows at off_k, V rows at off_v
 //   F16:    K, V (n_ctx, kv_dim) f16 rows, two elements per word (low half first)
+//   a window layer's ring: K, V (ring, kv_dim) rows as F32 or F16 (F16 under Q8/Q4), slot s at
+//           row s % ring (plain_row)
 //   Q8, Q4: off_k  key window: F16 rows; window row r holds slot nq + r
 //           off_v  value ring: vcap F16 rows; slot s at row s % vcap (slots >= nqv)
 //           off_kq key codes (groups, kv_dim, 128): channel c of group g is 128 codes from
@@ -26,7 +28,8 @@
     uint off_k, off_v, off_kq, off_kp, off_vq, off_vp; \
     uint kv_dim;    /* channels per slot (n_kv_head * head_dim) */ \
     uint nq, nqv;   /* Q: key / value slots in the quantized store (keys: a multiple of 128) */ \
-    uint vcap, gv;  /* Q: value ring rows; channels per value group */
+    uint vcap, gv;  /* Q: value ring rows; channels per value group */ \
+    uint ring;      /* F32/F16: a window layer's ring rows (slot s at row s % ring); 0: row s */
 
 #define KV_GROUP 128u
 
@@ -59,6 +62,9 @@ float h2f(uint h) {   // exact, subnormals included
 }
 
 float f16_round(float x) { return h2f(f2h(x)); }
+
+// The row of an F32/F16 layer that holds slot s (the push-constant block is pc).
+#define plain_row(s) (pc.ring > 0u ? (s) % pc.ring : (s))
 
 uint h_next_up(uint h) {      // smallest f16 > value(h)
     if (h == 0x8000u) return 1u;
