@@ -61,8 +61,9 @@ static void print_extras(const gguf_file *g, const char *arch) {
     if (n_head && head_dim != dim / n_head) add_extra(&line, "head dim %lld (key_length)", (long long)head_dim);
     if (!gguf_find_tensor(g, "output.weight")) add_extra(&line, "tied embeddings");
     if (gguf_find_tensor(g, "blk.0.post_attention_norm.weight")) add_extra(&line, "RMSNorm after attention and FFN too");
-    if (strcmp(arch, "gemma3") == 0) add_extra(&line, "embedding x sqrt(dim); GELU(tanh)-gated FFN");
-    if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "phi3") == 0 || strcmp(arch, "gemma3") == 0)
+    const bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;
+    if (gemma) add_extra(&line, "embedding x sqrt(dim); GELU(tanh)-gated FFN");
+    if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "phi3") == 0 || gemma)
         add_extra(&line, "NeoX rope");
     if (line.len) printf("  %-22s %s\n", "extras", strbuf_str(&line));
     strbuf_free(&line);
@@ -88,13 +89,23 @@ static void print_model_view(const char *path) {
         int n_win = 0;
         for (int l = 0; l < hp->n_layer; l++)
             if (m->layer_swa[l]) strbuf_printf(&list, "%s%d", n_win++ ? "," : "", l);
-        printf("  %-22s sliding window of %d on %d of %d layers (global: every %dth; rope base %g there, %g on the "
-               "window layers): %s\n", "attention", hp->swa_window, n_win, hp->n_layer, hp->swa_pattern,
-               (double)hp->rope_base, (double)hp->rope_base_swa, strbuf_str(&list));
+        char rope_where[96];
+        if (hp->rope_swa_own)
+            snprintf(rope_where, sizeof rope_where, "rope base %g there, %g on the window layers", (double)hp->rope_base,
+                     (double)hp->rope_base_swa);
+        else
+            snprintf(rope_where, sizeof rope_where, "the same rope on every layer");
+        int p = hp->swa_pattern;
+        const char *th = p % 100 / 10 == 1 ? "th" : p % 10 == 1 ? "st" : p % 10 == 2 ? "nd" : p % 10 == 3 ? "rd" : "th";
+        printf("  %-22s sliding window of %d on %d of %d layers (global: every %d%s; %s): %s\n", "attention",
+               hp->swa_window, n_win, hp->n_layer, p, th, rope_where, strbuf_str(&list));
         strbuf_free(&list);
     } else {
         printf("  %-22s every layer sees the whole context\n", "attention");
     }
+    if (hp->attn_softcap > 0.0f || hp->final_softcap > 0.0f)
+        printf("  %-22s attention scores %g * tanh(s / %g), logits %g * tanh(l / %g) (0: none)\n", "soft caps",
+               (double)hp->attn_softcap, (double)hp->attn_softcap, (double)hp->final_softcap, (double)hp->final_softcap);
     if (m->n_unused) {
         const char *names[8];
         int n = model_unused_tensors(m, names, 8);

@@ -33,7 +33,8 @@ static const opt_def MAKE_MODEL_OPTS[] = {
     { "--shape", NULL, OPT_CALL, 0, "NAME", "tiny | llama-1b (dim 2048, 16 layers, 32/8 heads,\n"
       "ffn 8192, tied) | smollm-135m (dim 576, 30 layers, 9/3, ffn 1536)", "tiny", set_shape, NULL },
     { "--arch", NULL, OPT_STR, MO(g.arch), "A", "llama | qwen2 (q/k/v biases) | qwen3 (q/k norms) |\n"
-      "phi3 (fused qkv, gate/up) | gemma3 (q/k norms, post-norms,\nwindow layers, tied output)", NULL, NULL, NULL },
+      "phi3 (fused qkv, gate/up) | gemma3 (q/k norms, post-norms,\nwindow layers, tied output) | gemma2 (post-norms,\n"
+      "every other layer a window layer, soft caps, tied output)", NULL, NULL, NULL },
     { "--dim", NULL, OPT_INT, MO(g.dim), "N", "embedding length", NULL, NULL, NULL },
     { "--layers", NULL, OPT_INT, MO(g.n_layer), "N", "layers", NULL, NULL, NULL },
     { "--heads", NULL, OPT_INT, MO(g.n_head), "N", "attention heads", NULL, NULL, NULL },
@@ -51,12 +52,14 @@ static const opt_def MAKE_MODEL_OPTS[] = {
       "llama3 8192, else ctx / factor, or ctx / 4", NULL, NULL },
     { "--rope-low-freq", NULL, OPT_FLOAT, MO(g.rope_low_freq), "F", "llama3's low_freq_factor", "1", NULL, NULL },
     { "--rope-high-freq", NULL, OPT_FLOAT, MO(g.rope_high_freq), "F", "llama3's high_freq_factor", "4", NULL, NULL },
-    { "--window", NULL, OPT_INT, MO(g.swa_window), "N", "gemma3: positions a window layer sees", "512", NULL, NULL },
+    { "--window", NULL, OPT_INT, MO(g.swa_window), "N", "gemma: positions a window layer sees", "512 (gemma2: 4096)", NULL, NULL },
     { "--window-pattern", NULL, OPT_INT, MO(g.swa_pattern), "N", "gemma3: every Nth layer is global, the others window layers", "6", NULL, NULL },
     { "--rope-base-swa", NULL, OPT_FLOAT, MO(g.rope_base_swa), "F", "gemma3: RoPE base of the window layers", "10000", NULL, NULL },
+    { "--attn-softcap", NULL, OPT_FLOAT, MO(g.attn_softcap), "F", "gemma2: attention scores become F*tanh(s/F); -1: none", "50", NULL, NULL },
+    { "--final-softcap", NULL, OPT_FLOAT, MO(g.final_softcap), "F", "gemma2: logits become F*tanh(l/F); -1: none", "30", NULL, NULL },
     { "--embd-scale", NULL, OPT_FLOAT, MO(g.embd_scale), "F", "standard deviation of token_embd; tied models\n"
-      "(llama-1b) give near one-hot outputs at 1, use 0.02 for\na spread-out distribution (KL comparisons)", "1 (gemma3: 1/sqrt(dim))", NULL, NULL },
-    { "--tied", NULL, OPT_FLAG, MO(g.tied), NULL, "no output.weight (the token embedding is reused;\ngemma3 always)", NULL, NULL, NULL },
+      "(llama-1b) give near one-hot outputs at 1, use 0.02 for\na spread-out distribution (KL comparisons)", "1 (gemma: 1/sqrt(dim))", NULL, NULL },
+    { "--tied", NULL, OPT_FLAG, MO(g.tied), NULL, "no output.weight (the token embedding is reused;\ngemma always)", NULL, NULL, NULL },
     { "--type", NULL, OPT_STR, MO(type), "T", "layer matrices: f32 | f16 | bf16 | q8_0 | q4_0", "f32", NULL, NULL },
     { "--embd-type", NULL, OPT_STR, MO(embd_type), "T", "token_embd/output type", "same as --type", NULL, NULL },
     { "--vocab-from", NULL, OPT_STR, MO(g.vocab_from), "FILE", "copy the tokenizer of another GGUF (sets the vocab size)", NULL, NULL, NULL },
@@ -106,6 +109,8 @@ int cmd_make_model(int argc, char **argv) {
     if (!strcmp(o.arch, "gemma3"))
         x += snprintf(extra + x, sizeof extra - (size_t)x, ", window %d, pattern %d",
                       o.swa_window ? o.swa_window : 512, o.swa_pattern ? o.swa_pattern : 6);
+    if (!strcmp(o.arch, "gemma2"))
+        x += snprintf(extra + x, sizeof extra - (size_t)x, ", window %d, every other layer", o.swa_window ? o.swa_window : 4096);
     if (o.rope_scaling && strcmp(o.rope_scaling, "none"))
         snprintf(extra + x, sizeof extra - (size_t)x, ", rope %s", o.rope_scaling);
     printf("%s: %s, dim %d, %d layers, %d/%d heads, ffn %d, %s%s\n", out, o.arch, o.dim, o.n_layer,

@@ -35,6 +35,8 @@ typedef struct attn_params {
     float scale;        // usually 1/sqrt(head_dim)
     int window;         // > 0: a query at slot p sees slots (p - window, p] only (sliding-window
                         // layers); 0: every slot up to its own
+    float softcap;      // > 0: each score s (after the scale) becomes softcap * tanh(s / softcap)
+                        // before the softmax (gemma2); 0: none
 } attn_params;
 
 // The gated FFN's activation of the gate: silu (llama, qwen, phi3) or GELU with the tanh

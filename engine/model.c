@@ -136,9 +136,9 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
         model_rope_freqs(m, kv->n_ctx, true, &fc->rope_swa);
         fc->rope_n_ctx = kv->n_ctx;
     }
-    const bool swa = m->layer_swa != NULL;
-    kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, &fc->rope, swa ? &fc->rope_swa : NULL, m->layer_swa,
-                    hp->rope_neox };
+    const bool swa = m->layer_swa != NULL, swa_rope = swa && hp->rope_swa_own;   // gemma3's window layers' rope
+    kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, &fc->rope, swa_rope ? &fc->rope_swa : NULL,
+                    swa_rope ? m->layer_swa : NULL, hp->rope_neox };
     if (kv_cache_set_shape(kv, &ks, err)) return -1;
     // With an eviction policy this compacts the cache; with none it fails when n does not fit.
     if (kv_cache_make_room(kv, n, err)) return -1;
@@ -148,11 +148,11 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
     int n_past = kv->n_used;
     for (int t = 0; t < n; t++) pos[t] = n_past + t;
 
-    // a window layer (gemma3) turns by its own base and sees the last swa_window slots
+    // a window layer (gemma) sees the last swa_window slots; gemma3's turns by its own base
     rope_params rq = { hp->n_head, hp->head_dim, &fc->rope, hp->rope_neox };
-    rope_params rq_swa = { hp->n_head, hp->head_dim, &fc->rope_swa, hp->rope_neox };
-    attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, 0 };
-    attn_params ap_swa = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, hp->swa_window };
+    rope_params rq_swa = { hp->n_head, hp->head_dim, swa_rope ? &fc->rope_swa : &fc->rope, hp->rope_neox };
+    attn_params ap = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, 0, hp->attn_softcap };
+    attn_params ap_swa = { hp->n_head, hp->n_kv_head, hp->head_dim, hp->attn_scale, hp->swa_window, hp->attn_softcap };
 
     if (fc->observe && !fc->observe_buf) {
         int cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
@@ -208,6 +208,10 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
     if (rc) return rc;
     kv->n_used += n;
     if (n_out > 0) b->act_read(b, fc->logits, 0, n_out, logits);
+    if (n_out > 0 && hp->final_softcap > 0.0f) {   // gemma2: cap * tanh(logit / cap), on the host for every backend
+        const float cap = hp->final_softcap;
+        for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    }
     return 0;
 fail:
     if (pos != pos_stack) free(pos);

@@ -1,4 +1,4 @@
-// Models of the llama family and its relatives (llama, qwen2, qwen3, phi3, gemma3) loaded from
+// Models of the llama family and its relatives (llama, qwen2, qwen3, phi3, gemma2, gemma3) loaded from
 // GGUF (engine/model_load.c), and the forward pass written once over the backend op interface
 // (engine/model.c).
 #ifndef CABIN_MODEL_H
@@ -12,9 +12,9 @@
 #include "tensor.h"
 #include "tokenizer.h"
 
-enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3, ARCH_GEMMA3, ARCH_COUNT };
+enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_PHI3, ARCH_GEMMA3, ARCH_GEMMA2, ARCH_COUNT };
 // The general.architecture names cabin runs, in enum order (for messages).
-#define MODEL_ARCH_NAMES "llama, qwen2, qwen3, phi3, gemma3"
+#define MODEL_ARCH_NAMES "llama, qwen2, qwen3, phi3, gemma3, gemma2"
 
 typedef struct model_hparams {
     enum model_arch arch;
@@ -31,16 +31,21 @@ typedef struct model_hparams {
     rope_scaling rope_scaling;   // what the file asks of the rope beyond the base (engine/rope.h);
                                  // its factor arrays are the model's (rope_factors)
     float rms_eps;
-    bool rope_neox;      // qwen2, qwen3, phi3, gemma3: NeoX-style rotation
+    bool rope_neox;      // qwen2, qwen3, phi3, gemma2, gemma3: NeoX-style rotation
     bool tied_output;    // no output.weight: the token embedding is reused
-    float attn_scale;    // scores scaled by it: 1/sqrt(head_dim) (gemma3 27B: 1/sqrt(dim/n_head))
-    int glu_act;         // the FFN gate's activation (enum glu_act): silu, or GELU(tanh) for gemma3
-    bool embed_scale;    // gemma3: the input embedding times sqrt(dim)
-    // Sliding-window layers (gemma3): every swa_pattern-th layer sees the whole context, the
-    // others the last swa_window slots and turn by rope_base_swa (model.layer_swa flags them).
+    float attn_scale;    // scores scaled by it: 1/sqrt(head_dim) (the gemma 27Bs: 1/sqrt(dim/n_head))
+    int glu_act;         // the FFN gate's activation (enum glu_act): silu, or GELU(tanh) for gemma
+    bool embed_scale;    // gemma: the input embedding times sqrt(dim)
+    // Sliding-window layers (gemma): every swa_pattern-th layer sees the whole context, the
+    // others the last swa_window slots (model.layer_swa flags them); gemma3's turn by
+    // rope_base_swa with no scaling (rope_swa_own), gemma2's by the model's rope.
     int swa_window;      // 0: every layer global
     int swa_pattern;
+    bool rope_swa_own;
     float rope_base_swa;
+    // gemma2's soft caps (0: none): attention scores (after the scale) and the output logits
+    // become cap * tanh(x / cap)
+    float attn_softcap, final_softcap;
 } model_hparams;
 
 // One layer's weights. Matrices are row-major (out_features rows of in_features); the weight
@@ -55,7 +60,7 @@ typedef struct layer_weights {
     tensor q_norm, k_norm; // (head_dim) f32: RMSNorm of each head of q and k before rope (qwen3,
                            // gemma3); .data == NULL when absent
     tensor post_attn_norm, post_ffn_norm;   // (dim) f32: RMSNorm of the attention's and the FFN's
-                                            // output before the residual add (gemma3); or absent
+                                            // output before the residual add (gemma); or absent
     tensor ffn_norm;     // (dim) f32
     tensor w_gate, w_up; // (ffn_dim, dim)
     tensor w_down;       // (dim, ffn_dim)
@@ -88,7 +93,7 @@ int model_load_any(model **out, const char *path, errbuf *err);
 // The names of the tensors the loader did not read (up to max; returns how many there are).
 int model_unused_tensors(const model *m, const char **names, int max);
 // The angles of the model's rope in a run of n_ctx positions (longrope chooses its factors by it);
-// swa: its sliding-window layers' (their own base, no scaling).
+// swa: its sliding-window layers' (gemma3: their own base, no scaling; otherwise the same).
 void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out);
 // The model's window layers for a KV cache whose passes append at most `batch` slots (layers
 // NULL when it has none): kv_cache_init_windows keeps them in rings.

@@ -10,7 +10,7 @@
 
 static const char *const arch_names[ARCH_COUNT] = {
     [ARCH_LLAMA] = "llama", [ARCH_QWEN2] = "qwen2", [ARCH_QWEN3] = "qwen3", [ARCH_PHI3] = "phi3",
-    [ARCH_GEMMA3] = "gemma3",
+    [ARCH_GEMMA3] = "gemma3", [ARCH_GEMMA2] = "gemma2",
 };
 
 const char *model_arch_name(enum model_arch a) { return (unsigned)a < ARCH_COUNT ? arch_names[a] : "?"; }
@@ -175,30 +175,50 @@ kv_windows model_kv_windows(const model *m, int batch) {
 }
 
 void model_rope_freqs(const model *m, int n_ctx, bool swa, rope_freqs *out) {
-    if (swa) rope_freqs_plain(out, m->hp.rope_dim, m->hp.rope_base_swa);
+    if (swa && m->hp.rope_swa_own) rope_freqs_plain(out, m->hp.rope_dim, m->hp.rope_base_swa);
     else rope_freqs_make(out, m->hp.rope_dim, m->hp.rope_base, &m->hp.rope_scaling, n_ctx);
 }
 
-// Gemma 3: the embedding scaled by sqrt(dim), GELU(tanh) in the FFN, and interleaved sliding-window
-// layers: layer l is global when (l + 1) is a multiple of the pattern, a window layer (the last
-// `sliding_window` slots, rope base freq_base_swa) otherwise. The 27B model (62 layers) scales
-// its scores by 1/sqrt(dim / n_head) instead of the head size, as its training did.
-static int load_gemma3(model *m, errbuf *err) {
+// Gemma 3 and Gemma 2: the embedding scaled by sqrt(dim), GELU(tanh) in the FFN, and interleaved
+// sliding-window layers: layer l is global when (l + 1) is a multiple of the pattern, a window
+// layer (the last `sliding_window` slots) otherwise.
+//   gemma3: pattern `sliding_window_pattern` (6), window layers turn by freq_base_swa, unscaled;
+//           soft caps are not part of it (a file that has them is refused);
+//   gemma2: every other layer (pattern 2), window 4096 unless the file says, the model's rope on
+//           every layer, and the soft caps `attn_logit_softcapping` and `final_logit_softcapping`
+//           (0 or absent: none).
+// The 27B models (gemma3: 62 layers, gemma2: 46) scale their scores by 1/sqrt(dim / n_head)
+// instead of the head size, as their training did.
+static int load_gemma(model *m, errbuf *err) {
     const gguf_file *g = &m->file;
     model_hparams *hp = &m->hp;
     const char *a = hp->arch_name;
+    const bool g2 = hp->arch == ARCH_GEMMA2;
     hp->embed_scale = true;
     hp->glu_act = GLU_GELU_TANH;
-    if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->dim / (float)hp->n_head);
-    if (hp_int(g, a, "attention.sliding_window", false, 0, 0, 1 << 24, &hp->swa_window, err) ||
-        hp_int(g, a, "attention.sliding_window_pattern", false, 6, 1, 1 << 16, &hp->swa_pattern, err) ||
-        hp_float(g, a, "rope.freq_base_swa", 10000.0f, &hp->rope_base_swa, err))
-        return -1;
+    if (hp->n_layer == (g2 ? 46 : 62)) hp->attn_scale = 1.0f / sqrtf((float)hp->dim / (float)hp->n_head);
+    if (hp_int(g, a, "attention.sliding_window", false, g2 ? 4096 : 0, 0, 1 << 24, &hp->swa_window, err)) return -1;
     char key[128];
-    snprintf(key, sizeof key, "%s.attn_logit_softcapping", a);
-    if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (attention soft-capping)", g->path, key);
-    snprintf(key, sizeof key, "%s.final_logit_softcapping", a);
-    if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (logit soft-capping)", g->path, key);
+    if (g2) {
+        hp->swa_pattern = 2;
+        hp->rope_swa_own = false;
+        if (hp_float(g, a, "attn_logit_softcapping", 0.0f, &hp->attn_softcap, err) ||
+            hp_float(g, a, "final_logit_softcapping", 0.0f, &hp->final_softcap, err))
+            return -1;
+        if (!(hp->attn_softcap >= 0.0f) || !(hp->final_softcap >= 0.0f) || isinf(hp->attn_softcap) ||
+            isinf(hp->final_softcap))
+            return err_set(err, "%s: soft caps %g (attention) and %g (logits) must be finite and not negative", g->path,
+                           (double)hp->attn_softcap, (double)hp->final_softcap);
+    } else {
+        hp->rope_swa_own = true;
+        if (hp_int(g, a, "attention.sliding_window_pattern", false, 6, 1, 1 << 16, &hp->swa_pattern, err) ||
+            hp_float(g, a, "rope.freq_base_swa", 10000.0f, &hp->rope_base_swa, err))
+            return -1;
+        snprintf(key, sizeof key, "%s.attn_logit_softcapping", a);
+        if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (attention soft-capping)", g->path, key);
+        snprintf(key, sizeof key, "%s.final_logit_softcapping", a);
+        if (gguf_find_kv(g, key)) return err_set(err, "%s: %s is not supported (logit soft-capping)", g->path, key);
+    }
     if (hp->swa_window > 0) {
         m->layer_swa = xcalloc((size_t)hp->n_layer, 1);
         for (int l = 0; l < hp->n_layer; l++) m->layer_swa[l] = (l + 1) % hp->swa_pattern != 0;
@@ -247,10 +267,11 @@ static int load_hparams(model *m, errbuf *err) {
     if (hp_float(g, a, "rope.freq_base", 10000.0f, &hp->rope_base, err) ||
         hp_float(g, a, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps, err))
         return -1;
-    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3 || hp->arch == ARCH_GEMMA3;
+    hp->rope_neox = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN3 || hp->arch == ARCH_PHI3 || hp->arch == ARCH_GEMMA3 ||
+                    hp->arch == ARCH_GEMMA2;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->glu_act = GLU_SILU;
-    if (hp->arch == ARCH_GEMMA3 && load_gemma3(m, err)) return -1;
+    if ((hp->arch == ARCH_GEMMA3 || hp->arch == ARCH_GEMMA2) && load_gemma(m, err)) return -1;
     if (load_rope_scaling(m, err)) return -1;
     return 0;
 }
@@ -343,7 +364,8 @@ static int load_tensors(model *m, errbuf *err) {
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
         bool bias = hp->arch == ARCH_QWEN2, fused = hp->arch == ARCH_PHI3;
-        bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_GEMMA3, post_norms = hp->arch == ARCH_GEMMA3;
+        bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_GEMMA3;
+        bool post_norms = hp->arch == ARCH_GEMMA3 || hp->arch == ARCH_GEMMA2;
         if (fused ? bind_phi3_fused(m, L, l, q_dim, kv_dim, err)
                   : bind(m, &L->wq, NAME("attn_q.weight"), hp->dim, q_dim, true, true, err) ||
                         bind(m, &L->wk, NAME("attn_k.weight"), hp->dim, kv_dim, true, true, err) ||

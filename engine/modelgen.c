@@ -120,6 +120,7 @@ typedef struct gen_plan {
     bool head_dim_key;       // write attention.key_length / value_length
     int swa_window, swa_pattern;
     float rope_base_swa;
+    float attn_softcap, final_softcap;   // gemma2; < 0: not written
     float factor, low_freq, high_freq;
     int orig_ctx;
 } gen_plan;
@@ -134,23 +135,35 @@ static int plan_of(const modelgen_opts *o, gen_plan *p, errbuf *err) {
         return err_set(err, "make-model: inconsistent shape (dim %d, heads %d/%d, ffn %d)", o->dim,
                        o->n_head, o->n_kv_head, o->ffn_dim);
     p->head_dim = o->head_dim ? o->head_dim : o->dim / o->n_head;
-    p->head_dim_key = o->head_dim != 0 || p->arch == ARCH_QWEN3 || p->arch == ARCH_GEMMA3;
+    p->head_dim_key = o->head_dim != 0 || p->arch == ARCH_QWEN3 || p->arch == ARCH_GEMMA3 || p->arch == ARCH_GEMMA2;
     if (p->head_dim % 2 || p->head_dim > 1024)
         return err_set(err, "make-model: head size %d is odd or above 1024 (the rope turns pairs)", p->head_dim);
     if (o->n_ctx <= 0) return err_set(err, "make-model: context length %d", o->n_ctx);
 
-    // gemma3's window layers
-    bool gemma = p->arch == ARCH_GEMMA3;
-    if (!gemma && (o->swa_window || o->swa_pattern || o->rope_base_swa != 0.0f))
-        return err_set(err, "make-model: a sliding window (window, window pattern, rope base of the window "
-                       "layers) is gemma3's; %s has none", an);
+    // gemma's window layers and gemma2's soft caps
+    const bool gemma3 = p->arch == ARCH_GEMMA3, gemma2 = p->arch == ARCH_GEMMA2;
+    if (!gemma3 && !gemma2 && o->swa_window)
+        return err_set(err, "make-model: a sliding window is gemma's (gemma3, gemma2); %s has none", an);
+    if (!gemma3 && (o->swa_pattern || o->rope_base_swa != 0.0f))
+        return err_set(err, "make-model: a window pattern and a rope base of the window layers are gemma3's; %s has "
+                       "none", an);
+    if (!gemma2 && (o->attn_softcap != 0.0f || o->final_softcap != 0.0f))
+        return err_set(err, "make-model: soft caps are gemma2's; %s has none", an);
     if (o->swa_window < 0 || o->swa_pattern < 0 || !(o->rope_base_swa >= 0.0f))
         return err_set(err, "make-model: window %d, window pattern %d, window rope base %g: negative",
                        o->swa_window, o->swa_pattern, (double)o->rope_base_swa);
-    if (gemma) {
+    if (gemma3) {
         p->swa_window = o->swa_window ? o->swa_window : 512;
         p->swa_pattern = o->swa_pattern ? o->swa_pattern : 6;
         p->rope_base_swa = o->rope_base_swa != 0.0f ? o->rope_base_swa : 10000.0f;
+    }
+    if (gemma2) {
+        p->swa_window = o->swa_window ? o->swa_window : 4096;
+        p->attn_softcap = o->attn_softcap == 0.0f ? 50.0f : o->attn_softcap;
+        p->final_softcap = o->final_softcap == 0.0f ? 30.0f : o->final_softcap;
+        if (!(p->attn_softcap < 1e30f) || !(p->final_softcap < 1e30f))
+            return err_set(err, "make-model: soft caps %g and %g: not numbers", (double)o->attn_softcap,
+                           (double)o->final_softcap);
     }
 
     // rope scaling
@@ -243,7 +256,8 @@ int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
     gen_plan p;
     if (plan_of(o, &p, err)) return -1;
     const bool qwen = p.arch == ARCH_QWEN2, qk_norm = p.arch == ARCH_QWEN3 || p.arch == ARCH_GEMMA3;
-    const bool fused = p.arch == ARCH_PHI3, gemma = p.arch == ARCH_GEMMA3, tied = o->tied || gemma;
+    const bool fused = p.arch == ARCH_PHI3, gemma = p.arch == ARCH_GEMMA3 || p.arch == ARCH_GEMMA2;
+    const bool tied = o->tied || gemma;
     gen_state g = { .w = gguf_writer_new(), .rng = o->seed * 0x9e3779b97f4a7c15ull + 1 };
     int rc = 0;
     int n_vocab = o->n_vocab;
@@ -291,10 +305,15 @@ int modelgen_write(const modelgen_opts *o, const char *path, errbuf *err) {
         SETU("attention.key_length", head_dim);
         SETU("attention.value_length", head_dim);
     }
-    if (gemma) {
+    if (p.arch == ARCH_GEMMA3) {
         SETU("attention.sliding_window", p.swa_window);
         SETU("attention.sliding_window_pattern", p.swa_pattern);
         SETF("rope.freq_base_swa", p.rope_base_swa);
+    }
+    if (p.arch == ARCH_GEMMA2) {
+        SETU("attention.sliding_window", p.swa_window);
+        if (p.attn_softcap > 0.0f) SETF("attn_logit_softcapping", p.attn_softcap);
+        if (p.final_softcap > 0.0f) SETF("final_logit_softcapping", p.final_softcap);
     }
     switch (p.rope) {
     case GR_NONE: case GR_LLAMA3: break;

@@ -9,6 +9,9 @@
 //   gemma3   qwen3's q/k norms plus post_attention_norm and post_ffw_norm; tied output (always,
 //            as every Gemma 3 file); attention.sliding_window, .sliding_window_pattern and
 //            rope.freq_base_swa (window layers); attention.key_length written
+//   gemma2   gemma3 without the q/k norms; every other layer a window layer (no pattern key, no
+//            window base: they turn by the model's rope); attn_logit_softcapping and
+//            final_logit_softcapping
 // Norm weights are 1 + noise (sd 0.1); matrices have sd 1/sqrt(fan-in).
 // The rope scalings (engine/rope.h), each written as the converters write real files:
 //   linear    rope.scaling.type "linear", rope.scaling.factor
@@ -27,27 +30,30 @@
 #include <stdint.h>
 
 typedef struct modelgen_opts {
-    const char *arch;        // "llama", "qwen2", "qwen3", "phi3" or "gemma3"
+    const char *arch;        // "llama", "qwen2", "qwen3", "phi3", "gemma3" or "gemma2"
     int dim, n_layer, n_head, n_kv_head, ffn_dim;
     int head_dim;            // attention.key_length (= value_length); 0: dim / n_head, no key
-                             // written (qwen3 and gemma3 always write it)
+                             // written (qwen3 and gemma always write it)
     int n_vocab;             // used when vocab_from is NULL
     int n_ctx;
     float rope_base, rms_eps;
-    bool tied;               // no output.weight (gemma3: always)
+    bool tied;               // no output.weight (gemma: always)
     uint32_t type;           // type of the layer matrices
     uint32_t embd_type;      // type of token_embd / output
     const char *vocab_from;  // GGUF whose tokenizer.* keys are copied, or NULL
     uint64_t seed;
-    float embd_scale;        // sd of token_embd: 0 = 1 (gemma3: 1/sqrt(dim), as its input is scaled
+    float embd_scale;        // sd of token_embd: 0 = 1 (gemma: 1/sqrt(dim), as its input is scaled
                              // by sqrt(dim)). Tied, it is also the output matrix: at 1 the logits'
                              // sd is about sqrt(dim), a one-hot distribution on which every KL is
                              // 0; 1/sqrt(dim) gives logits near 1.
     // gemma3: layer l is global when (l + 1) is a multiple of swa_pattern, else it sees the last
-    // swa_window positions and turns by rope_base_swa
-    int swa_window;          // 0: 512
-    int swa_pattern;         // 0: 6
-    float rope_base_swa;     // 0: 10000
+    // swa_window positions and turns by rope_base_swa; gemma2: every other layer, the window only
+    int swa_window;          // 0: 512 (gemma2: 4096)
+    int swa_pattern;         // 0: 6 (gemma3 only)
+    float rope_base_swa;     // 0: 10000 (gemma3 only)
+    // gemma2's soft caps of the attention scores and the output logits: 0 = 50 and 30 (as Gemma 2
+    // files have them); < 0: not written (none)
+    float attn_softcap, final_softcap;
     // rope scaling (global layers only on gemma3)
     const char *rope_scaling;   // NULL or "none", "linear", "yarn", "llama3", "longrope"
     float rope_factor;       // linear, yarn: rope.scaling.factor; llama3: the slow pairs' divisor;

@@ -296,12 +296,24 @@ if [ -f "$L3" ] && [ -x /usr/bin/python3 ]; then
         { bad "info names the tensor the forward pass does not read"; cat "$T/out"; }
     set_gguf_str "$L3" "$T/arch.gguf" general.architecture llama llamx
     expect_rc 1 "chat on an unknown architecture" -- "$CABIN" chat -m "$T/arch.gguf" </dev/null
-    one_line_error "arch.gguf: unsupported architecture 'llamx' (supported: llama, qwen2, qwen3, phi3, gemma3)" "an unknown architecture"
+    one_line_error "arch.gguf: unsupported architecture 'llamx' (supported: llama, qwen2, qwen3, phi3, gemma3, gemma2)" "an unknown architecture"
     expect_rc 0 "info on an unknown architecture" -- "$CABIN" info "$T/arch.gguf"
     grep -q "runs *no: .*unsupported architecture 'llamx'" "$T/out" && ok || { bad "info says why it does not run"; cat "$T/out"; }
 else
     skip=$((skip + 1)); echo "skipped: refusals of files: no $L3 or /usr/bin/python3"
 fi
+
+# a Gemma 2 file: info names its window layout and soft caps, and it chats in Gemma's turns
+expect_rc 0 "make-model gemma2" -- "$CABIN" make-model -o "$T/g2.gguf" --arch gemma2 --layers 4 --head-dim 32 --window 6 \
+    --attn-softcap 20 --final-softcap 10
+expect_rc 0 "info on a gemma2 file" -- "$CABIN" info "$T/g2.gguf"
+grep -q "attention *sliding window of 6 on 2 of 4 layers (global: every 2nd; the same rope on every layer): 0,2" "$T/out" &&
+    grep -q "soft caps *attention scores 20 \* tanh(s / 20), logits 10 \* tanh(l / 10)" "$T/out" && grep -q "runs *yes" "$T/out" &&
+    ok || { bad "info on gemma2: window layout and soft caps"; cat "$T/out"; }
+printf 'hi\n/stats\n' | "$CABIN" chat -m "$T/g2.gguf" -n 4 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && grep -q "template gemma\]" "$T/out" && ok || { bad "chat on a gemma2 file renders gemma"; cat "$T/out" "$T/err"; }
+expect_rc 2 "make-model gemma3 with a soft cap" -- "$CABIN" make-model -o "$T/g3.gguf" --arch gemma3 --attn-softcap 20
+one_line_error "soft caps are gemma2's; gemma3 has none" "a soft cap on gemma3"
 
 # eval-assistant on the embedded model: the table, --errors, --free-actions, bad input
 TINY=assets/models/cabin-tiny.gguf

@@ -512,7 +512,7 @@ static void op_attention_case(backend *b[2], enum kv_format f, int n_head, int n
     }
     act2 kp = op_act_rand(b, n_past + n, kv_dim), vp = op_act_rand(b, n_past + n, kv_dim);
     act2 q = op_act_rand(b, n, (int64_t)n_head * hd), o = op_act(b, n, (int64_t)n_head * hd, false);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0 };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0, 0.0f };
     int32_t *slots = xmalloc((size_t)(n_past + n) * sizeof *slots);
     for (int s = 0; s < n_past + n; s++) slots[s] = s;
     for (int i = 0; i < 2; i++) {
@@ -537,9 +537,10 @@ static void op_attention_case(backend *b[2], enum kv_format f, int n_head, int n
 static double op_q_worst[KV_FORMAT_COUNT];   // largest op_attention_q_case difference per format
 
 // window > 0: a sliding-window layer; alt: the layer turns by the cache's second rotation (a
-// gemma3 window layer's base), read from after the first table.
+// gemma3 window layer's base), read from after the first table; softcap > 0: gemma2's soft cap
+// on the scores.
 static void op_attention_q_case(backend *b[2], enum kv_format f, int n_head, int n_kv, int hd, int rope_dim,
-                                bool neox, int n_past, int n, int window, bool alt, const char *tag) {
+                                bool neox, int n_past, int n, int window, bool alt, float softcap, const char *tag) {
     int kv_dim = n_kv * hd, n_ctx = n_past + n + 5;
     kv_cache kv[2];
     errbuf err = {{0}};
@@ -559,7 +560,7 @@ static void op_attention_q_case(backend *b[2], enum kv_format f, int n_head, int
     int cut = n_past / 3;   // the past in batches [0, cut), [cut, n_past), then the new tokens
     int bounds[4] = { 0, cut, n_past, n_past + n };
     act2 q = op_act_rand(b, n, (int64_t)n_head * hd), o = op_act(b, n, (int64_t)n_head * hd, false);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), window };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), window, softcap };
     int32_t *slots = xmalloc((size_t)(n_past + n) * sizeof *slots);
     for (int s = 0; s < n_past + n; s++) slots[s] = s;
     for (int bi = 0; bi < 3; bi++) {
@@ -596,20 +597,23 @@ static void op_check_attention(backend *b[2], const char *tag, bool long_ctx) {
     if (long_ctx) op_attention_case(b, KV_F16, 4, 2, 64, 700, 1, tag);
     static const int qpasts[] = { 0, 20, 150, 290 };
     for (int pi = 0; pi < 4; pi++) {
-        op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, qpasts[pi], 1, 0, false, tag);
-        op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, false, qpasts[pi], 9, 0, false, tag);
-        op_attention_q_case(b, pi % 2 ? KV_Q4 : KV_Q8, 3, 1, 64, 32, true, qpasts[pi], 5, 0, false, tag);   // partial NeoX rope
+        op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, qpasts[pi], 1, 0, false, 0.0f, tag);
+        op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, false, qpasts[pi], 9, 0, false, 0.0f, tag);
+        op_attention_q_case(b, pi % 2 ? KV_Q4 : KV_Q8, 3, 1, 64, 32, true, qpasts[pi], 5, 0, false, 0.0f, tag);   // partial NeoX rope
     }
-    op_attention_q_case(b, KV_F16, 4, 2, 32, 32, false, 150, 3, 0, false, tag);   // f16/f32 keys rotated by slot too
-    op_attention_q_case(b, KV_F32, 3, 1, 64, 32, true, 40, 2, 0, false, tag);
-    if (long_ctx) op_attention_q_case(b, KV_Q4, 4, 2, 64, 64, false, 700, 1, 0, false, tag);
+    op_attention_q_case(b, KV_F16, 4, 2, 32, 32, false, 150, 3, 0, false, 0.0f, tag);   // f16/f32 keys rotated by slot too
+    op_attention_q_case(b, KV_F32, 3, 1, 64, 32, true, 40, 2, 0, false, 0.0f, tag);
+    if (long_ctx) op_attention_q_case(b, KV_Q4, 4, 2, 64, 64, false, 700, 1, 0, false, 0.0f, tag);
     // sliding-window layers (a window shorter than the context, over a prefill that crosses it),
     // and a layer turning by the second table
-    op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, 150, 9, 37, true, tag);
-    op_attention_q_case(b, KV_F16, 3, 1, 64, 64, true, 290, 5, 64, true, tag);
-    op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, true, 20, 9, 8, false, tag);
-    op_attention_q_case(b, KV_F32, 4, 2, 32, 0, false, 40, 3, 4, false, tag);
-    if (long_ctx) op_attention_q_case(b, KV_F16, 4, 2, 64, 64, false, 700, 1, 100, true, tag);
+    op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, false, 150, 9, 37, true, 0.0f, tag);
+    op_attention_q_case(b, KV_F16, 3, 1, 64, 64, true, 290, 5, 64, true, 0.0f, tag);
+    op_attention_q_case(b, KV_Q4, 4, 2, 32, 32, true, 20, 9, 8, false, 0.0f, tag);
+    op_attention_q_case(b, KV_F32, 4, 2, 32, 0, false, 40, 3, 4, false, 0.0f, tag);
+    // gemma2's soft caps, on a window layer and on a global one
+    op_attention_q_case(b, KV_F16, 4, 2, 32, 32, true, 60, 7, 16, false, 2.0f, tag);
+    op_attention_q_case(b, KV_Q8, 4, 2, 32, 32, true, 140, 1, 0, false, 1.0f, tag);
+    if (long_ctx) op_attention_q_case(b, KV_F16, 4, 2, 64, 64, false, 700, 1, 100, true, 0.0f, tag);
     printf("note: %s attention over built caches vs %s: rel diff q8 %.3g, q4 %.3g, f16 %.3g, f32 %.3g\n", tag,
            b[0]->name, op_q_worst[KV_Q8], op_q_worst[KV_Q4], op_q_worst[KV_F16], op_q_worst[KV_F32]);
     memset(op_q_worst, 0, sizeof op_q_worst);

@@ -5,7 +5,8 @@
 // default, CABIN_TEST_SEED=N or =random): odd lengths, depths on and across key-group (128-slot) and
 // tile (64-slot) boundaries, recent windows of several sizes, prefill blocks longer than the
 // 16-query block, grouped-query heads 1..7, head dims off the vector width, heads straddling
-// value groups, RoPE interleaved / NeoX / partial / none, entropy-style masks and tracking. A
+// value groups, RoPE interleaved / NeoX / partial / none, entropy-style masks and tracking, soft
+// caps on the scores (gemma2). A
 // window layer runs twice: stored whole, and kept in a ring of window + batch - 1 rows (which the
 // writes wrap around), whose outputs must equal those of a whole cache of the ring's rows.
 #include "engine/backend.h"
@@ -23,6 +24,7 @@ typedef struct {
     int n_head, n_kv, hd, rope_dim, neox, n_past, n, recent;
     int masked, track;
     int window;          // > 0: a sliding-window layer (attn_params.window)
+    float softcap;       // > 0: scores become softcap * tanh(s / softcap)
 } acase;
 
 // The CPU backend's activations start with their data pointer (engine/cpu/backend_cpu.c).
@@ -34,7 +36,7 @@ static void run_backend(backend *b, kv_cache *kv, const acase *c, const float *Q
     if (kv->mass) memset(kv->mass, 0, sizeof(float) * (size_t)c->n_head * kv->n_ctx);
     bk_act *qa = b->act_new(b, c->n, qd), *oa = b->act_new(b, c->n, qd);
     memcpy(((cpu_act_view *)qa)->data, Q, sizeof(float) * (size_t)c->n * qd);
-    attn_params ap = { c->n_head, c->n_kv, c->hd, 1.0f / sqrtf((float)c->hd), c->window };
+    attn_params ap = { c->n_head, c->n_kv, c->hd, 1.0f / sqrtf((float)c->hd), c->window, c->softcap };
     b->attention(b, qa, kv, 0, c->n, c->n_past, &ap, oa);
     b->act_read(b, oa, 0, c->n, out);
     if (mass && kv->mass) memcpy(mass, kv->mass, sizeof(float) * (size_t)c->n_head * kv->n_ctx);
@@ -61,7 +63,9 @@ static void run_naive(const kv_cache *kv, const acase *c, const float *Q, float 
             for (int s = 0; s < ctx; s++) {
                 double d = 0;
                 for (int i = 0; i < c->hd; i++) d += (double)q[i] * K[(size_t)s * D + kvh * c->hd + i];
-                p[s] = (mask && mask[s]) || s < first ? -INFINITY : d / sqrt((double)c->hd);
+                d /= sqrt((double)c->hd);
+                if (c->softcap > 0) d = c->softcap * tanh(d / c->softcap);
+                p[s] = (mask && mask[s]) || s < first ? -INFINITY : d;
                 mx = p[s] > mx ? p[s] : mx;
             }
             for (int s = 0; s < ctx; s++) { p[s] = mx == -INFINITY ? 0 : exp(p[s] - mx); sum += p[s]; }
@@ -121,6 +125,7 @@ static void run_case(backend *const *fasts, int n_fast, backend *ref, enum kv_fo
         kv.mask = xcalloc((size_t)c->n_kv * n_ctx, 1);
         for (int i = 0; i < c->n_kv * n_ctx; i++) kv.mask[i] = rng_int(5) == 0;
         kv.mask[(size_t)(c->n_kv - 1) * n_ctx] = 1;
+        if (ring) whole.mask = memcpy(xmalloc((size_t)c->n_kv * n_ctx), kv.mask, (size_t)c->n_kv * n_ctx);
     }
     // keys with a few outlier channels (what per-channel groups are for), values plain
     float *k = xmalloc(sizeof(float) * D), *v = xmalloc(sizeof(float) * D), *chs = xmalloc(sizeof(float) * D);
@@ -185,13 +190,15 @@ int main(void) {
     // fixed shapes: smollm-like decode, NeoX prefill across the query block, partial rope with a
     // head dim off the vector width, no rope, 7 query heads per kv head with masks and tracking,
     // heads straddling value groups (kv_dim 320: groups of 160), odd head dim (q4 codes of a head
-    // starting mid-byte), sliding windows (16 slots under a 20-token prefill, 40 under 17)
+    // starting mid-byte), sliding windows (16 slots under a 20-token prefill, 40 under 17), soft
+    // caps (one under a window)
     const acase fixed[] = {
-        { 9, 3, 64, 64, 0, 300, 1, 32, 0, 0, 0 },   { 9, 3, 64, 64, 0, 127, 1, 32, 0, 0, 0 },
-        { 9, 3, 64, 64, 0, 128, 1, 32, 0, 1, 0 },   { 4, 2, 32, 32, 1, 517, 20, 16, 0, 0, 16 },
-        { 8, 1, 40, 20, 0, 129, 3, 5, 0, 0, 0 },    { 4, 4, 128, 0, 0, 255, 1, 32, 0, 0, 0 },
-        { 14, 2, 64, 64, 1, 383, 2, 32, 1, 1, 0 },  { 10, 5, 64, 64, 0, 260, 17, 32, 0, 0, 40 },
-        { 2, 2, 33, 0, 0, 200, 2, 7, 0, 0, 0 },     { 6, 3, 64, 48, 0, 0, 37, 32, 1, 1, 0 },
+        { 9, 3, 64, 64, 0, 300, 1, 32, 0, 0, 0, 0 },   { 9, 3, 64, 64, 0, 127, 1, 32, 0, 0, 0, 0 },
+        { 9, 3, 64, 64, 0, 128, 1, 32, 0, 1, 0, 0 },   { 4, 2, 32, 32, 1, 517, 20, 16, 0, 0, 16, 0 },
+        { 8, 1, 40, 20, 0, 129, 3, 5, 0, 0, 0, 0 },    { 4, 4, 128, 0, 0, 255, 1, 32, 0, 0, 0, 0 },
+        { 14, 2, 64, 64, 1, 383, 2, 32, 1, 1, 0, 0 },  { 10, 5, 64, 64, 0, 260, 17, 32, 0, 0, 40, 0 },
+        { 2, 2, 33, 0, 0, 200, 2, 7, 0, 0, 0, 0 },     { 6, 3, 64, 48, 0, 0, 37, 32, 1, 1, 0, 0 },
+        { 8, 4, 64, 64, 1, 300, 19, 32, 0, 1, 0, 1.5f }, { 4, 2, 32, 32, 1, 90, 1, 16, 0, 0, 24, 3.0f },
     };
     const enum kv_format fmts[] = { KV_F16, KV_Q8, KV_Q4, KV_F32 };
     int cases = 0;
@@ -216,6 +223,7 @@ int main(void) {
         c.masked = rng_int(4) == 0;
         c.track = rng_int(3) == 0;
         c.window = rng_int(3) == 0 ? 1 + rng_int(96) : 0;
+        c.softcap = rng_int(4) == 0 ? 2.5f + 2.0f * rng_uniform() : 0.0f;   // 0.5 .. 4.5
         enum kv_format f = fmts[rng_int(4)];
         run_case(fasts, n_fast, ref, f, &c, false);
         if (c.window) run_case(fasts, n_fast, ref, f, &c, true), cases++;

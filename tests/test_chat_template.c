@@ -375,6 +375,8 @@ static void test_detect(void) {
     bool unrecognised = true;
     CHECK(strcmp(chat_template_for_file(NULL, "gemma3", &unrecognised)->name, "gemma") == 0 && !unrecognised,
           "a Gemma file without a template: gemma");
+    CHECK(strcmp(chat_template_for_file(NULL, "gemma2", &unrecognised)->name, "gemma") == 0 && !unrecognised,
+          "a Gemma 2 file without a template: gemma");
     CHECK(strcmp(chat_template_for_file("{{ weird }}", "gemma3", &unrecognised)->name, "plain") == 0 && unrecognised,
           "a template not recognised: plain, said");
     CHECK(strcmp(chat_template_for_file(NULL, "llama", &unrecognised)->name, "plain") == 0 && !unrecognised,

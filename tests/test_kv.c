@@ -172,7 +172,7 @@ static void attention_run(backend *b, enum kv_format f, int n_head, int n_kv, in
     b->act_write(b, ka, 0, total, K);
     b->act_write(b, va, 0, total, V);
     b->act_write(b, qa, 0, n, Q);
-    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0 };
+    attn_params ap = { n_head, n_kv, hd, 1.0f / sqrtf((float)hd), 0, 0.0f };
     b->begin_batch(b);
     b->kv_store(b, &kv, 0, ka, va, total, slots);
     b->attention(b, qa, &kv, 0, n, n_past, &ap, oa);

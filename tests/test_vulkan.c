@@ -281,8 +281,8 @@ int main(void) {
     else {
         backend *b4[2] = { cpu, um };
         op_check_kv_store(b4, "unmapped");
-        op_attention_q_case(b4, KV_Q4, 4, 2, 32, 32, false, 290, 9, 0, false, "unmapped");
-        op_attention_q_case(b4, KV_Q8, 3, 1, 64, 32, true, 150, 1, 40, true, "unmapped");   // a window layer's second rope table, uploaded through staging
+        op_attention_q_case(b4, KV_Q4, 4, 2, 32, 32, false, 290, 9, 0, false, 0.0f, "unmapped");
+        op_attention_q_case(b4, KV_Q8, 3, 1, 64, 32, true, 150, 1, 40, true, 0.0f, "unmapped");   // a window layer's second rope table, uploaded through staging
         op_check_matmul(b4, "unmapped");   // activations written through staging buffers
         CHECK(backend_vulkan_validation_errors(um) == 0, "validation errors: %d", backend_vulkan_validation_errors(um));
         backend_destroy(um);

@@ -147,6 +147,7 @@ typedef struct attn_pc {
     float scale;
     uint32_t span, half, neox, rope, use_mask, mask_n, layer, n_ctx, last_off;
     uint32_t window, rope_off;   // attn_params.window (0: none); floats before the layer's rope table
+    float softcap;               // attn_params.softcap (0: none)
 } attn_pc;
 
 void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n, int n_past,
@@ -189,7 +190,7 @@ void vk_op_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, int n
                    (uint32_t)((n_ctx + nz - 1) / nz), (uint32_t)(rd / 2), kv->shape.rope_neox ? 1u : 0u, rd ? 1u : 0u,
                    mask ? 1u : 0u, (uint32_t)(mask ? kd->mask_n : 0), (uint32_t)layer, (uint32_t)kv->n_ctx,
                    (uint32_t)((size_t)kv->n_layer * (size_t)p->n_head * (size_t)kv->n_ctx),
-                   (uint32_t)(p->window > 0 ? p->window : 0), rope_off };
+                   (uint32_t)(p->window > 0 ? p->window : 0), rope_off, p->softcap > 0.0f ? p->softcap : 0.0f };
     int f = kv_layer_format(kv, layer);
     vk_bind ml = whole(&v->attn_ml, true);
     vk_prof_begin(v);

@@ -285,6 +285,12 @@ typedef struct attn_job {
     bool track;
 } attn_job;
 
+// gemma2's soft cap on `group` rows of n scores (at stride ld): s = cap * tanh(s / cap).
+static void softcap_rows(float *rows, int group, int64_t ld, int n, float cap) {
+    for (int g = 0; g < group; g++)
+        for (int i = 0; i < n; i++) rows[g * ld + i] = cap * tanhf(rows[g * ld + i] / cap);
+}
+
 // The first slot a token whose context is [0, ctx) sees: 0, or ctx - window on a window layer.
 static int window_first(const attn_params *p, int ctx) { return p->window > 0 && ctx > p->window ? ctx - p->window : 0; }
 
@@ -320,6 +326,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
                 const float *q = j->q->data + (int64_t)t * j->q->cols + (int64_t)kvh * group * hd;
                 float *rows = sc + (size_t)(t - t0) * group * n_max + s0;
                 k->attn_scores_t(q, group, ktile, ATT_TS, nt, hd, p->scale, rows, n_max);
+                if (p->softcap > 0.0f) softcap_rows(rows, group, n_max, nt, p->softcap);
                 if (mask)
                     for (int g = 0; g < group; g++)
                         for (int i = 0; i < nt; i++)

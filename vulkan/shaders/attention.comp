@@ -49,6 +49,7 @@ layout(push_constant) uniform PC {
     uint last_off;              // statistics: offset of `last` after the mass in O
     uint window;                // > 0: token t sees slots (n_past + t + 1 - window, n_past + t] only
     uint rope_off;              // floats before this layer's table in RT
+    float softcap;              // > 0: scores become softcap * tanh(score / softcap) (gemma2)
 } pc;
 
 // ---- reading the store (layout: kvq.glsl) ----
@@ -92,7 +93,7 @@ bool masked(uint kvh, uint s) {
     return ((MK[b >> 2] >> ((b & 3u) * 8u)) & 255u) != 0u;
 }
 
-// q_s . rope(K[s] of the head at channel kvo, s) * scale
+// q_s . rope(K[s] of the head at channel kvo, s) * scale, soft-capped when asked
 float score_at(uint s, uint kvo) {
     float dot_ = 0.0;
     uint rd = 0u;
@@ -106,7 +107,8 @@ float score_at(uint s, uint kvo) {
         }
     }
     for (uint d = rd; d < pc.head_dim; d++) dot_ += q_s[d] * key_at(s, kvo + d);
-    return dot_ * pc.scale;
+    float sc = dot_ * pc.scale;
+    return pc.softcap > 0.0 ? pc.softcap * tanh(sc / pc.softcap) : sc;
 }
 
 // The first slot a token whose context is [0, n_ctx) sees: 0, or n_ctx - window on a window layer.
