@@ -188,13 +188,18 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
 //   dot = x.d * (d * Σ_g scale_g Σ_{i in g} q_i x_i  -  dmin * Σ_g min_g (x sums of group g))
 // A load's low nibbles belong to group 2jp and its high ones to 2jp+1; the high ones are
 // multiplied as they lie (16 q) and the sum shifted back, exact since every term has the 16.
+// Q5_K unit: Q4_K's, then the fifth bits (qh, 32 bytes a row) chunked: the chunk of qh at the
+// same position as a nibble chunk holds that chunk's fifth bits, bit 2jp for the low nibbles and
+// 2jp+1 for the high ones; each is moved to bit 4 of its byte and or-ed onto the nibble, so the
+// codes are 0..31 and the high ones are shifted down rather than multiplied as they lie (16 q
+// would overflow a byte). The same sums as Q4_K's.
 // Q6_K unit: d[16] (fp16), scale[16][16] (int8), then planes X, Y, Z (64 bytes a row each,
 // chunked; engine/cpu/pack_r16.c): byte l of half h carries the codes of weights 128h + 32p + l,
 // p = 0, 1, 2 in its low 6 bits and two bits of p = 3's in its top two. Per super-block:
 //   dot = x.d * d * Σ_s scale_s (Σ_{i in s} q_i x_i  -  32 Σ_{i in s} x_i), q = 6-bit code
 // over 16 groups of 16; each group's int32 sum starts at -32 times its activation sum.
 
-enum { TMK = 4, Q4K_UNIT = 2368, Q6K_UNIT = 3392 };
+enum { TMK = 4, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392 };
 
 INLINE __m512i bcast_i32(const int8_t *p) {
     int32_t v;
@@ -259,6 +264,55 @@ INLINE void tile_q4_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
     UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
 }
 
+INLINE void tile_q5_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                      int64_t ldy, __mmask16 store, const int T) {
+    const block_q8_k *xr[TMK];
+    __m512 acc[TMK];
+    UNROLL for (int t = 0; t < T; t++) {
+        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *u = gw + (size_t)sb * Q5K_UNIT, *sc = u + 64, *mn = u + 192, *qs = u + 320, *qh = u + 2368;
+        __m512i isum[TMK];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int jp = 0; jp < 4; jp++) {
+            prefetch_unit(u, Q5K_UNIT, jp);
+            const __m128i shift = _mm_cvtsi32_si128(2 * jp);   // bits 2jp, 2jp+1 of each byte to bits 0, 1
+            __m512i slo[TMK], shi[TMK];
+            UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm512_setzero_si512();
+            UNROLL for (int c = 0; c < 8; c++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * jp + c) * 64));
+                const __m512i h = _mm512_srl_epi16(_mm512_loadu_si512((const void *)(qh + (size_t)c * 64)), shift);
+                const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), b4));
+                const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                   _mm512_and_si512(_mm512_slli_epi16(h, 3), b4));
+                UNROLL for (int t = 0; t < T; t++) {
+                    slo[t] = _mm512_dpbusd_epi32(slo[t], lo, bcast_i32(xr[t][sb].qs + 64 * jp + 4 * c));
+                    shi[t] = _mm512_dpbusd_epi32(shi[t], hi, bcast_i32(xr[t][sb].qs + 64 * jp + 32 + 4 * c));
+                }
+            }
+            const __m512i s0 = u8_lanes(sc + 2 * jp * 16), s1 = u8_lanes(sc + (2 * jp + 1) * 16);
+            UNROLL for (int t = 0; t < T; t++)
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s0),
+                                                                     _mm512_mullo_epi32(shi[t], s1)));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const int16_t *bs = xr[t][sb].bsums;
+            __m512i msum = _mm512_setzero_si512();
+            UNROLL for (int j = 0; j < 8; j++)
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + j * 16), _mm512_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
+            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+}
+
 INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
                       int64_t ldy, __mmask16 store, const int T) {
     const block_q8_k *xr[TMK];
@@ -307,7 +361,9 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
 
 TILE_FN(q4_k, 1) TILE_FN(q4_k, 2) TILE_FN(q4_k, 3) TILE_FN(q4_k, 4)
 TILE_FN(q6_k, 1) TILE_FN(q6_k, 2) TILE_FN(q6_k, 3) TILE_FN(q6_k, 4)
+TILE_FN(q5_k, 1) TILE_FN(q5_k, 2) TILE_FN(q5_k, 3) TILE_FN(q5_k, 4)
 static const tile_fn tiles_q4_k[TMK] = { tile_q4_k_1, tile_q4_k_2, tile_q4_k_3, tile_q4_k_4 };
+static const tile_fn tiles_q5_k[TMK] = { tile_q5_k_1, tile_q5_k_2, tile_q5_k_3, tile_q5_k_4 };
 static const tile_fn tiles_q6_k[TMK] = { tile_q6_k_1, tile_q6_k_2, tile_q6_k_3, tile_q6_k_4 };
 
 // Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
@@ -336,6 +392,12 @@ void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
     matmul_kquant_r16(tiles_q6_k, Q6K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_kquant_r16(tiles_q5_k, Q5K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,

@@ -13,6 +13,7 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q4_0: return 64 + 2 * R16 * 16;                     // 576
     case WT_Q8_0: return 64 + 2 * R16 * 32;                     // 1088
     case WT_Q4_K: return 4 * R16 + 2 * 8 * R16 + R16 * 128;     // 2368
+    case WT_Q5_K: return 4 * R16 + 2 * 8 * R16 + R16 * 160;     // 2880
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
     case WT_BF16: return R16 * 64;                              // 1024
     default: return 0;
@@ -20,7 +21,7 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
 }
 
 static int64_t unit_weights(uint32_t type) {
-    return type == WT_Q4_K || type == WT_Q6_K ? 256 : type == WT_BF16 ? 32 : 64;
+    return type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K ? 256 : type == WT_BF16 ? 32 : 64;
 }
 
 bool cpu_r16_type(uint32_t type) { return cpu_r16_unit_bytes(type) != 0; }
@@ -43,12 +44,22 @@ static void pack_q_legacy(uint8_t *u, int i, const uint8_t *row, int64_t b, size
     put_chunks(u + 2 * R16 * 2 + (size_t)(b % 2) * R16 * payload, i, blk + 2, payload);
 }
 
-static void pack_q4_k(uint8_t *u, int i, const block_q4_k *blk) {
-    memcpy(u + (size_t)i * 2, &blk->d, 2);
-    memcpy(u + 2 * R16 + (size_t)i * 2, &blk->dmin, 2);
-    for (int j = 0; j < 8; j++)
-        kquant_scale_min(j, blk->scales, &u[4 * R16 + j * R16 + i], &u[4 * R16 + 8 * R16 + j * R16 + i]);
-    put_chunks(u + 4 * R16 + 16 * R16, i, blk->qs, 128);
+// Q4_K's unit from the parts Q4_K and Q5_K share: d, dmin, the unpacked scales and mins, nibbles.
+static void pack_k_nibbles(uint8_t *u, int i, uint16_t d, uint16_t dmin, const uint8_t scales[12],
+                           const uint8_t qs[128]) {
+    memcpy(u + (size_t)i * 2, &d, 2);
+    memcpy(u + 2 * R16 + (size_t)i * 2, &dmin, 2);
+    for (int j = 0; j < 8; j++) kquant_scale_min(j, scales, &u[4 * R16 + j * R16 + i], &u[4 * R16 + 8 * R16 + j * R16 + i]);
+    put_chunks(u + 4 * R16 + 16 * R16, i, qs, 128);
+}
+
+static void pack_q4_k(uint8_t *u, int i, const block_q4_k *blk) { pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs); }
+
+// Q5_K: Q4_K's unit, then the 32 bytes of fifth bits chunked (byte l's bit j is the fifth bit of
+// weight 32j + l, whose nibble is in byte 32(j/2) + l: the same chunk position as that nibble's).
+static void pack_q5_k(uint8_t *u, int i, const block_q5_k *blk) {
+    pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs);
+    put_chunks(u + 4 * R16 + 16 * R16 + 128 * R16, i, blk->qh, 32);
 }
 
 // Q6_K: the 6-bit codes regrouped so that three bytes carry four codes with the least
@@ -89,6 +100,10 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q4_K:
                 for (int64_t b = 0; b < k / 256; b++)
                     pack_q4_k(gu + (size_t)b * unit, i, (const block_q4_k *)(const void *)row + b);
+                break;
+            case WT_Q5_K:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_q5_k(gu + (size_t)b * unit, i, (const block_q5_k *)(const void *)row + b);
                 break;
             case WT_Q6_K:
                 for (int64_t b = 0; b < k / 256; b++)
