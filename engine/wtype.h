@@ -69,6 +69,8 @@ void quantize_row_fp8(const float *src, void *dst, int64_t n);
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } block_q8_k;
 // Q4_K/Q5_K: the (scale, min) pair j (0..7) of a block's packed 12 bytes.
 void kquant_scale_min(int j, const uint8_t q[12], uint8_t *sc, uint8_t *mn);
+// Q3_K: the 6-bit scale s (0..15) of a block's packed 12 bytes, before its offset of 32.
+int q3_k_scale(int s, const uint8_t q[12]);
 
 typedef void (*wtype_to_f32_fn)(const void *src, float *dst, int64_t n);   // n % block_size == 0
 typedef void (*wtype_from_f32_fn)(const float *src, void *dst, int64_t n); // reference quantizer

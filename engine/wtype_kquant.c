@@ -31,6 +31,10 @@ WTYPE_CODES_DEFINE(q2_k, block_q2_k, QK_K, 16, 0, 3, true, q2_k_decode)
 // Q3_K: w = d * (scale - 32) * q. The 16 six-bit scales in 12 bytes: scale s has its low 4 bits
 // in byte s%8 (nibble s/8) and its high 2 bits in byte 8 + s%4 (bits 2*(s/4), +1). q is 2 low
 // bits, minus 4 where the group of 32's hmask bit is clear.
+int q3_k_scale(int s, const uint8_t q[12]) {
+    return ((q[s % 8] >> (4 * (s / 8))) & 0x0f) | ((q[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
+}
+
 WTYPE_DECODER void q3_k_decode(const block_q3_k *b, const wtype_codes_out *c) {
     const float d = fp16_to_f32(b->d);
     const uint8_t *q = b->qs;
@@ -40,9 +44,7 @@ WTYPE_DECODER void q3_k_decode(const block_q3_k *b, const wtype_codes_out *c) {
     for (int half = 0; half < 2; half++, q += 32)
         for (int shift = 0; shift < 8; shift += 2, m <<= 1)
             for (int part = 0; part < 2; part++, s++, code += 16) {
-                const int lo = (b->scales[s % 8] >> (4 * (s / 8))) & 0x0f;
-                const int hi = (b->scales[8 + s % 4] >> (2 * (s / 4))) & 3;
-                c->scale[s] = d * (float)((lo | hi << 4) - 32);
+                c->scale[s] = d * (float)(q3_k_scale(s, b->scales) - 32);
                 for (int l = 0; l < 16; l++) {
                     const int k = l + 16 * part;
                     code[l] = (int8_t)(((q[k] >> shift) & 3) - ((b->hmask[k] & m) ? 0 : 4));

@@ -193,6 +193,10 @@ void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q3_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_iq4_xs_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                              size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
 // processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
@@ -211,12 +215,17 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //   Q4_K (a 256-weight super-block): d[16], dmin[16] (fp16), the 8 six-bit scales and then the 8
 //     mins unpacked to bytes, [j][row], then the 128 bytes of nibbles chunked. 2368 bytes.
 //   Q5_K (a super-block): Q4_K's unit, then the 32 bytes of fifth bits (qh) chunked. 2880 bytes.
+//   Q3_K (a super-block): d[16] (fp16), scales [16][row] (int8, ls - 32), then the 64 bytes of
+//     2-bit codes and the 32 bytes of high bits (hmask) a row, each chunked, 32 bytes of padding.
+//     1856 bytes.
+//   IQ4_XS (a super-block): d[16] (fp16), scales [8][row] (int8, ls - 32), then the codebook
+//     indices in Q4_K's nibble order, 128 bytes a row chunked, 32 bytes of padding. 2240 bytes.
 //   Q6_K (a super-block): d[16] (fp16), scales [16][row] (int8), then the 6-bit codes as three
 //     planes of 64 bytes a row, each chunked (four codes in three bytes, engine/cpu/pack_r16.c),
 //     32 bytes of padding. 3392 bytes.
 //   BF16 (32 weights; the row's end padded with zeros): its 64 bytes a row chunked, so a chunk
 //     is one pair of weights. 1024 bytes.
-bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16
+bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,

@@ -14,6 +14,8 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q8_0: return 64 + 2 * R16 * 32;                     // 1088
     case WT_Q4_K: return 4 * R16 + 2 * 8 * R16 + R16 * 128;     // 2368
     case WT_Q5_K: return 4 * R16 + 2 * 8 * R16 + R16 * 160;     // 2880
+    case WT_IQ4_XS: return 2 * R16 + 8 * R16 + R16 * 128 + 32;  // 2240 (32 bytes of padding)
+    case WT_Q3_K: return 2 * R16 + 16 * R16 + R16 * 96 + 32;    // 1856 (32 bytes of padding)
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
     case WT_BF16: return R16 * 64;                              // 1024
     default: return 0;
@@ -21,7 +23,8 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
 }
 
 static int64_t unit_weights(uint32_t type) {
-    return type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K ? 256 : type == WT_BF16 ? 32 : 64;
+    return type == WT_Q3_K || type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K || type == WT_IQ4_XS ? 256
+         : type == WT_BF16 ? 32 : 64;
 }
 
 bool cpu_r16_type(uint32_t type) { return cpu_r16_unit_bytes(type) != 0; }
@@ -60,6 +63,35 @@ static void pack_q4_k(uint8_t *u, int i, const block_q4_k *blk) { pack_k_nibbles
 static void pack_q5_k(uint8_t *u, int i, const block_q5_k *blk) {
     pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs);
     put_chunks(u + 4 * R16 + 16 * R16 + 128 * R16, i, blk->qh, 32);
+}
+
+// IQ4_XS: d, the eight 6-bit scales less their offset of 32 (int8), then the 4-bit codebook indices
+// in Q4_K's order (byte l of pair p: the index of weight 64p + l low, of weight 64p + 32 + l high;
+// the block keeps those of weights 32s + j and 32s + 16 + j in byte 16s + j), chunked.
+static void pack_iq4_xs(uint8_t *u, int i, const block_iq4_xs *blk) {
+    memcpy(u + (size_t)i * 2, &blk->d, 2);
+    for (int s = 0; s < 8; s++) {
+        const int ls = ((blk->scales_l[s / 2] >> 4 * (s % 2)) & 0x0f) | ((blk->scales_h >> 2 * s) & 3) << 4;
+        u[2 * R16 + s * R16 + i] = (uint8_t)(int8_t)(ls - 32);
+    }
+    uint8_t idx[256], qs[128];
+    for (int s = 0; s < 8; s++)
+        for (int j = 0; j < 16; j++) {
+            idx[32 * s + j] = blk->qs[16 * s + j] & 0x0f;
+            idx[32 * s + 16 + j] = blk->qs[16 * s + j] >> 4;
+        }
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++) qs[32 * p + l] = (uint8_t)(idx[64 * p + l] | idx[64 * p + 32 + l] << 4);
+    put_chunks(u + 10 * R16, i, qs, 128);
+}
+
+// Q3_K: d, the sixteen 6-bit scales less their offset of 32 (int8), then its 64 bytes of 2-bit
+// codes and its 32 bytes of high bits (hmask) a row, each chunked as the block has them.
+static void pack_q3_k(uint8_t *u, int i, const block_q3_k *blk) {
+    memcpy(u + (size_t)i * 2, &blk->d, 2);
+    for (int s = 0; s < 16; s++) u[2 * R16 + s * R16 + i] = (uint8_t)(int8_t)(q3_k_scale(s, blk->scales) - 32);
+    put_chunks(u + 18 * R16, i, blk->qs, 64);
+    put_chunks(u + 18 * R16 + 64 * R16, i, blk->hmask, 32);
 }
 
 // Q6_K: the 6-bit codes regrouped so that three bytes carry four codes with the least
@@ -104,6 +136,14 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q5_K:
                 for (int64_t b = 0; b < k / 256; b++)
                     pack_q5_k(gu + (size_t)b * unit, i, (const block_q5_k *)(const void *)row + b);
+                break;
+            case WT_Q3_K:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_q3_k(gu + (size_t)b * unit, i, (const block_q3_k *)(const void *)row + b);
+                break;
+            case WT_IQ4_XS:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_iq4_xs(gu + (size_t)b * unit, i, (const block_iq4_xs *)(const void *)row + b);
                 break;
             case WT_Q6_K:
                 for (int64_t b = 0; b < k / 256; b++)
