@@ -193,6 +193,8 @@ void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
+void matmul_q2_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q3_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                             size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_iq4_xs_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
@@ -215,6 +217,8 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //   Q4_K (a 256-weight super-block): d[16], dmin[16] (fp16), the 8 six-bit scales and then the 8
 //     mins unpacked to bytes, [j][row], then the 128 bytes of nibbles chunked. 2368 bytes.
 //   Q5_K (a super-block): Q4_K's unit, then the 32 bytes of fifth bits (qh) chunked. 2880 bytes.
+//   Q2_K (a super-block): d[16], dmin[16] (fp16), scales [16][row] then mins [16][row] (u8, 4-bit),
+//     then the 64 bytes of 2-bit codes a row chunked. 1600 bytes.
 //   Q3_K (a super-block): d[16] (fp16), scales [16][row] (int8, ls - 32), then the 64 bytes of
 //     2-bit codes and the 32 bytes of high bits (hmask) a row, each chunked, 32 bytes of padding.
 //     1856 bytes.
@@ -225,7 +229,7 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //     32 bytes of padding. 3392 bytes.
 //   BF16 (32 weights; the row's end padded with zeros): its 64 bytes a row chunked, so a chunk
 //     is one pair of weights. 1024 bytes.
-bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, BF16
+bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q2_K..Q6_K, IQ4_XS, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,

@@ -193,6 +193,10 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
 // 2jp+1 for the high ones; each is moved to bit 4 of its byte and or-ed onto the nibble, so the
 // codes are 0..31 and the high ones are shifted down rather than multiplied as they lie (16 q
 // would overflow a byte). The same sums as Q4_K's.
+// Q2_K unit: d[16], dmin[16] (fp16), scale[16][16], min[16][16] (u8), then the 2-bit codes (64
+// bytes a row, chunked as the block has them: weight 128n + 32j + l at bits 2j of byte 32n + l).
+// Per super-block, over 16 groups of 16:
+//   dot = x.d * (d * Σ_s scale_s Σ_{i in s} q_i x_i  -  dmin * Σ_s min_s Σ_{i in s} x_i)
 // Q3_K unit: d[16] (fp16), scale[16][16] (int8, ls - 32), then the 2-bit codes (64 bytes a row)
 // and the high bits (hmask, 32 bytes a row), chunked as the block has them: weight 128n + 32j + l
 // has its 2 bits at bits 2j of byte 32n + l and its high bit at bit 4n + j of hmask byte l. The
@@ -209,7 +213,7 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
 //   dot = x.d * d * Σ_s scale_s (Σ_{i in s} q_i x_i  -  32 Σ_{i in s} x_i), q = 6-bit code
 // over 16 groups of 16; each group's int32 sum starts at -32 times its activation sum.
 
-enum { TMK = 4, Q3K_UNIT = 1856, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392, IQ4XS_UNIT = 2240 };
+enum { TMK = 4, Q2K_UNIT = 1600, Q3K_UNIT = 1856, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392, IQ4XS_UNIT = 2240 };
 
 INLINE __m512i bcast_i32(const int8_t *p) {
     int32_t v;
@@ -315,6 +319,55 @@ INLINE void tile_q5_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
             __m512i msum = _mm512_setzero_si512();
             UNROLL for (int j = 0; j < 8; j++)
                 msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + j * 16), _mm512_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
+            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+}
+
+INLINE void tile_q2_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                      int64_t ldy, __mmask16 store, const int T) {
+    const block_q8_k *xr[TMK];
+    __m512 acc[TMK];
+    UNROLL for (int t = 0; t < T; t++) {
+        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m128i shift[4];                 // the 2-bit codes of j at bits 2j
+    for (int j = 0; j < 4; j++) shift[j] = _mm_cvtsi32_si128(2 * j);
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *u = gw + (size_t)sb * Q2K_UNIT, *sc = u + 64, *mn = u + 320, *qs = u + 576;
+        __m512i isum[TMK];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; n++) {
+            prefetch_unit(u, Q2K_UNIT, 2 * n);
+            prefetch_unit(u, Q2K_UNIT, 2 * n + 1);
+            __m512i s[TMK][8];        // groups 8n + 2j + p
+            UNROLL for (int t = 0; t < T; t++) UNROLL for (int g = 0; g < 8; g++) s[t][g] = _mm512_setzero_si512();
+            UNROLL for (int c = 0; c < 8; c++) {
+                const __m512i q = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * n + c) * 64));
+                UNROLL for (int j = 0; j < 4; j++) {
+                    const __m512i code = _mm512_and_si512(_mm512_srl_epi16(q, shift[j]), m3);
+                    UNROLL for (int t = 0; t < T; t++)
+                        s[t][2 * j + c / 4] = _mm512_dpbusd_epi32(s[t][2 * j + c / 4], code,
+                                                                  bcast_i32(xr[t][sb].qs + 128 * n + 32 * j + 4 * c));
+                }
+            }
+            UNROLL for (int g = 0; g < 8; g++) {
+                const __m512i scv = u8_lanes(sc + (size_t)(8 * n + g) * 16);
+                UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][g], scv));
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const int16_t *bs = xr[t][sb].bsums;
+            __m512i msum = _mm512_setzero_si512();
+            UNROLL for (int g = 0; g < 16; g++)
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + g * 16), _mm512_set1_epi32(bs[g])));
             const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
             acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
@@ -465,10 +518,12 @@ TILE_FN(q6_k, 1) TILE_FN(q6_k, 2) TILE_FN(q6_k, 3) TILE_FN(q6_k, 4)
 TILE_FN(q5_k, 1) TILE_FN(q5_k, 2) TILE_FN(q5_k, 3) TILE_FN(q5_k, 4)
 TILE_FN(iq4_xs, 1) TILE_FN(iq4_xs, 2) TILE_FN(iq4_xs, 3) TILE_FN(iq4_xs, 4)
 TILE_FN(q3_k, 1) TILE_FN(q3_k, 2) TILE_FN(q3_k, 3) TILE_FN(q3_k, 4)
+TILE_FN(q2_k, 1) TILE_FN(q2_k, 2) TILE_FN(q2_k, 3) TILE_FN(q2_k, 4)
 static const tile_fn tiles_q4_k[TMK] = { tile_q4_k_1, tile_q4_k_2, tile_q4_k_3, tile_q4_k_4 };
 static const tile_fn tiles_q5_k[TMK] = { tile_q5_k_1, tile_q5_k_2, tile_q5_k_3, tile_q5_k_4 };
 static const tile_fn tiles_iq4_xs[TMK] = { tile_iq4_xs_1, tile_iq4_xs_2, tile_iq4_xs_3, tile_iq4_xs_4 };
 static const tile_fn tiles_q3_k[TMK] = { tile_q3_k_1, tile_q3_k_2, tile_q3_k_3, tile_q3_k_4 };
+static const tile_fn tiles_q2_k[TMK] = { tile_q2_k_1, tile_q2_k_2, tile_q2_k_3, tile_q2_k_4 };
 static const tile_fn tiles_q6_k[TMK] = { tile_q6_k_1, tile_q6_k_2, tile_q6_k_3, tile_q6_k_4 };
 
 // Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
@@ -503,6 +558,12 @@ void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, 
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
     matmul_kquant_r16(tiles_q5_k, Q5K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+void matmul_q2_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_kquant_r16(tiles_q2_k, Q2K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 void matmul_q3_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,

@@ -16,6 +16,7 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q5_K: return 4 * R16 + 2 * 8 * R16 + R16 * 160;     // 2880
     case WT_IQ4_XS: return 2 * R16 + 8 * R16 + R16 * 128 + 32;  // 2240 (32 bytes of padding)
     case WT_Q3_K: return 2 * R16 + 16 * R16 + R16 * 96 + 32;    // 1856 (32 bytes of padding)
+    case WT_Q2_K: return 4 * R16 + 2 * 16 * R16 + R16 * 64;     // 1600
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
     case WT_BF16: return R16 * 64;                              // 1024
     default: return 0;
@@ -23,7 +24,7 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
 }
 
 static int64_t unit_weights(uint32_t type) {
-    return type == WT_Q3_K || type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K || type == WT_IQ4_XS ? 256
+    return type == WT_Q2_K || type == WT_Q3_K || type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K || type == WT_IQ4_XS ? 256
          : type == WT_BF16 ? 32 : 64;
 }
 
@@ -85,6 +86,18 @@ static void pack_iq4_xs(uint8_t *u, int i, const block_iq4_xs *blk) {
     put_chunks(u + 10 * R16, i, qs, 128);
 }
 
+// Q2_K: d, dmin, the sixteen 4-bit scales and then the sixteen mins as bytes, then its 64 bytes of
+// 2-bit codes a row chunked as the block has them.
+static void pack_q2_k(uint8_t *u, int i, const block_q2_k *blk) {
+    memcpy(u + (size_t)i * 2, &blk->d, 2);
+    memcpy(u + 2 * R16 + (size_t)i * 2, &blk->dmin, 2);
+    for (int s = 0; s < 16; s++) {
+        u[4 * R16 + s * R16 + i] = blk->scales[s] & 0x0f;
+        u[4 * R16 + 16 * R16 + s * R16 + i] = blk->scales[s] >> 4;
+    }
+    put_chunks(u + 36 * R16, i, blk->qs, 64);
+}
+
 // Q3_K: d, the sixteen 6-bit scales less their offset of 32 (int8), then its 64 bytes of 2-bit
 // codes and its 32 bytes of high bits (hmask) a row, each chunked as the block has them.
 static void pack_q3_k(uint8_t *u, int i, const block_q3_k *blk) {
@@ -136,6 +149,10 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q5_K:
                 for (int64_t b = 0; b < k / 256; b++)
                     pack_q5_k(gu + (size_t)b * unit, i, (const block_q5_k *)(const void *)row + b);
+                break;
+            case WT_Q2_K:
+                for (int64_t b = 0; b < k / 256; b++)
+                    pack_q2_k(gu + (size_t)b * unit, i, (const block_q2_k *)(const void *)row + b);
                 break;
             case WT_Q3_K:
                 for (int64_t b = 0; b < k / 256; b++)
