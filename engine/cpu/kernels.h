@@ -217,8 +217,8 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //   Q4_K (a 256-weight super-block): d[16], dmin[16] (fp16), the 8 six-bit scales and then the 8
 //     mins unpacked to bytes, [j][row], then the 128 bytes of nibbles chunked. 2368 bytes.
 //   Q5_K (a super-block): Q4_K's unit, then the 32 bytes of fifth bits (qh) chunked. 2880 bytes.
-//   Q2_K (a super-block): d[16], dmin[16] (fp16), scales [16][row] then mins [16][row] (u8, 4-bit),
-//     then the 64 bytes of 2-bit codes a row chunked. 1600 bytes.
+//   Q2_K (a super-block): d[16], dmin[16] (fp16), the (scale, min) bytes [16][row] as the block
+//     has them, then the 64 bytes of 2-bit codes a row chunked. 1344 bytes.
 //   Q3_K (a super-block): d[16] (fp16), scales [16][row] (int8, ls - 32), then the 64 bytes of
 //     2-bit codes and the 32 bytes of high bits (hmask) a row, each chunked, 32 bytes of padding.
 //     1856 bytes.

@@ -193,7 +193,7 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
 // 2jp+1 for the high ones; each is moved to bit 4 of its byte and or-ed onto the nibble, so the
 // codes are 0..31 and the high ones are shifted down rather than multiplied as they lie (16 q
 // would overflow a byte). The same sums as Q4_K's.
-// Q2_K unit: d[16], dmin[16] (fp16), scale[16][16], min[16][16] (u8), then the 2-bit codes (64
+// Q2_K unit: d[16], dmin[16] (fp16), (scale | min << 4)[16][16] (u8), then the 2-bit codes (64
 // bytes a row, chunked as the block has them: weight 128n + 32j + l at bits 2j of byte 32n + l).
 // Per super-block, over 16 groups of 16:
 //   dot = x.d * (d * Σ_s scale_s Σ_{i in s} q_i x_i  -  dmin * Σ_s min_s Σ_{i in s} x_i)
@@ -213,7 +213,7 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
 //   dot = x.d * d * Σ_s scale_s (Σ_{i in s} q_i x_i  -  32 Σ_{i in s} x_i), q = 6-bit code
 // over 16 groups of 16; each group's int32 sum starts at -32 times its activation sum.
 
-enum { TMK = 4, Q2K_UNIT = 1600, Q3K_UNIT = 1856, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392, IQ4XS_UNIT = 2240 };
+enum { TMK = 4, Q2K_UNIT = 1344, Q3K_UNIT = 1856, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392, IQ4XS_UNIT = 2240 };
 
 INLINE __m512i bcast_i32(const int8_t *p) {
     int32_t v;
@@ -335,11 +335,11 @@ INLINE void tile_q2_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
         xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
         acc[t] = _mm512_setzero_ps();
     }
-    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
     __m128i shift[4];                 // the 2-bit codes of j at bits 2j
     for (int j = 0; j < 4; j++) shift[j] = _mm_cvtsi32_si128(2 * j);
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *u = gw + (size_t)sb * Q2K_UNIT, *sc = u + 64, *mn = u + 320, *qs = u + 576;
+        const uint8_t *u = gw + (size_t)sb * Q2K_UNIT, *sm = u + 64, *qs = u + 320;
         __m512i isum[TMK];
         UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
         for (int n = 0; n < 2; n++) {
@@ -357,17 +357,19 @@ INLINE void tile_q2_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
                 }
             }
             UNROLL for (int g = 0; g < 8; g++) {
-                const __m512i scv = u8_lanes(sc + (size_t)(8 * n + g) * 16);
+                const __m512i scv = _mm512_and_si512(u8_lanes(sm + (size_t)(8 * n + g) * 16), m15);
                 UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][g], scv));
             }
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
+        __m512i mins[16];
+        UNROLL for (int g = 0; g < 16; g++) mins[g] = _mm512_srli_epi32(u8_lanes(sm + g * 16), 4);
         UNROLL for (int t = 0; t < T; t++) {
             const int16_t *bs = xr[t][sb].bsums;
             __m512i msum = _mm512_setzero_si512();
             UNROLL for (int g = 0; g < 16; g++)
-                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + g * 16), _mm512_set1_epi32(bs[g])));
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins[g], _mm512_set1_epi32(bs[g])));
             const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
             acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);

@@ -16,7 +16,7 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q5_K: return 4 * R16 + 2 * 8 * R16 + R16 * 160;     // 2880
     case WT_IQ4_XS: return 2 * R16 + 8 * R16 + R16 * 128 + 32;  // 2240 (32 bytes of padding)
     case WT_Q3_K: return 2 * R16 + 16 * R16 + R16 * 96 + 32;    // 1856 (32 bytes of padding)
-    case WT_Q2_K: return 4 * R16 + 2 * 16 * R16 + R16 * 64;     // 1600
+    case WT_Q2_K: return 4 * R16 + 16 * R16 + R16 * 64;         // 1344
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
     case WT_BF16: return R16 * 64;                              // 1024
     default: return 0;
@@ -86,16 +86,14 @@ static void pack_iq4_xs(uint8_t *u, int i, const block_iq4_xs *blk) {
     put_chunks(u + 10 * R16, i, qs, 128);
 }
 
-// Q2_K: d, dmin, the sixteen 4-bit scales and then the sixteen mins as bytes, then its 64 bytes of
-// 2-bit codes a row chunked as the block has them.
+// Q2_K: d, dmin, the sixteen (scale, min) bytes as the block has them (scale low nibble, min
+// high), then its 64 bytes of 2-bit codes a row chunked as the block has them: as many bytes as
+// the file's blocks.
 static void pack_q2_k(uint8_t *u, int i, const block_q2_k *blk) {
     memcpy(u + (size_t)i * 2, &blk->d, 2);
     memcpy(u + 2 * R16 + (size_t)i * 2, &blk->dmin, 2);
-    for (int s = 0; s < 16; s++) {
-        u[4 * R16 + s * R16 + i] = blk->scales[s] & 0x0f;
-        u[4 * R16 + 16 * R16 + s * R16 + i] = blk->scales[s] >> 4;
-    }
-    put_chunks(u + 36 * R16, i, blk->qs, 64);
+    for (int s = 0; s < 16; s++) u[4 * R16 + s * R16 + i] = blk->scales[s];
+    put_chunks(u + 20 * R16, i, blk->qs, 64);
 }
 
 // Q3_K: d, the sixteen 6-bit scales less their offset of 32 (int8), then its 64 bytes of 2-bit
