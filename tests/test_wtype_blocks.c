@@ -233,9 +233,17 @@ static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) {
 // dequantized activation blocks it was given: only float summation separates them. A type the
 // table also packs (cpu_pack_r16) is checked the same way through its matmul_packed kernel, on
 // 19 rows (a group of 16 and a padded one) and on a range that starts and ends inside a group.
+static void check_table(const cpu_kernels *ks);
 static void check_kernels(void) {
-    const cpu_kernels *ks = cpu_kernels_select("auto");
-    if (!ks || !strcmp(ks->name, "scalar")) { SKIP("no AVX2 table on this processor"); return; }
+    static const char *const names[] = { "avx512", "avx2" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const cpu_kernels *ks = cpu_kernels_select(names[i]);
+        if (!ks) { SKIP("the %s table: this processor or OS does not run it", names[i]); continue; }
+        check_table(ks);
+    }
+}
+
+static void check_table(const cpu_kernels *ks) {
     static const uint32_t types[] = { WT_Q4_1, WT_Q5_0, WT_Q5_1, WT_IQ4_NL, WT_IQ4_XS,
                                       WT_Q2_K, WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -289,8 +297,8 @@ static void check_kernels(void) {
                     double q = fabs(y[n * M + r] - s) / (2.0 * (double)(K + 2) * 0x1p-24 * sa + 1e-30);
                     if (q > worst) worst = q;
                 }
-            CHECK(worst <= 1.0, "%s%s K=%lld N=%lld: kernel vs double dot: |diff| / float bound %g", info->name,
-                  packed ? " packed" : "", (long long)K, (long long)N, worst);
+            CHECK(worst <= 1.0, "%s %s%s K=%lld N=%lld: kernel vs double dot: |diff| / float bound %g", ks->name,
+                  info->name, packed ? " packed" : "", (long long)K, (long long)N, worst);
             free(w); free(xq); free(wf); free(xf);
         }
     }

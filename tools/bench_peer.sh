@@ -2,7 +2,8 @@
 # cabin against the reference implementation's benchmark, side by side in one run:
 #   sh tools/bench_peer.sh [BUILD] MODEL.gguf [MODEL.gguf ...]
 # For each file, ROUNDS rounds (default 3) of `cabin bench` then `llama-bench`, the same prompt,
-# generation, repetitions and threads (ARGS, default "-p 64 -n 32 -r 3 -t 2"), alternating so
+# generation, repetitions and threads (ARGS, default "-p 64 -n 32 -r 3 -t 2"; CABIN_ARGS adds
+# arguments for cabin alone, e.g. "--kernels avx2" beside LLAMA_BENCH=...llama-bench-avx2), alternating so
 # that both see the same machine; each round prints both, the ratios and the load average, then
 # the medians over the rounds. The reference is ../shared/peer/llama-bench, or $LLAMA_BENCH;
 # without it cabin runs alone and says so. cabin's floor (the best bandwidth pass between its
@@ -25,7 +26,7 @@ T=$(mktemp -d /tmp/cabin-peer-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 for m in "$@"; do
     [ -f "$m" ] || { echo "tools/bench_peer.sh: $m: not found" >&2; exit 2; }
-    echo "## $m ($ARGS, $ROUNDS rounds)"
+    echo "## $m ($ARGS${CABIN_ARGS:+, cabin $CABIN_ARGS}, reference $(basename "${PEER:-none}"), $ROUNDS rounds)"
     echo "| round | load | cabin pp | ref pp | ratio | cabin tg | ref tg | ratio | cabin tg / floor |"
     echo "|---|---|---|---|---|---|---|---|---|"
     : >"$T/rounds"
@@ -33,7 +34,7 @@ for m in "$@"; do
     while [ "$r" -le "$ROUNDS" ]; do
         load=$(cut -d' ' -f1 /proc/loadavg)
         # shellcheck disable=SC2086
-        "$CABIN" bench -m "$m" $ARGS --json "$T/cabin.json" >/dev/null 2>"$T/cabin.err" ||
+        "$CABIN" bench -m "$m" $ARGS ${CABIN_ARGS:-} --json "$T/cabin.json" >/dev/null 2>"$T/cabin.err" ||
             { echo "cabin bench failed: $(tail -1 "$T/cabin.err")" >&2; exit 1; }
         if [ -n "$PEER" ]; then
             # shellcheck disable=SC2086
