@@ -205,7 +205,7 @@ void matmul_iq4_xs_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 R16_AVX2_DECLARE(q2_k) R16_AVX2_DECLARE(q3_k) R16_AVX2_DECLARE(q4_k) R16_AVX2_DECLARE(q5_k) R16_AVX2_DECLARE(q6_k)
-R16_AVX2_DECLARE(iq4_xs)
+R16_AVX2_DECLARE(iq4_xs) R16_AVX2_DECLARE(q4_0) R16_AVX2_DECLARE(q8_0)
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
 // processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);

@@ -322,3 +322,112 @@ static void matmul_kquant(const tile_fn *tiles, size_t unit, const void *w, int6
     }
 MATMUL_FN(q2_k, Q2K_UNIT) MATMUL_FN(q3_k, Q3K_UNIT) MATMUL_FN(q4_k, Q4K_UNIT) MATMUL_FN(q5_k, Q5K_UNIT)
 MATMUL_FN(q6_k, Q6K_UNIT) MATMUL_FN(iq4_xs, IQ4XS_UNIT)
+
+// ---------------------------------------------------------------------------------------------
+// Q4_0 and Q8_0 against Q8_0 activation blocks (fp16 d, 32 int8 in [-127, 127]): a unit is a
+// pair of blocks, 64 bytes of fp16 row scales (16 of the first block, 16 of the second), then
+// each block's payload chunked (Q4_0: 16 bytes of nibbles a row, low nibbles weights 0-15, high
+// 16-31; Q8_0: 32 int8). Q4_0's nibbles go in as they are, each block's sum seeded with -8 times
+// its activation sum (made once per token); Q8_0's int8 weights go in as absolute values with
+// their signs moved onto the activations.
+
+enum { TML = 2, Q4_0_UNIT = 576, Q8_0_UNIT = 1088 };
+
+// Per token and block: -8 x the sum of its activation bytes (Q4_0), and its scale as a float.
+typedef struct { int32_t seed; float d; } block_prep;
+
+static void prep_blocks(const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb, block_prep *out) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const block_q8_0 *xb = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, load((const uint8_t *)xb[b].qs)),
+                                                _mm256_set1_epi16(1));
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+            uint16_t d;
+            memcpy(&d, &xb[b].d, 2);
+            out[t * nb + b] = (block_prep){ -8 * _mm_cvtsi128_si32(h), _cvtsh_ss(d) };
+        }
+    }
+}
+
+INLINE void tile_legacy(const bool four, const uint8_t *gw, int64_t nb, const uint8_t *x, size_t xrb,
+                        const block_prep *prep, float *y, int64_t ldy, unsigned store, const int T) {
+    const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT, pay = (unit - 64) / 2;
+    const block_q8_0 *xb[TML];
+    __m256 acc[TML][2];
+    UNROLL for (int t = 0; t < T; t++) {
+        xb[t] = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
+        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *u = gw + (size_t)(b / 2) * unit, *pl = u + 64 + (size_t)(b % 2) * pay;
+        if (b % 2 == 0)
+            for (size_t l = 0; l < unit; l += 64) _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + 2048 + l), _MM_HINT_T1);
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i s[TML];
+            UNROLL for (int t = 0; t < T; t++) s[t] = four ? _mm256_set1_epi32(prep[t * nb + b].seed) : _mm256_setzero_si256();
+            if (four) {
+                UNROLL for (int c = 0; c < 4; c++) {
+                    const __m256i v = load(pl + 64 * c + 32 * h);
+                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    UNROLL for (int t = 0; t < T; t++) {
+                        s[t] = dot4(s[t], lo, bcast4(xb[t][b].qs + 4 * c));
+                        s[t] = dot4(s[t], hi, bcast4(xb[t][b].qs + 16 + 4 * c));
+                    }
+                }
+            } else {
+                UNROLL for (int c = 0; c < 8; c++) {
+                    const __m256i w = load(pl + 64 * c + 32 * h), aw = _mm256_abs_epi8(w);
+                    UNROLL for (int t = 0; t < T; t++) s[t] = dot4(s[t], aw, _mm256_sign_epi8(bcast4(xb[t][b].qs + 4 * c), w));
+                }
+            }
+            const __m256 dw = f16x8(u + (size_t)(b % 2) * 32 + 16 * h);
+            UNROLL for (int t = 0; t < T; t++)
+                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(prep[t * nb + b].d)), acc[t][h]);
+        }
+    }
+    TILE_END
+}
+
+// Rows [row0, row1) of a packed Q4_0 / Q8_0 matrix: the tokens' block scales and seeds prepared
+// once, then every row group sweeps the tokens TML at a time.
+static void matmul_legacy(const bool four, const void *w, int64_t k, int64_t row0, int64_t row1, const void *x,
+                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    const int64_t nb = k / 32, np = (nb + 1) / 2;
+    block_prep *prep = cpu_kernels_scratch((size_t)(n_tok * nb) * sizeof(block_prep));
+    prep_blocks(x, xrb, n_tok, nb, prep);
+    const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT;
+    for (int64_t g = row0 / R16; g * R16 < row1; g++) {
+        const unsigned store = rows_in(g, row0, row1);
+        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * np) * unit;
+        for (int64_t t = 0; t < n_tok;) {
+            const uint8_t *xt = (const uint8_t *)x + (size_t)t * xrb;
+            float *yt = y + t * ldy + g * R16;
+            if (n_tok - t >= TML) {
+                if (four) tile_legacy(true, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2);
+                else tile_legacy(false, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2);
+                t += 2;
+            } else {
+                if (four) tile_legacy(true, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1);
+                else tile_legacy(false, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1);
+                t += 1;
+            }
+        }
+    }
+}
+
+void matmul_q4_0_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_legacy(true, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+
+void matmul_q8_0_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_legacy(false, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
