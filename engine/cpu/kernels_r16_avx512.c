@@ -233,26 +233,53 @@ INLINE void prefetch_unit(const uint8_t *u, size_t unit, int q) {
         _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + PF_K + l), _MM_HINT_T1);
 }
 
-INLINE void tile_q4_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
-                      int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
+// The tokens' Q8_K rows and their float accumulators; at the end, the rows asked for.
+#define TILE_BEGIN                                                               \
+    const block_q8_k *xr[TMK];                                                  \
+    __m512 acc[TMK];                                                            \
+    UNROLL for (int t = 0; t < T; t++) {                                        \
+        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);        \
+        acc[t] = _mm512_setzero_ps();                                           \
     }
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m4h = _mm512_set1_epi8((char)0xf0);
+#define TILE_END \
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+
+// acc += isum * d * x.d, then - msum * dmin * x.d when dmin_at is not NULL (d, dmin: 16 fp16).
+INLINE __m512 finish(__m512 acc, __m512i isum, __m512i msum, const uint8_t *d_at, const uint8_t *dmin_at, float xd) {
+    const __m512 dx = _mm512_set1_ps(xd);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)d_at)), dx), acc);
+    if (dmin_at)
+        acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum),
+                               _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dmin_at)), dx), acc);
+    return acc;
+}
+
+// Q4_K and Q5_K (five): pairs of groups of 32 under 6-bit scales and mins.
+INLINE void tile_q45_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                       int64_t ldy, __mmask16 store, const int T, const bool five) {
+    TILE_BEGIN
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m4h = _mm512_set1_epi8((char)0xf0), b4 = _mm512_set1_epi8(0x10);
+    const size_t unit = five ? Q5K_UNIT : Q4K_UNIT;
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *u = gw + (size_t)sb * Q4K_UNIT, *sc = u + 64, *mn = u + 192, *qs = u + 320;
+        const uint8_t *u = gw + (size_t)sb * unit, *sc = u + 64, *mn = u + 192, *qs = u + 320, *qh = u + 2368;
         __m512i isum[TMK];
         UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
         for (int jp = 0; jp < 4; jp++) {
-            prefetch_unit(u, Q4K_UNIT, jp);
+            prefetch_unit(u, unit, jp);
+            const __m128i shift = _mm_cvtsi32_si128(2 * jp);   // Q5_K: bits 2jp, 2jp+1 of each byte to bits 0, 1
             __m512i slo[TMK], shi[TMK];
             UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm512_setzero_si512();
             UNROLL for (int c = 0; c < 8; c++) {
                 const __m512i v = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * jp + c) * 64));
-                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(v, m4h);
+                __m512i lo = _mm512_and_si512(v, m4), hi;
+                if (five) {
+                    const __m512i h = _mm512_srl_epi16(_mm512_loadu_si512((const void *)(qh + (size_t)c * 64)), shift);
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(h, 4), b4));
+                    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(_mm512_slli_epi16(h, 3), b4));
+                } else {
+                    hi = _mm512_and_si512(v, m4h);   // 16 q: the sum is shifted back below
+                }
                 UNROLL for (int t = 0; t < T; t++) {
                     slo[t] = _mm512_dpbusd_epi32(slo[t], lo, bcast_i32(xr[t][sb].qs + 64 * jp + 4 * c));
                     shi[t] = _mm512_dpbusd_epi32(shi[t], hi, bcast_i32(xr[t][sb].qs + 64 * jp + 32 + 4 * c));
@@ -261,177 +288,89 @@ INLINE void tile_q4_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
             const __m512i s0 = u8_lanes(sc + 2 * jp * 16), s1 = u8_lanes(sc + (2 * jp + 1) * 16);
             UNROLL for (int t = 0; t < T; t++)
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s0),
-                                                                     _mm512_mullo_epi32(_mm512_srai_epi32(shi[t], 4), s1)));
+                                                                     _mm512_mullo_epi32(five ? shi[t] : _mm512_srai_epi32(shi[t], 4), s1)));
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
         UNROLL for (int t = 0; t < T; t++) {
             const int16_t *bs = xr[t][sb].bsums;
             __m512i msum = _mm512_setzero_si512();
             UNROLL for (int j = 0; j < 8; j++)
                 msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + j * 16), _mm512_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
-            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
+            acc[t] = finish(acc[t], isum[t], msum, u, u + 32, xr[t][sb].d);
         }
     }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+    TILE_END
+}
+INLINE void tile_q4_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                      __mmask16 store, const int T) {
+    tile_q45_k(gw, nsb, x, xrb, y, ldy, store, T, false);
+}
+INLINE void tile_q5_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                      __mmask16 store, const int T) {
+    tile_q45_k(gw, nsb, x, xrb, y, ldy, store, T, true);
 }
 
-INLINE void tile_q5_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
-                      int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
-    }
-    const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *u = gw + (size_t)sb * Q5K_UNIT, *sc = u + 64, *mn = u + 192, *qs = u + 320, *qh = u + 2368;
-        __m512i isum[TMK];
-        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
-        for (int jp = 0; jp < 4; jp++) {
-            prefetch_unit(u, Q5K_UNIT, jp);
-            const __m128i shift = _mm_cvtsi32_si128(2 * jp);   // bits 2jp, 2jp+1 of each byte to bits 0, 1
-            __m512i slo[TMK], shi[TMK];
-            UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm512_setzero_si512();
-            UNROLL for (int c = 0; c < 8; c++) {
-                const __m512i v = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * jp + c) * 64));
-                const __m512i h = _mm512_srl_epi16(_mm512_loadu_si512((const void *)(qh + (size_t)c * 64)), shift);
-                const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), b4));
-                const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                                   _mm512_and_si512(_mm512_slli_epi16(h, 3), b4));
-                UNROLL for (int t = 0; t < T; t++) {
-                    slo[t] = _mm512_dpbusd_epi32(slo[t], lo, bcast_i32(xr[t][sb].qs + 64 * jp + 4 * c));
-                    shi[t] = _mm512_dpbusd_epi32(shi[t], hi, bcast_i32(xr[t][sb].qs + 64 * jp + 32 + 4 * c));
-                }
-            }
-            const __m512i s0 = u8_lanes(sc + 2 * jp * 16), s1 = u8_lanes(sc + (2 * jp + 1) * 16);
-            UNROLL for (int t = 0; t < T; t++)
-                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s0),
-                                                                     _mm512_mullo_epi32(shi[t], s1)));
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
-        UNROLL for (int t = 0; t < T; t++) {
-            const int16_t *bs = xr[t][sb].bsums;
-            __m512i msum = _mm512_setzero_si512();
-            UNROLL for (int j = 0; j < 8; j++)
-                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(u8_lanes(mn + j * 16), _mm512_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
-            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
-        }
-    }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
-}
-
-INLINE void tile_q2_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
-                      int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
-    }
-    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+// Q2_K and Q3_K (three): 2-bit codes, groups of 16; Q3_K's high bits add 4 (a masked byte add)
+// under int8 scales, sums seeded with -4 times the activation sums; Q2_K's (scale, min) bytes.
+INLINE void tile_q23_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
+                       int64_t ldy, __mmask16 store, const int T, const bool three) {
+    TILE_BEGIN
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), m15 = _mm512_set1_epi32(15);
+    const size_t unit = three ? Q3K_UNIT : Q2K_UNIT;
     __m128i shift[4];                 // the 2-bit codes of j at bits 2j
-    for (int j = 0; j < 4; j++) shift[j] = _mm_cvtsi32_si128(2 * j);
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *u = gw + (size_t)sb * Q2K_UNIT, *sm = u + 64, *qs = u + 320;
-        __m512i isum[TMK];
-        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
-        for (int n = 0; n < 2; n++) {
-            prefetch_unit(u, Q2K_UNIT, 2 * n);
-            prefetch_unit(u, Q2K_UNIT, 2 * n + 1);
-            __m512i s[TMK][8];        // groups 8n + 2j + p
-            UNROLL for (int t = 0; t < T; t++) UNROLL for (int g = 0; g < 8; g++) s[t][g] = _mm512_setzero_si512();
-            UNROLL for (int c = 0; c < 8; c++) {
-                const __m512i q = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * n + c) * 64));
-                UNROLL for (int j = 0; j < 4; j++) {
-                    const __m512i code = _mm512_and_si512(_mm512_srl_epi16(q, shift[j]), m3);
-                    UNROLL for (int t = 0; t < T; t++)
-                        s[t][2 * j + c / 4] = _mm512_dpbusd_epi32(s[t][2 * j + c / 4], code,
-                                                                  bcast_i32(xr[t][sb].qs + 128 * n + 32 * j + 4 * c));
-                }
-            }
-            UNROLL for (int g = 0; g < 8; g++) {
-                const __m512i scv = _mm512_and_si512(u8_lanes(sm + (size_t)(8 * n + g) * 16), m15);
-                UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][g], scv));
-            }
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32)));
-        __m512i mins[16];
-        UNROLL for (int g = 0; g < 16; g++) mins[g] = _mm512_srli_epi32(u8_lanes(sm + g * 16), 4);
-        UNROLL for (int t = 0; t < T; t++) {
-            const int16_t *bs = xr[t][sb].bsums;
-            __m512i msum = _mm512_setzero_si512();
-            UNROLL for (int g = 0; g < 16; g++)
-                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins[g], _mm512_set1_epi32(bs[g])));
-            const __m512 dx = _mm512_set1_ps(xr[t][sb].d);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[t]);
-        }
-    }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
-}
-
-INLINE void tile_q3_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
-                      int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
-    }
-    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-    __m128i shift[4];                 // the 2-bit codes of j at bits 2j
-    __m512i hbit[8];                  // the high bit of 4n + j
+    __m512i hbit[8];                  // Q3_K: the high bit of 4n + j
     for (int j = 0; j < 4; j++) shift[j] = _mm_cvtsi32_si128(2 * j);
     for (int b = 0; b < 8; b++) hbit[b] = _mm512_set1_epi8((char)(1 << b));
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *u = gw + (size_t)sb * Q3K_UNIT, *sc = u + 32, *qs = u + 288, *hm = u + 1312;
+        const uint8_t *u = gw + (size_t)sb * unit, *sc = u + (three ? 32 : 64);
+        const uint8_t *qs = u + (three ? 288 : 320), *hm = u + 1312;
         __m512i isum[TMK];
         UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
         for (int n = 0; n < 2; n++) {
-            prefetch_unit(u, Q3K_UNIT, 2 * n);
-            prefetch_unit(u, Q3K_UNIT, 2 * n + 1);
+            prefetch_unit(u, unit, 2 * n);
+            prefetch_unit(u, unit, 2 * n + 1);
             __m512i s[TMK][8];        // groups 8n + 2j + p
             UNROLL for (int t = 0; t < T; t++) UNROLL for (int g = 0; g < 8; g++)
-                s[t][g] = _mm512_set1_epi32(-4 * xr[t][sb].bsums[8 * n + g]);
+                s[t][g] = three ? _mm512_set1_epi32(-4 * xr[t][sb].bsums[8 * n + g]) : _mm512_setzero_si512();
             UNROLL for (int c = 0; c < 8; c++) {
                 const __m512i q = _mm512_loadu_si512((const void *)(qs + (size_t)(8 * n + c) * 64));
-                const __m512i h = _mm512_loadu_si512((const void *)(hm + (size_t)c * 64));
+                const __m512i h = three ? _mm512_loadu_si512((const void *)(hm + (size_t)c * 64)) : q;
                 UNROLL for (int j = 0; j < 4; j++) {
-                    const __m512i two = _mm512_and_si512(_mm512_srl_epi16(q, shift[j]), m3);
-                    const __m512i code = _mm512_mask_add_epi8(two, _mm512_test_epi8_mask(h, hbit[4 * n + j]), two, four);
+                    __m512i code = _mm512_and_si512(_mm512_srl_epi16(q, shift[j]), m3);
+                    if (three) code = _mm512_mask_add_epi8(code, _mm512_test_epi8_mask(h, hbit[4 * n + j]), code, four);
                     UNROLL for (int t = 0; t < T; t++)
                         s[t][2 * j + c / 4] = _mm512_dpbusd_epi32(s[t][2 * j + c / 4], code,
                                                                   bcast_i32(xr[t][sb].qs + 128 * n + 32 * j + 4 * c));
                 }
             }
             UNROLL for (int g = 0; g < 8; g++) {
-                const __m512i scv = i8_lanes(sc + (size_t)(8 * n + g) * 16);
+                const uint8_t *at = sc + (size_t)(8 * n + g) * 16;
+                const __m512i scv = three ? i8_lanes(at) : _mm512_and_si512(u8_lanes(at), m15);
                 UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][g], scv));
             }
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        UNROLL for (int t = 0; t < T; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(xr[t][sb].d)), acc[t]);
+        __m512i mins[16];
+        if (!three) UNROLL for (int g = 0; g < 16; g++) mins[g] = _mm512_srli_epi32(u8_lanes(sc + g * 16), 4);
+        UNROLL for (int t = 0; t < T; t++) {
+            __m512i msum = _mm512_setzero_si512();
+            if (!three) UNROLL for (int g = 0; g < 16; g++)
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins[g], _mm512_set1_epi32(xr[t][sb].bsums[g])));
+            acc[t] = finish(acc[t], isum[t], msum, u, three ? NULL : u + 32, xr[t][sb].d);
+        }
     }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+    TILE_END
+}
+INLINE void tile_q2_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                      __mmask16 store, const int T) {
+    tile_q23_k(gw, nsb, x, xrb, y, ldy, store, T, false);
+}
+INLINE void tile_q3_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                      __mmask16 store, const int T) {
+    tile_q23_k(gw, nsb, x, xrb, y, ldy, store, T, true);
 }
 
 INLINE void tile_iq4_xs(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
                         int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
-    }
+    TILE_BEGIN
     int8_t lv[16];
     for (int i = 0; i < 16; i++) lv[i] = (int8_t)(iq4_levels[i] + 128);
     const __m512i levels = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)lv));
@@ -462,21 +401,14 @@ INLINE void tile_iq4_xs(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s0),
                                                                      _mm512_mullo_epi32(shi[t], s1)));
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        UNROLL for (int t = 0; t < T; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(xr[t][sb].d)), acc[t]);
+        UNROLL for (int t = 0; t < T; t++) acc[t] = finish(acc[t], isum[t], isum[t], u, NULL, xr[t][sb].d);
     }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+    TILE_END
 }
 
 INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y,
                       int64_t ldy, __mmask16 store, const int T) {
-    const block_q8_k *xr[TMK];
-    __m512 acc[TMK];
-    UNROLL for (int t = 0; t < T; t++) {
-        xr[t] = (const block_q8_k *)(const void *)(x + (size_t)t * xrb);
-        acc[t] = _mm512_setzero_ps();
-    }
+    TILE_BEGIN
     const __m512i m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x0f);
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *u = gw + (size_t)sb * Q6K_UNIT, *sc = u + 32, *px = u + 288;
@@ -508,25 +440,14 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
                     UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][p], scv));
                 }
             }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)u));
-        UNROLL for (int t = 0; t < T; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(xr[t][sb].d)), acc[t]);
+        UNROLL for (int t = 0; t < T; t++) acc[t] = finish(acc[t], isum[t], isum[t], u, NULL, xr[t][sb].d);
     }
-    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
+    TILE_END
 }
 
-TILE_FN(q4_k, 1) TILE_FN(q4_k, 2) TILE_FN(q4_k, 3) TILE_FN(q4_k, 4)
-TILE_FN(q6_k, 1) TILE_FN(q6_k, 2) TILE_FN(q6_k, 3) TILE_FN(q6_k, 4)
-TILE_FN(q5_k, 1) TILE_FN(q5_k, 2) TILE_FN(q5_k, 3) TILE_FN(q5_k, 4)
-TILE_FN(iq4_xs, 1) TILE_FN(iq4_xs, 2) TILE_FN(iq4_xs, 3) TILE_FN(iq4_xs, 4)
-TILE_FN(q3_k, 1) TILE_FN(q3_k, 2) TILE_FN(q3_k, 3) TILE_FN(q3_k, 4)
-TILE_FN(q2_k, 1) TILE_FN(q2_k, 2) TILE_FN(q2_k, 3) TILE_FN(q2_k, 4)
-static const tile_fn tiles_q4_k[TMK] = { tile_q4_k_1, tile_q4_k_2, tile_q4_k_3, tile_q4_k_4 };
-static const tile_fn tiles_q5_k[TMK] = { tile_q5_k_1, tile_q5_k_2, tile_q5_k_3, tile_q5_k_4 };
-static const tile_fn tiles_iq4_xs[TMK] = { tile_iq4_xs_1, tile_iq4_xs_2, tile_iq4_xs_3, tile_iq4_xs_4 };
-static const tile_fn tiles_q3_k[TMK] = { tile_q3_k_1, tile_q3_k_2, tile_q3_k_3, tile_q3_k_4 };
-static const tile_fn tiles_q2_k[TMK] = { tile_q2_k_1, tile_q2_k_2, tile_q2_k_3, tile_q2_k_4 };
-static const tile_fn tiles_q6_k[TMK] = { tile_q6_k_1, tile_q6_k_2, tile_q6_k_3, tile_q6_k_4 };
+#define TILE_FNS_K(K) TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4) \
+    static const tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2, tile_##K##_3, tile_##K##_4 };
+TILE_FNS_K(q2_k) TILE_FNS_K(q3_k) TILE_FNS_K(q4_k) TILE_FNS_K(q5_k) TILE_FNS_K(q6_k) TILE_FNS_K(iq4_xs)
 
 // Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
 // weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
@@ -544,41 +465,14 @@ static void matmul_kquant_r16(const tile_fn *tiles, size_t unit, const void *w, 
     }
 }
 
-void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_q4_k, Q4K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_q6_k, Q6K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_q5_k, Q5K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_q2_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_q2_k, Q2K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_q3_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_q3_k, Q3K_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_iq4_xs_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                              const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_kquant_r16(tiles_iq4_xs, IQ4XS_UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
+#define MATMUL_KQUANT(K, UNIT)                                                                                \
+    void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+                                 size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
+        (void)wrb;                                                                                             \
+        matmul_kquant_r16(tiles_##K, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                           \
+    }
+MATMUL_KQUANT(q2_k, Q2K_UNIT) MATMUL_KQUANT(q3_k, Q3K_UNIT) MATMUL_KQUANT(q4_k, Q4K_UNIT)
+MATMUL_KQUANT(q5_k, Q5K_UNIT) MATMUL_KQUANT(q6_k, Q6K_UNIT) MATMUL_KQUANT(iq4_xs, IQ4XS_UNIT)
 
 void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
                             const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
