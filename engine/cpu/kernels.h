@@ -239,6 +239,12 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q2_K..Q6_K, IQ4_XS, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
+// The rows of row group g (rows 16g .. 16g+15) that lie in [row0, row1), as bits (bit i: row 16g+i):
+// the rows a kernel writes.
+static inline unsigned cpu_r16_rows_in(int64_t g, int64_t row0, int64_t row1) {
+    const int64_t lane0 = row0 > g * 16 ? row0 - g * 16 : 0, lane1 = row1 < (g + 1) * 16 ? row1 - g * 16 : 16;
+    return ((1u << lane1) - 1) & ~((1u << lane0) - 1);
+}
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,
 // which holds the whole packed matrix (cpu_r16_bytes): threads may pack disjoint group ranges.
 void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows, int64_t k,

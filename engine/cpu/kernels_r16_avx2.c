@@ -292,19 +292,12 @@ typedef void (*tile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t
     static const tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2 };
 TILE_FNS(q2_k) TILE_FNS(q3_k) TILE_FNS(q4_k) TILE_FNS(q5_k) TILE_FNS(q6_k) TILE_FNS(iq4_xs)
 
-// The rows of row group g that lie in [row0, row1), as bits.
-static unsigned rows_in(int64_t g, int64_t row0, int64_t row1) {
-    const int64_t lane0 = row0 > g * R16 ? row0 - g * R16 : 0;
-    const int64_t lane1 = row1 < (g + 1) * R16 ? row1 - g * R16 : R16;
-    return ((1u << lane1) - 1) & ~((1u << lane0) - 1);
-}
-
 // Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time.
 static void matmul_kquant(const tile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0, int64_t row1,
                           const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const int64_t nsb = k / 256;
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-        const unsigned store = rows_in(g, row0, row1);
+        const unsigned store = cpu_r16_rows_in(g, row0, row1);
         const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
         for (int64_t t = 0; t < n_tok;) {
             const int T = n_tok - t >= TMK ? TMK : (int)(n_tok - t);
@@ -402,7 +395,7 @@ static void matmul_legacy(const bool four, const void *w, int64_t k, int64_t row
     prep_blocks(x, xrb, n_tok, nb, prep);
     const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT;
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-        const unsigned store = rows_in(g, row0, row1);
+        const unsigned store = cpu_r16_rows_in(g, row0, row1);
         const uint8_t *gw = (const uint8_t *)w + (size_t)(g * np) * unit;
         for (int64_t t = 0; t < n_tok;) {
             const uint8_t *xt = (const uint8_t *)x + (size_t)t * xrb;

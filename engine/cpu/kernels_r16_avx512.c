@@ -146,11 +146,7 @@ static const tile_fn tiles_k4[TM] = { tile_K4_1, tile_K4_2, tile_K4_3, tile_K4_4
 static const tile_fn tiles_k8[TM] = { tile_K8_1, tile_K8_2, tile_K8_3, tile_K8_4, tile_K8_5, tile_K8_6, tile_K8_7, tile_K8_8 };
 
 // The lanes of row group g that lie in rows [row0, row1).
-INLINE __mmask16 lanes_in(int64_t g, int64_t row0, int64_t row1) {
-    const int64_t lane0 = row0 > g * R16 ? row0 - g * R16 : 0;
-    const int64_t lane1 = row1 < (g + 1) * R16 ? row1 - g * R16 : R16;
-    return (__mmask16)(((1u << lane1) - 1) & ~((1u << lane0) - 1));
-}
+INLINE __mmask16 lanes_in(int64_t g, int64_t row0, int64_t row1) { return (__mmask16)cpu_r16_rows_in(g, row0, row1); }
 
 // Rows [row0, row1) of the packed matrix w: each token group's activations are prepared into
 // per-thread scratch, then every row group of the range sweeps the group's tokens TM at a time.
