@@ -86,8 +86,7 @@ int kv_cache_max_batch(const kv_cache *kv) {
     return kv->ring_rows > 0 ? kv->ring_rows - kv->ring_window + 1 : kv->n_ctx;
 }
 
-// The window layout kv's rings were made with (for a copy of the same layout).
-static kv_windows windows_of(const kv_cache *kv) {
+kv_windows kv_cache_windows(const kv_cache *kv) {
     kv_windows w = { kv->ring_layer, kv->ring_window, kv_cache_max_batch(kv) };
     return w;
 }
@@ -543,7 +542,7 @@ int kv_cache_convert(kv_cache *kv, enum kv_format format, int recent, errbuf *er
     if (recent <= 0) recent = kv->recent;
     if (kv->bk_sync && kv->bk_sync(kv, KV_SYNC_PULL, err)) return -1;   // a device's copy into the host arrays
     kv_cache nk;
-    kv_windows w = windows_of(kv);
+    kv_windows w = kv_cache_windows(kv);
     if (kv_cache_init_windows(&nk, format, recent, kv->n_layer, kv->n_ctx, kv->kv_dim, &w, err)) return -1;
     size_t D = (size_t)kv->kv_dim;
     int n = kv->n_used;
@@ -646,7 +645,7 @@ uint64_t kv_windows_cache_bytes(enum kv_format f, int recent, int n_layer, int n
 }
 
 uint64_t kv_cache_bytes(const kv_cache *kv) {
-    kv_windows w = windows_of(kv);
+    kv_windows w = kv_cache_windows(kv);
     return kv_windows_cache_bytes(kv->format, kv->recent, kv->n_layer, kv->n_ctx, kv->kv_dim, &w);
 }
 

@@ -155,6 +155,8 @@ static inline size_t kv_plain_row(const kv_cache *kv, int l, int s) {
 int kv_windows_ring_rows(const kv_windows *w, int n_ctx);
 // The most slots one pass may append to kv: n_ctx, or what its rings were made for.
 int kv_cache_max_batch(const kv_cache *kv);
+// The window layout kv's rings were made with (layers NULL: none), for a cache of the same layout.
+kv_windows kv_cache_windows(const kv_cache *kv);
 
 int kv_cache_init(kv_cache *kv, enum kv_format format, int n_layer, int n_ctx, int kv_dim,
                   errbuf *err);

@@ -575,7 +575,7 @@ void session_get_stats(const session *s, session_stats *out) {
     snprintf(out->kv_format, sizeof out->kv_format, "%s", kv_format_name(s->kv.format));
     kv_policy_format(&s->kv.policy, out->kv_policy, sizeof out->kv_policy);
     out->kv_token_bytes = kv_format_token_bytes(s->kv.format, s->kv.kv_dim);
-    kv_windows win = model_kv_windows(s->m, kv_cache_max_batch(&s->kv));   // the same layout in f16
+    kv_windows win = kv_cache_windows(&s->kv);   // the same layout in f16
     uint64_t f16 = kv_windows_cache_bytes(KV_F16, 0, s->kv.n_layer, s->kv.n_ctx, s->kv.kv_dim, &win);
     out->kv_savings = out->kv_bytes ? (double)f16 / (double)out->kv_bytes : 0.0;
     out->kv_ring_layers = 0;

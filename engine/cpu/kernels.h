@@ -245,6 +245,27 @@ static inline unsigned cpu_r16_rows_in(int64_t g, int64_t row0, int64_t row1) {
     const int64_t lane0 = row0 > g * 16 ? row0 - g * 16 : 0, lane1 = row1 < (g + 1) * 16 ? row1 - g * 16 : 16;
     return ((1u << lane1) - 1) & ~((1u << lane0) - 1);
 }
+// A packed K-quant tile (both tables): row group gw's nsb super-block units against the Q8_K
+// rows of T tokens at x (xrb apart), the group's sums of each token into y (ldy apart) for the
+// rows in `store` (cpu_r16_rows_in); tiles[T - 1] takes T tokens.
+typedef void (*cpu_r16_tile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                                unsigned store);
+// Rows [row0, row1) of a packed K-quant matrix (units of `unit` bytes): every row group of the
+// range sweeps the tokens up to tmax at a time (the group's weights stay in L2 between tiles).
+static inline void cpu_r16_kquant_sweep(const cpu_r16_tile_fn *tiles, int tmax, size_t unit, const void *w, int64_t k,
+                                        int64_t row0, int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y,
+                                        int64_t ldy) {
+    const int64_t nsb = k / 256;
+    for (int64_t g = row0 / 16; g * 16 < row1; g++) {
+        const unsigned store = cpu_r16_rows_in(g, row0, row1);
+        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
+        for (int64_t t = 0; t < n_tok;) {
+            const int T = n_tok - t >= tmax ? tmax : (int)(n_tok - t);
+            tiles[T - 1](gw, nsb, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * 16, ldy, store);
+            t += T;
+        }
+    }
+}
 // Packs row groups [g0, g1) of the (rows, k) matrix w (row r at w + r*w_row_bytes) into dst,
 // which holds the whole packed matrix (cpu_r16_bytes): threads may pack disjoint group ranges.
 void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows, int64_t k,

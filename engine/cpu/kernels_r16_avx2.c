@@ -282,36 +282,19 @@ INLINE void tile_iq4_xs(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t
     TILE_END
 }
 
-typedef void (*tile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
-                        unsigned store);
 #define TILE_FNS(K)                                                                                          \
     static void tile_##K##_1(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
                              unsigned store) { tile_##K(gw, n, x, xrb, y, ldy, store, 1); }                  \
     static void tile_##K##_2(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
                              unsigned store) { tile_##K(gw, n, x, xrb, y, ldy, store, 2); }                  \
-    static const tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2 };
+    static const cpu_r16_tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2 };
 TILE_FNS(q2_k) TILE_FNS(q3_k) TILE_FNS(q4_k) TILE_FNS(q5_k) TILE_FNS(q6_k) TILE_FNS(iq4_xs)
-
-// Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time.
-static void matmul_kquant(const tile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0, int64_t row1,
-                          const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    const int64_t nsb = k / 256;
-    for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-        const unsigned store = cpu_r16_rows_in(g, row0, row1);
-        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
-        for (int64_t t = 0; t < n_tok;) {
-            const int T = n_tok - t >= TMK ? TMK : (int)(n_tok - t);
-            tiles[T - 1](gw, nsb, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy, store);
-            t += T;
-        }
-    }
-}
 
 #define MATMUL_FN(K, UNIT)                                                                                   \
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
         (void)wrb;                                                                                           \
-        matmul_kquant(tiles_##K, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                             \
+        cpu_r16_kquant_sweep(tiles_##K, TMK, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                 \
     }
 MATMUL_FN(q2_k, Q2K_UNIT) MATMUL_FN(q3_k, Q3K_UNIT) MATMUL_FN(q4_k, Q4K_UNIT) MATMUL_FN(q5_k, Q5K_UNIT)
 MATMUL_FN(q6_k, Q6K_UNIT) MATMUL_FN(iq4_xs, IQ4XS_UNIT)

@@ -441,31 +441,22 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
     TILE_END
 }
 
-#define TILE_FNS_K(K) TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4) \
-    static const tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2, tile_##K##_3, tile_##K##_4 };
-TILE_FNS_K(q2_k) TILE_FNS_K(q3_k) TILE_FNS_K(q4_k) TILE_FNS_K(q5_k) TILE_FNS_K(q6_k) TILE_FNS_K(iq4_xs)
-
-// Rows [row0, row1): every row group of the range sweeps the tokens TMK at a time (the group's
-// weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
-static void matmul_kquant_r16(const tile_fn *tiles, size_t unit, const void *w, int64_t k, int64_t row0,
-                              int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    const int64_t nsb = k / 256;
-    for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-        const __mmask16 store = lanes_in(g, row0, row1);
-        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
-        for (int64_t t = 0; t < n_tok;) {
-            const int T = n_tok - t >= TMK ? TMK : (int)(n_tok - t);
-            tiles[T - 1](gw, nsb, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy, store);
-            t += T;
-        }
+// tile_K_T for T = 1..TMK as cpu_r16_tile_fn, and their table (the sweep: cpu_r16_kquant_sweep;
+// a group's weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
+#define KTILE_FN(K, T)                                                                                  \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y,   \
+                               int64_t ldy, unsigned store) {                                           \
+        tile_##K(gw, n, x, xrb, y, ldy, (__mmask16)store, T);                                           \
     }
-}
+#define TILE_FNS_K(K) KTILE_FN(K, 1) KTILE_FN(K, 2) KTILE_FN(K, 3) KTILE_FN(K, 4) \
+    static const cpu_r16_tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2, tile_##K##_3, tile_##K##_4 };
+TILE_FNS_K(q2_k) TILE_FNS_K(q3_k) TILE_FNS_K(q4_k) TILE_FNS_K(q5_k) TILE_FNS_K(q6_k) TILE_FNS_K(iq4_xs)
 
 #define MATMUL_KQUANT(K, UNIT)                                                                                \
     void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                  size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
         (void)wrb;                                                                                             \
-        matmul_kquant_r16(tiles_##K, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                           \
+        cpu_r16_kquant_sweep(tiles_##K, TMK, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                   \
     }
 MATMUL_KQUANT(q2_k, Q2K_UNIT) MATMUL_KQUANT(q3_k, Q3K_UNIT) MATMUL_KQUANT(q4_k, Q4K_UNIT)
 MATMUL_KQUANT(q5_k, Q5K_UNIT) MATMUL_KQUANT(q6_k, Q6K_UNIT) MATMUL_KQUANT(iq4_xs, IQ4XS_UNIT)

@@ -57,11 +57,15 @@ static void pack_k_nibbles(uint8_t *u, int i, uint16_t d, uint16_t dmin, const u
     put_chunks(u + 4 * R16 + 16 * R16, i, qs, 128);
 }
 
-static void pack_q4_k(uint8_t *u, int i, const block_q4_k *blk) { pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs); }
+static void pack_q4_k(uint8_t *u, int i, const void *b) {
+    const block_q4_k *blk = b;
+    pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs);
+}
 
 // Q5_K: Q4_K's unit, then the 32 bytes of fifth bits chunked (byte l's bit j is the fifth bit of
 // weight 32j + l, whose nibble is in byte 32(j/2) + l: the same chunk position as that nibble's).
-static void pack_q5_k(uint8_t *u, int i, const block_q5_k *blk) {
+static void pack_q5_k(uint8_t *u, int i, const void *b) {
+    const block_q5_k *blk = b;
     pack_k_nibbles(u, i, blk->d, blk->dmin, blk->scales, blk->qs);
     put_chunks(u + 4 * R16 + 16 * R16 + 128 * R16, i, blk->qh, 32);
 }
@@ -69,7 +73,8 @@ static void pack_q5_k(uint8_t *u, int i, const block_q5_k *blk) {
 // IQ4_XS: d, the eight 6-bit scales less their offset of 32 (int8), then the 4-bit codebook indices
 // in Q4_K's order (byte l of pair p: the index of weight 64p + l low, of weight 64p + 32 + l high;
 // the block keeps those of weights 32s + j and 32s + 16 + j in byte 16s + j), chunked.
-static void pack_iq4_xs(uint8_t *u, int i, const block_iq4_xs *blk) {
+static void pack_iq4_xs(uint8_t *u, int i, const void *b) {
+    const block_iq4_xs *blk = b;
     memcpy(u + (size_t)i * 2, &blk->d, 2);
     for (int s = 0; s < 8; s++) {
         const int ls = ((blk->scales_l[s / 2] >> 4 * (s % 2)) & 0x0f) | ((blk->scales_h >> 2 * s) & 3) << 4;
@@ -89,7 +94,8 @@ static void pack_iq4_xs(uint8_t *u, int i, const block_iq4_xs *blk) {
 // Q2_K: d, dmin, the sixteen (scale, min) bytes as the block has them (scale low nibble, min
 // high), then its 64 bytes of 2-bit codes a row chunked as the block has them: as many bytes as
 // the file's blocks.
-static void pack_q2_k(uint8_t *u, int i, const block_q2_k *blk) {
+static void pack_q2_k(uint8_t *u, int i, const void *b) {
+    const block_q2_k *blk = b;
     memcpy(u + (size_t)i * 2, &blk->d, 2);
     memcpy(u + 2 * R16 + (size_t)i * 2, &blk->dmin, 2);
     for (int s = 0; s < 16; s++) u[4 * R16 + s * R16 + i] = blk->scales[s];
@@ -98,7 +104,8 @@ static void pack_q2_k(uint8_t *u, int i, const block_q2_k *blk) {
 
 // Q3_K: d, the sixteen 6-bit scales less their offset of 32 (int8), then its 64 bytes of 2-bit
 // codes and its 32 bytes of high bits (hmask) a row, each chunked as the block has them.
-static void pack_q3_k(uint8_t *u, int i, const block_q3_k *blk) {
+static void pack_q3_k(uint8_t *u, int i, const void *b) {
+    const block_q3_k *blk = b;
     memcpy(u + (size_t)i * 2, &blk->d, 2);
     for (int s = 0; s < 16; s++) u[2 * R16 + s * R16 + i] = (uint8_t)(int8_t)(q3_k_scale(s, blk->scales) - 32);
     put_chunks(u + 18 * R16, i, blk->qs, 64);
@@ -109,7 +116,8 @@ static void pack_q3_k(uint8_t *u, int i, const block_q3_k *blk) {
 // unpacking: for half h and position l (0..31) the codes q_p of weights 128h + 32p + l give
 //   X = q_0 | (q_3 & 3) << 6,  Y = q_1 | (q_3 >> 2 & 3) << 6,  Z = q_2 | (q_3 >> 4) << 6
 // and the X, Y and Z planes (64 bytes a row each) are chunked one after the other.
-static void pack_q6_k(uint8_t *u, int i, const block_q6_k *blk) {
+static void pack_q6_k(uint8_t *u, int i, const void *b) {
+    const block_q6_k *blk = b;
     memcpy(u + (size_t)i * 2, &blk->d, 2);
     for (int s = 0; s < 16; s++) u[2 * R16 + s * R16 + i] = (uint8_t)blk->scales[s];
     uint8_t plane[3][64];
@@ -125,44 +133,40 @@ static void pack_q6_k(uint8_t *u, int i, const block_q6_k *blk) {
     for (int p = 0; p < 3; p++) put_chunks(u + 18 * R16 + (size_t)p * 64 * R16, i, plane[p], 64);
 }
 
+// The packer of one 256-weight super-block into its unit (row i of the group), or NULL.
+typedef void (*super_block_packer)(uint8_t *u, int i, const void *blk);
+static super_block_packer packer_of(uint32_t type) {
+    switch (type) {
+    case WT_Q2_K: return pack_q2_k;
+    case WT_Q3_K: return pack_q3_k;
+    case WT_Q4_K: return pack_q4_k;
+    case WT_Q5_K: return pack_q5_k;
+    case WT_Q6_K: return pack_q6_k;
+    case WT_IQ4_XS: return pack_iq4_xs;
+    default: return NULL;
+    }
+}
+
 void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows, int64_t k,
                   int64_t g0, int64_t g1, void *dst) {
     const size_t unit = cpu_r16_unit_bytes(type);
     const int64_t nu = units_of(type, k);
+    const super_block_packer pack = packer_of(type);
+    const size_t block_bytes = pack ? wtype_get(type)->block_bytes : 0;
     for (int64_t g = g0; g < g1; g++) {
         uint8_t *gu = (uint8_t *)dst + (size_t)(g * nu) * unit;
         memset(gu, 0, (size_t)nu * unit);   // padding rows and blocks: zero scales, zero codes
         for (int i = 0; i < R16 && g * R16 + i < rows; i++) {
             const uint8_t *row = (const uint8_t *)w + (size_t)(g * R16 + i) * w_row_bytes;
+            if (pack) {   // a unit per super-block
+                for (int64_t b = 0; b < k / 256; b++) pack(gu + (size_t)b * unit, i, row + (size_t)b * block_bytes);
+                continue;
+            }
             switch (type) {
             case WT_Q4_0:
             case WT_Q8_0:
                 for (int64_t b = 0; b < k / 32; b++)
                     pack_q_legacy(gu + (size_t)(b / 2) * unit, i, row, b, type == WT_Q4_0 ? 16 : 32);
-                break;
-            case WT_Q4_K:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_q4_k(gu + (size_t)b * unit, i, (const block_q4_k *)(const void *)row + b);
-                break;
-            case WT_Q5_K:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_q5_k(gu + (size_t)b * unit, i, (const block_q5_k *)(const void *)row + b);
-                break;
-            case WT_Q2_K:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_q2_k(gu + (size_t)b * unit, i, (const block_q2_k *)(const void *)row + b);
-                break;
-            case WT_Q3_K:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_q3_k(gu + (size_t)b * unit, i, (const block_q3_k *)(const void *)row + b);
-                break;
-            case WT_IQ4_XS:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_iq4_xs(gu + (size_t)b * unit, i, (const block_iq4_xs *)(const void *)row + b);
-                break;
-            case WT_Q6_K:
-                for (int64_t b = 0; b < k / 256; b++)
-                    pack_q6_k(gu + (size_t)b * unit, i, (const block_q6_k *)(const void *)row + b);
                 break;
             case WT_BF16:
                 for (int64_t b = 0; b < nu; b++) {
