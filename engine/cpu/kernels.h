@@ -182,30 +182,16 @@ void matmul_q4_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
                       size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                       size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-// The r16 kernels of the AVX-512 table (engine/cpu/kernels_r16_avx512.c).
-void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q4_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q6_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q5_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q2_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_q3_k_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                            size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-void matmul_iq4_xs_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                              size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-// The r16 kernels of the AVX2 table (engine/cpu/kernels_r16_avx2.c): the same layouts, two
-// 256-bit halves to a line.
-#define R16_AVX2_DECLARE(K)                                                                              \
-    void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+// The r16 kernels of the AVX-512 table (engine/cpu/kernels_r16_avx512.c) and of the AVX2 table
+// (engine/cpu/kernels_r16_avx2.c: the same layouts, two 256-bit halves to a line), for every type
+// R16_TYPES names: matmul_K_r16_avx512 and matmul_K_r16_avx2.
+#define R16_TYPES(X) X(q4_0) X(q8_0) X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
+#define R16_DECLARE(K)                                                                                    \
+    void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+                                 size_t xrb, int64_t n_tok, float *y, int64_t ldy);                        \
+    void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,   \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy);
-R16_AVX2_DECLARE(q2_k) R16_AVX2_DECLARE(q3_k) R16_AVX2_DECLARE(q4_k) R16_AVX2_DECLARE(q5_k) R16_AVX2_DECLARE(q6_k)
-R16_AVX2_DECLARE(iq4_xs) R16_AVX2_DECLARE(q4_0) R16_AVX2_DECLARE(q8_0)
+R16_TYPES(R16_DECLARE)
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
 // processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
