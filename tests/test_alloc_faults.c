@@ -1,5 +1,5 @@
 // Allocation failure at every fallible allocation of a model load, a session's start and one
-// chat turn (base/mem.h: mem_fault_arm). The path is run once counting its allocations, then
+// chat turn, the CPU backend's per-op scratch included (base/mem.h: mem_fault_arm). The path is run once counting its allocations, then
 // once for each N with the Nth failing: either the failure is absorbed (the weights stay read
 // from the file's mapping when their copy cannot be made; a weight the CPU cannot pack for its
 // r16 kernels is multiplied from its rows) or an error that says "out of memory"
@@ -7,6 +7,7 @@
 // leaks (ASan, make test-asan). Then the limits checked before a large allocation.
 #include "test.h"
 #include "base/mem.h"
+#include "engine/cpu/kernels.h"
 #include "engine/modelgen.h"
 #include "engine/session.h"
 #include "engine/wtype.h"
@@ -37,6 +38,7 @@ enum outcome { RAN_CLEAN, ABSORBED, OPEN_FAILED, TURN_FAILED };
 static long run_once(const char *path, long nth, enum outcome *outcome, char *msg, size_t msg_cap) {
     session_opts o = opts_for(path);
     errbuf err = {{0}};
+    cpu_kernels_scratch_release();   // every run allocates the kernels' scratch afresh (and may fail it)
     mem_fault_arm(nth);
     session *s = session_open(&o, &err);
     int n_tokens = 0;
@@ -85,7 +87,7 @@ int main(void) {
     long again = run_once(path, 0, &oc, msg, sizeof msg);
     CHECK(again == total, "the count repeats (%ld, then %ld)", total, again);
 
-    int n_open = 0, n_turn = 0, n_absorbed = 0, n_silent = 0;
+    int n_open = 0, n_turn = 0, n_absorbed = 0, n_silent = 0, n_scratch = 0;
     for (long n = 1; n <= total; n++) {
         run_once(path, n, &oc, msg, sizeof msg);
         switch (oc) {
@@ -97,11 +99,15 @@ int main(void) {
         if (oc == OPEN_FAILED || oc == TURN_FAILED)
             CHECK(strstr(msg, "out of memory") && !strchr(msg, '\n'),
                   "allocation %ld: one line saying out of memory: %s", n, msg);
+        n_scratch += oc == TURN_FAILED && strstr(msg, "cpu: out of memory for the") != NULL;
         CHECK(mem_fault_fired() || oc == TURN_FAILED, "allocation %ld of %ld was reached", n, total);
     }
     mem_fault_arm(0);
     CHECK(n_silent == 0, "every failure is reported or absorbed (%d ran as if nothing failed)", n_silent);
     CHECK(n_open > 0 && n_turn > 0, "failures both while opening (%d) and in the turn (%d)", n_open, n_turn);
+    // the CPU backend's per-op scratch (quantized activations, attention scores, the kernels'
+    // prepared activations) fails the turn, not the process
+    CHECK(n_scratch >= 3, "the CPU's scratch failing fails the turn: %d times", n_scratch);
     printf("%ld fallible allocations: %d fail the open, %d fail the turn, %d absorbed\n", total, n_open,
            n_turn, n_absorbed);
 

@@ -27,6 +27,7 @@ typedef struct cpu_backend {
     size_t qbuf_bytes;
     float **scores;      // per thread: attention scores scratch
     int scores_len;
+    char oom[160];       // an op's scratch that could not be had: the pass fails at end_batch ("" none)
     bool profiling;
     double op_secs[OP_COUNT];
     uint64_t op_calls[OP_COUNT];
@@ -141,7 +142,19 @@ static void cpu_act_write(backend *b, bk_act *a, int64_t row0, int64_t n_rows, c
 static int cpu_kv_prepare(backend *b, kv_cache *kv, errbuf *err) { (void)b; (void)kv; (void)err; return 0; }
 static void cpu_kv_release(backend *b, kv_cache *kv) { (void)b; (void)kv; }
 static void cpu_begin_batch(backend *b) { (void)b; }
-static int cpu_end_batch(backend *b, errbuf *err) { (void)b; (void)err; return 0; }
+// The ops run as they are recorded; a scratch one of them could not have fails the pass here
+// (model_forward then leaves the cache's length as it was, and the turn fails with this line).
+static int cpu_end_batch(backend *b, errbuf *err) {
+    cpu_backend *c = CPU(b);
+    size_t kernel_bytes = cpu_kernels_scratch_failed();
+    if (c->oom[0]) {
+        err_set(err, "%s", c->oom);
+        c->oom[0] = 0;
+        return -1;
+    }
+    if (kernel_bytes) return err_set(err, "cpu: out of memory for the kernels' scratch (%zu bytes)", kernel_bytes);
+    return 0;
+}
 
 // ---- embed ----
 static void cpu_embed(backend *b, const tensor *emb, const int32_t *ids, int n, bk_act *out) {
@@ -219,8 +232,13 @@ static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_r
         size_t need = j.xq_row_bytes * (size_t)n;
         if (need > c->qbuf_bytes) {
             free(c->qbuf);
-            c->qbuf = xmalloc(need);
-            c->qbuf_bytes = need;
+            c->qbuf = try_malloc(need);
+            c->qbuf_bytes = c->qbuf ? need : 0;
+            if (!c->qbuf) {
+                snprintf(c->oom, sizeof c->oom, "cpu: out of memory for the quantized activations (%zu bytes)", need);
+                prof_end(c, OP_MATMUL, t0);
+                return;
+            }
         }
         j.xq = c->qbuf;
         if (n == 1) mm_quantize_worker(&j, 0, 1);
@@ -374,11 +392,19 @@ static void cpu_attention(backend *b, const bk_act *q, kv_cache *kv, int layer, 
     size_t need = (size_t)2 * ATT_TS * p->head_dim + (size_t)qb * group * n_max +
                   (track ? (size_t)p->n_head * n_max : 0);
     if (need > (size_t)c->scores_len) {
+        bool ok = true;
         for (int i = 0; i < c->n_threads; i++) {
             free(c->scores[i]);
-            c->scores[i] = xmalloc(need * sizeof(float));
+            c->scores[i] = ok ? try_malloc(need * sizeof(float)) : NULL;
+            ok = ok && c->scores[i];
         }
-        c->scores_len = (int)need;
+        c->scores_len = ok ? (int)need : 0;
+        if (!ok) {
+            snprintf(c->oom, sizeof c->oom, "cpu: out of memory for the attention scores (%zu bytes a thread)",
+                     need * sizeof(float));
+            prof_end(c, OP_ATTENTION, t0);
+            return;
+        }
     }
     int n_threads = c->n_threads;
     if (track)

@@ -260,6 +260,13 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
 // Per-thread scratch for kernels (prepared activations): at least `bytes`, 64-byte aligned,
 // contents undefined; valid until the same thread asks again. Grows to the largest request and
 // is freed when the thread exits. (engine/cpu/kernels_scratch.c)
+// NULL when the memory cannot be had: the kernel then leaves its output alone, and the bytes
+// asked for are kept for cpu_kernels_scratch_failed, which the backend's end of batch reads to
+// fail the forward pass (the session, and the conversation, go on).
 void *cpu_kernels_scratch(size_t bytes);
+// The bytes of the largest request that failed since the last call (0: none), and resets it.
+size_t cpu_kernels_scratch_failed(void);
+// Frees the calling thread's scratch now (tests that count allocations start from none).
+void cpu_kernels_scratch_release(void);
 
 #endif

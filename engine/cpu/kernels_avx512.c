@@ -325,6 +325,7 @@ static void matmul_quant(const tile_set *ts, int kind, const void *w, size_t wrb
     const size_t per_tok = prep_bytes_per_token((nb + 1) / 2);
     const int64_t group = token_group(ts, per_tok, n_tok);
     uint8_t *prep = cpu_kernels_scratch((size_t)group * per_tok);
+    if (!prep) return;   // out of memory: the pass fails at its end (cpu_kernels_scratch_failed)
     for (int64_t g0 = 0; g0 < n_tok; g0 += group) {
         const int64_t ng = n_tok - g0 < group ? n_tok - g0 : group;
         const uint8_t *xg = (const uint8_t *)x + (size_t)g0 * xrb;

@@ -375,6 +375,7 @@ static void matmul_legacy(const bool four, const void *w, int64_t k, int64_t row
                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const int64_t nb = k / 32, np = (nb + 1) / 2;
     block_prep *prep = cpu_kernels_scratch((size_t)(n_tok * nb) * sizeof(block_prep));
+    if (!prep) return;   // out of memory: the pass fails at its end (cpu_kernels_scratch_failed)
     prep_blocks(x, xrb, n_tok, nb, prep);
     const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT;
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {

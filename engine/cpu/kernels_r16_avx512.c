@@ -159,6 +159,7 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
     if (group > n_tok) group = n_tok;
     const tile_fn *tiles = kind == K4 ? tiles_k4 : tiles_k8;
     uint8_t *prep = cpu_kernels_scratch((size_t)group * per_tok);
+    if (!prep) return;   // out of memory: the pass fails at its end (cpu_kernels_scratch_failed)
     for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
         const int64_t ng = n_tok - t0 < group ? n_tok - t0 : group;
         if (kind == K4) prep_x(K4, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
