@@ -2,6 +2,7 @@
 #include "app/govern.h"
 #include "app/govern_run.h"
 #include "app/eval_text.h"
+#include "app/heat_cache.h"
 #include "app/heatmap.h"
 #include "engine/hwstate.h"
 #include "engine/model.h"
@@ -39,20 +40,6 @@ static void say(gov_run *r, const char *fmt, ...) {
 
 // ---- the ladder and its order ----
 
-// $XDG_CACHE_HOME/cabin/heatmaps/MODEL-SIZE-MTIME-TYPE.json (or ~/.cache/...); "" when there
-// is no home or no such model file.
-static void heat_cache_path(const char *model_path, uint32_t type, char *out, size_t n) {
-    struct stat st;
-    out[0] = 0;
-    if (!model_path || stat(model_path, &st) != 0) return;
-    const char *base = strrchr(model_path, '/');
-    base = base ? base + 1 : model_path;
-    char name[400];
-    snprintf(name, sizeof name, "heatmaps/%.200s-%lld-%lld-%s.json", base, (long long)st.st_size, (long long)st.st_mtime,
-             wtype_name(type));
-    user_file_path("XDG_CACHE_HOME", ".cache", name, out, n);
-}
-
 static bool heat_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *c) {
     (void)layer; (void)kind; (void)c;
     gov_run *r = ud;
@@ -71,19 +58,23 @@ static int find_heat(gov_run *r, const session_opts *o, const sensitivity_map *a
         for (int i = 0; i < r->n_layer * TK_LAYER_KINDS; i++) complete = complete && app_heat->cells[i].done;
         if (complete) { *out = app_heat; return 0; }
     }
-    char path[1024];
-    heat_cache_path(o->model_path, type, path, sizeof path);
-    errbuf e = { { 0 } };
-    if (path[0] && access(path, R_OK) == 0 && heatmap_load(own, r->n_layer, type, path, &e) == 0) {
-        say(r, "governor: sensitivity order from %s", path);
-        *out = own;
-        return 0;
-    }
     if (!r->shadow) return err_set(err, "governor: no sensitivity map at %s and no shadow session to measure one", wtype_name(type));
     const char *what = NULL;
     bool prose = false;
     char *text = eval_default_text(r->shadow, o->template_name, &what, &prose, err);
     if (!text) return err_prefix(err, "governor: sensitivity text");
+    heat_cache_entry ce;
+    errbuf e = { { 0 } };
+    bool cached = heat_cache_find(&ce, o->model_path, type, text, HEAT_TOKENS, HEAT_TOKENS, &e) == 0;
+    if (cached && ce.path[0] && access(ce.path, F_OK) == 0) {
+        if (heat_cache_load(&ce, own, r->n_layer, type, &e) == 0) {
+            say(r, "governor: sensitivity order from %s", ce.path);
+            free(text);
+            *out = own;
+            return 0;
+        }
+        say(r, "governor: not using the cached order: %s", e.msg);
+    }
     say(r, "governor: measuring the sensitivity order once for this model (%d tensors at %s, %d tokens of %s)",
         r->n_layer * TK_LAYER_KINDS, wtype_name(type), HEAT_TOKENS, what ? what : "text");
     heatmap_opts ho = { .type = type, .max_tokens = HEAT_TOKENS, .ctx = HEAT_TOKENS, .ctx_fits_text = true,
@@ -91,11 +82,9 @@ static int find_heat(gov_run *r, const session_opts *o, const sensitivity_map *a
     int rc = heatmap_measure(r->shadow, text, &ho, own, err);
     free(text);
     if (rc) return err_prefix(err, "governor: sensitivity");
-    if (path[0]) {
-        char *json = sensitivity_to_json(own);
-        if (afile_write_all(path, json, strlen(json), &e) == 0) say(r, "governor: sensitivity order cached in %s", path);
+    if (cached && ce.path[0]) {
+        if (heat_cache_save(&ce, own, &e) == 0) say(r, "governor: sensitivity order cached in %s", ce.path);
         else say(r, "governor: could not cache the sensitivity order: %s", e.msg);
-        free(json);
     }
     *out = own;
     return 0;

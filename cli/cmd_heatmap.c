@@ -2,6 +2,7 @@
 // and a precision plan derived from it (engine/sensitivity.h). Results are cached.
 #include "cli/commands.h"
 #include "app/eval_text.h"
+#include "app/heat_cache.h"
 #include "app/heatmap.h"
 #include "base/afile.h"
 #include "engine/sensitivity.h"
@@ -98,49 +99,6 @@ static int write_csv(const sensitivity_map *m, const char *path, errbuf *err) {
     return afile_close(&a, ferror(f) != 0, err);
 }
 
-static int write_text(const char *path, const char *text, errbuf *err) {
-    afile a;
-    if (afile_open(&a, path, NULL)) return err_set(err, "%s: cannot write (%s)", path, strerror(errno));
-    fputs(text, a.f);
-    fputc('\n', a.f);
-    return afile_close(&a, ferror(a.f) != 0, err);
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
-    return h;
-}
-
-// Cache file for (model file: path, size, mtime; text; type; tokens; ctx), or "" when no cache
-// folder can be made. The folder: $XDG_CACHE_HOME/cabin/heatmap, else ~/.cache/cabin/heatmap.
-static void cache_path(const char *model_path, const char *text, const char *type, int tokens, int ctx,
-                       char *out, size_t cap) {
-    out[0] = 0;
-    char dir[600];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/cabin/heatmap", xdg);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/cabin/heatmap", home);
-    else return;
-    for (char *p = dir + 1; *p; p++)   // mkdir -p
-        if (*p == '/') { *p = 0; mkdir(dir, 0755); *p = '/'; }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
-    struct stat st;
-    char *abs = realpath(model_path, NULL);
-    uint64_t h = 1469598103934665603ull;
-    h = fnv(h, abs ? abs : model_path, strlen(abs ? abs : model_path));
-    free(abs);
-    if (stat(model_path, &st) == 0) {
-        int64_t v[3] = { (int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec };
-        h = fnv(h, v, sizeof v);
-    }
-    h = fnv(h, text, strlen(text));
-    h = fnv(h, type, strlen(type));
-    int v2[2] = { tokens, ctx };
-    h = fnv(h, v2, sizeof v2);
-    snprintf(out, cap, "%s/%016llx.json", dir, (unsigned long long)h);
-}
-
 typedef struct progress_state { double t0; bool quiet; } progress_state;
 
 static bool show_progress(void *ud, int done, int total, int layer, int kind, const sens_cell *c) {
@@ -173,16 +131,16 @@ typedef struct heatmap_cli_opts {
 static const opt_def HEATMAP_OPTS[] = {
     OPT_TEXT_FILE(HO(file), "the text"),
     { "--type", NULL, OPT_STR, HO(type_name), "T", "target type", NULL, NULL, NULL },
-    { "--tokens", NULL, OPT_INT, HO(tokens), "N", "tokens of the text to use", NULL, NULL, NULL },
+    { "--tokens", NULL, OPT_INT, HO(tokens), "N", "tokens of the text to use", NULL, NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
     { "--window", NULL, OPT_INT, HO(window), "N", "tokens per window (scored on each window's second half)",
-      "the context -c when given, else 128", NULL, NULL },
+      "the context -c when given, else 128", NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
     { "--json", NULL, OPT_OUT, HO(json_out), NULL, "write the map as JSON to FILE, or to standard output instead of\n"
       "the grid (no FILE, or -)", NULL, NULL, NULL },
-    { "--csv", NULL, OPT_STR, HO(csv_out), "FILE", "write the map as CSV", NULL, NULL, NULL },
+    { "--csv", NULL, OPT_STR, HO(csv_out), "FILE", "write the map as CSV", NULL, NULL, NULL, .writes = true },
     { "--plan-out", NULL, OPT_STR, HO(plan_out), "FILE", "a precision plan: everything at --type except the most\n"
       "sensitive tensors at --high, greedy by KL removed per extra\nbit, within --budget bits per weight over the layer matrices",
-      NULL, NULL, NULL },
-    { "--budget", NULL, OPT_FLOAT, HO(budget), "BPW", "e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)", NULL, NULL, NULL },
+      NULL, NULL, NULL, .writes = true },
+    { "--budget", NULL, OPT_FLOAT, HO(budget), "BPW", "e.g. 5.0 (q4_0 is 4.5, q8_0 8.5, f16 16)", NULL, NULL, NULL, OPT_RANGE(1, 32) },
     { "--high", NULL, OPT_STR, HO(high_name), "T", "the higher type for the plan (more bits than --type): q8_0,\nf16, or a K-quant such as q6_k over --type q4_k", NULL, NULL, NULL },
     { "--color", NULL, OPT_STR, HO(color), "WHEN", "auto (NO_COLOR and non-terminals turn it off) | always | never", NULL, NULL, NULL },
     { "--no-cache", NULL, OPT_FLAG, HO(no_cache), NULL, "recompute", NULL, NULL, NULL },
@@ -231,27 +189,25 @@ static int heatmap_parse(int argc, char **argv, heatmap_cli_opts *o, run_opts *r
 // (and cached). m is made here (zeroed on entry). -1 with err.
 static int heatmap_compute(session *s, const char *model_path, const heatmap_cli_opts *o, const char *text,
                            sensitivity_map *m, errbuf *err) {
-    char cpath[800];
-    cache_path(model_path, text, wtype_name((uint32_t)o->type), o->tokens, o->window, cpath, sizeof cpath);
+    heat_cache_entry ce;
+    errbuf ce_err = {{0}};
+    bool cache = !o->no_cache && heat_cache_find(&ce, model_path, (uint32_t)o->type, text, o->tokens, o->window, &ce_err) == 0
+                 && ce.path[0];
     int n_layer = session_model(s)->hp.n_layer;
-    if (!o->no_cache && cpath[0] && access(cpath, R_OK) == 0) {
-        if (heatmap_load(m, n_layer, (uint32_t)o->type, cpath, err) == 0) {
-            if (!o->quiet) fprintf(stderr, "cached: %s\n", cpath);
+    if (cache && access(ce.path, F_OK) == 0) {
+        if (heat_cache_load(&ce, m, n_layer, (uint32_t)o->type, &ce_err) == 0) {
+            if (!o->quiet) fprintf(stderr, "cached: %s\n", ce.path);
             return 0;
         }
-        fprintf(stderr, "cabin heatmap: ignoring the cache %s: %s\n", cpath, err->msg);
+        fprintf(stderr, "cabin heatmap: not using the cache: %s\n", ce_err.msg);
     }
     progress_state ps = { now_sec(), o->quiet };
     heatmap_opts ho = { .type = (uint32_t)o->type, .max_tokens = o->tokens, .ctx = o->window,
                         .progress = show_progress, .ud = &ps };
     if (heatmap_measure(s, text, &ho, m, err)) return -1;   // m is left empty (freeing it is harmless)
     if (!o->quiet) fprintf(stderr, "%d tensors in %.1f s\n", m->n_layer * TK_LAYER_KINDS, now_sec() - ps.t0);
-    if (cpath[0]) {
-        char *js = sensitivity_to_json(m);
-        errbuf e2;
-        if (write_text(cpath, js, &e2)) fprintf(stderr, "cabin heatmap: cache not written: %s\n", e2.msg);
-        free(js);
-    }
+    if (!o->no_cache && ce.path[0] && heat_cache_save(&ce, m, &ce_err))
+        fprintf(stderr, "cabin heatmap: cache not written: %s\n", ce_err.msg);
     return 0;
 }
 

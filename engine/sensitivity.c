@@ -28,15 +28,20 @@ int sensitivity_run(session *s, const int32_t *ids, int n, int ctx, int max_chun
         return err_set(err, "sensitivity map has %d layers, the model %d", m->n_layer, mdl->hp.n_layer);
     const wtype_info *ti = wtype_get(m->type);
     if (!ti || !ti->from_f32) return err_set(err, "cabin cannot produce weights of type %s", wtype_name(m->type));
-    precision_plan saved;
+    precision_plan saved, file_plan;
     session_get_plan(s, &saved);
+    // Measured against the file's own precision whatever plan is in force: with a base run at
+    // another plan (every tensor at q4_0, say) each cell would compare two different models and
+    // every KL would come out the same meaningless figure. The plan in force comes back at the end.
+    plan_init(&file_plan);
+    if (session_set_plan(s, &file_plan, err)) return err_prefix(err, "the file's precision for the base run");
     quality_base base = {0};
     quality_result qr = {0};
     quality_opts qo = { .ctx = ctx, .max_chunks = max_chunks, .save = &base };
-    if (quality_eval(s, ids, n, &qo, &qr, err)) { quality_base_free(&base); return err_prefix(err, "base run"); }
+    int total = m->n_layer * TK_LAYER_KINDS, done = 0, rc = 0;
+    if (quality_eval(s, ids, n, &qo, &qr, err)) { rc = err_prefix(err, "base run"); goto out; }
     m->base_nll = qr.mean_nll;
     m->scored = qr.scored;
-    int total = m->n_layer * TK_LAYER_KINDS, done = 0, rc = 0;
     for (int l = 0; l < m->n_layer; l++)
         for (int k = 0; k < TK_LAYER_KINDS; k++) {
             sens_cell *c = sens_at(m, l, k);
