@@ -7,7 +7,7 @@
 // intent item by item: each pair of neighbours ("calling @": a value after "calling"; "@" a
 // run of value words, "#" a number, "^" the start, "$" the end) occurs in them. A copied value
 // (dest=, contact=) of several words is said whole and in order; punctuation is the corpus's
-// (space . , ' /) and letters are in the corpus's cases ("calling", "Calling", "ETA").
+// (space . , ! ? ' /) and letters are in the corpus's cases ("calling", "Calling", "ETA").
 // So the car never does one thing while the assistant says another: "Okay, 25.5 degrees." for
 // temp=24.5, "Calling felix now." for contact=ximena, "Warming the passenger side." for
 // zone=driver, "Calling calling." Every reply in the corpus keeps the rule
@@ -153,6 +153,7 @@ int reply_sentence_scan(reply_sentence_state *st, const char *s, size_t n, bool 
     if (st->broken) return -1;
     char *prev = st->prev;
     int expect = st->expect;
+    const char *punct = r->vocab ? r->vocab->punct : ".,/";
     bool run_open = st->run_open;
 #define BEFORE(i) ((i) > 0 ? s[(i) - 1] : st->before)
     for (size_t i = 0; i < n; i++) {
@@ -214,14 +215,17 @@ int reply_sentence_scan(reply_sentence_state *st, const char *s, size_t n, bool 
             if (BEFORE(i) == ' ') return -1;   // one space between words
             if (i + 1 == n && expect < 0 && !has_next(r, prev)) return -1;   // a space where the sentence must end
             continue;
-        } else if (s[i] != '.' && s[i] != ',' && s[i] != '/') {
+        } else if (!s[i] || !strchr(punct, s[i])) {   // the corpus's marks for the intent
             return -1;
         } else if (expect >= 0 || !(is_word_char(BEFORE(i)) || isdigit((unsigned char)BEFORE(i)))) {
             return -1;   // punctuation inside a value, or not right after a word or number ("the . . .")
         }
     }
-    // The end: after a full stop, where a sentence of the corpus ends.
-    if (ended && (expect >= 0 || BEFORE(n) != '.' || !pair_ok(r, prev, "$", 1, false))) return -1;
+    // The end: after a full stop (or "!" or "?", where the intent's sentences have them), where a
+    // sentence of the corpus ends.
+    if (ended && (expect >= 0 || !BEFORE(n) || !strchr(".!?", BEFORE(n)) || !strchr(punct, BEFORE(n)) ||
+                  !pair_ok(r, prev, "$", 1, false)))
+        return -1;
 #undef BEFORE
     st->expect = expect;
     st->run_open = run_open;

@@ -11,6 +11,7 @@ typedef struct reply_vocab {
     int n_words;
     const char *const *pairs;    // "@ $", "@ now", "^ calling", "calling @", ...
     int n_pairs;
+    const char *punct;           // the punctuation its sentences use, of . , / ! ? (".": "Calling maria.")
 } reply_vocab;
 
 extern const reply_vocab reply_vocabs[];

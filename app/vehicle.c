@@ -134,7 +134,7 @@ static int refuse(apply_ctx *c, const char *fmt, ...) {
     return -1;
 }
 
-// Records "field old -> new" and sets the field (value already validated).
+// Records "field old -> new" (or "field already X") and sets the field (value already validated).
 static void set_field(apply_ctx *c, const char *name, int value, const char *text) {
     int i = field_index(name);
     char before[64], after[64];
@@ -142,9 +142,13 @@ static void set_field(apply_ctx *c, const char *name, int value, const char *tex
     if (fields[i].kind == VF_TEXT) snprintf(c->v->text[i], sizeof c->v->text[i], "%s", text ? text : "");
     else c->v->val[i] = value;
     format_value(c->v, i, after, sizeof after);
+    // A change that changes nothing is said as such ("media.playing already on"), not as "on -> on".
     if (c->change_used < c->change_len)
-        c->change_used += (size_t)snprintf(c->change + c->change_used, c->change_len - c->change_used,
-                                           "%s%s %s -> %s", c->change_used ? "; " : "", name, before, after);
+        c->change_used += (size_t)(strcmp(before, after) == 0
+            ? snprintf(c->change + c->change_used, c->change_len - c->change_used, "%s%s already %s",
+                       c->change_used ? "; " : "", name, after)
+            : snprintf(c->change + c->change_used, c->change_len - c->change_used, "%s%s %s -> %s",
+                       c->change_used ? "; " : "", name, before, after));
 }
 
 static int get_int(const vehicle *v, const char *name) { return v->val[field_index(name)]; }

@@ -364,6 +364,8 @@ static void sentence_cases(void) {
         { "<act>none</act>", " I'm only able to help with", true, -1 },   // ends where no sentence does
         { "<act>none</act>", " I'm only able to help with", false, 0 },
         { "<act>none</act>", " Route 66 is nice.", true, -1 },
+        { "<act>phone.call contact=aunt_maria</act>", " Calling aunt maria?", true, -1 },   // not phone.call's marks
+        { "<act>none</act>", " Sorry, I can only help with the car?", true, -1 },          // nor none's
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int r = action_grammar_check_sentence(cases[i].action, cases[i].sentence, strlen(cases[i].sentence), cases[i].ended);

@@ -75,6 +75,15 @@ int main(void) {
     expect_field(v, "phone.contact", "aunt_maria");
     CHECK(apply(v, "<act>doors.lock state=unlocked</act> ok", change, reason) == 0, "unlock");
     expect_field(v, "doors.locked", "off");
+    // A change that changes nothing says so: "already off", never "off -> off".
+    CHECK(apply(v, "<act>doors.lock state=unlocked</act> ok", change, reason) == 0, "unlock again");
+    CHECK(strcmp(change, "doors.locked already off") == 0, "no-op change said as such: %s", change);
+    CHECK(apply(v, "<act>climate.ac state=on</act> ok", change, reason) == 0 &&
+          apply(v, "<act>climate.ac state=on</act> ok", change, reason) == 0, "a/c on twice");
+    CHECK(strcmp(change, "climate.ac already on") == 0 && !strstr(change, "->"), "a/c on again: %s", change);
+    CHECK(apply(v, "<act>climate.set zone=all temp=23.5</act> ok", change, reason) == 0, "set all");
+    CHECK(strstr(change, "climate.driver_temp already 23.5") && strstr(change, "climate.passenger_temp 22 -> 23.5"),
+          "a partly changing action names both: %s", change);
     CHECK(apply(v, "<act>media.source source=usb</act> ok", change, reason) == 0, "source");
     expect_field(v, "media.source", "usb");
     CHECK(apply(v, "<act>media.volume delta=+40</act> ok", change, reason) == -1, "volume delta out of range");
