@@ -73,6 +73,37 @@ def check_fresh_draw(tmp):
           "fresh_draw.py kept %d of %d dialogues, want %d" % (len(got), len(drawn), len(want)))
 
 
+def check_smalltalk(tmp, train_path, tr):
+    """tools/corpus/smalltalk.py: every dialogue of the corpus kept in order, the small-talk turns
+    put in marked new and answered <act>none</act> in the reply grammar, deterministic, and none
+    of them a user text of either held-out set (the hand-written assets/eval/smalltalk.jsonl too)."""
+    tool = os.path.join(ROOT, "tools", "corpus", "smalltalk.py")
+    outs = []
+    for name in ("st1", "st2"):
+        out = os.path.join(tmp, name + ".jsonl")
+        subprocess.run(["/usr/bin/python3", tool, "--train", train_path, "--out", out], check=True,
+                       stdout=subprocess.DEVNULL, cwd=ROOT)
+        outs.append(open(out).read())
+    check(outs[0] == outs[1], "smalltalk.py: two runs differ")
+    st = dialogues(outs[0])
+    kept = [{"turns": [t for t in d["turns"] if not t.get("new")]} for d in st]
+    kept = [d for d in kept if d["turns"]]
+    check(kept == tr, "smalltalk.py: the corpus's dialogues are not all kept in order")
+    new = [t for d in st for t in d["turns"] if t.get("new")]
+    check(0.05 * len(tr) < len(new) < 0.5 * len(tr), "smalltalk.py: %d small-talk turns for %d dialogues" % (len(new), len(tr)))
+    check(all(t["reply"].startswith("<act>none</act> ") and REPLY.match(t["reply"]) for t in new),
+          "smalltalk.py: a small-talk reply that is not <act>none</act> and a sentence")
+    held = set()
+    for f in ("heldout.jsonl", "smalltalk.jsonl"):
+        held |= {gc.norm_text(t["user"]) for d in dialogues(open(os.path.join(ROOT, "assets", "eval", f)).read())
+                 for t in d["turns"]}
+    leaked = [t["user"] for t in new if gc.norm_text(t["user"]) in held]
+    check(not leaked, "smalltalk.py: held-out user texts in training: %s" % leaked[:3])
+    hand = dialogues(open(os.path.join(ROOT, "assets", "eval", "smalltalk.jsonl")).read())
+    check(len(hand) >= 40 and all(t["reply"].startswith("<act>none</act> ") for d in hand for t in d["turns"]),
+          "assets/eval/smalltalk.jsonl: the hand-written small-talk set, every turn <act>none</act>")
+
+
 def main():
     tmp = sys.argv[1]
     train, held = generate(tmp, "a", RECIPE)
@@ -94,6 +125,7 @@ def main():
     shared = [t["user"] for d in tr for t in d["turns"] if gc.norm_text(t["user"]) in held_texts]
     check(not shared, "training user texts that are held-out ones: %s" % shared[:3])
     check_fresh_draw(tmp)
+    check_smalltalk(tmp, os.path.join(tmp, "a-train.jsonl"), tr)
 
     # held-out names, places and streets never occur in a training action, and do occur held out
     held_values = ({"contact=" + gc.slotify(c) for c in gc.CONTACTS_HELD} |

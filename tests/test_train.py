@@ -147,6 +147,31 @@ def check_attention(n_head, n_kv_head):
     check(err < 1e-5, "attention %d/%d: cached decode off by %.2e" % (n_head, n_kv_head, err))
 
 
+def check_distill():
+    """reply_loss with --distill: a new turn's roles (5, 6) train as 1, 2; the KL term is zero
+    when the teacher is the model itself, and against another teacher it is the mean over the
+    kept reply tokens (roles 1, 2) of KL(teacher || model), computed here with F.kl_div."""
+    cfg = M.Config(vocab=96, dim=64, n_layer=2, n_head=4, n_kv_head=2, ffn=96, ctx=64)
+    model, other = M.TinyLlama(cfg), M.TinyLlama(cfg)
+    x = torch.randint(0, cfg.vocab, (3, 41))
+    roles = torch.randint(0, 7, (3, 41)).to(torch.uint8)
+    roles[roles == 4] = 0
+    plain = roles.clone()
+    plain[roles > 4] -= 4
+    with torch.no_grad():
+        a = float(train.reply_loss(model, x, roles, 3.0, 0.0, False))
+        b = float(train.reply_loss(model, x, plain, 3.0, 0.0, False))
+        check(abs(a - b) <= 1e-6 * abs(b), "roles 5, 6 train as 1, 2: %.7g vs %.7g" % (a, b))
+        same = float(train.reply_loss(model, x, roles, 3.0, 0.0, False, model, 2.0))
+        check(abs(same - a) <= 1e-5 * abs(a), "distill from itself adds nothing: %.7g vs %.7g" % (same, a))
+        got = float(train.reply_loss(model, x, roles, 3.0, 0.0, False, other, 2.0)) - a
+        keep = ((roles[:, 1:] == 1) | (roles[:, 1:] == 2)).reshape(-1)
+        ls = F.log_softmax(model(x[:, :-1]).reshape(-1, cfg.vocab)[keep], -1)
+        lt = F.log_softmax(other(x[:, :-1]).reshape(-1, cfg.vocab)[keep], -1)
+        ref = 2.0 * F.kl_div(ls, lt, log_target=True, reduction="batchmean")
+        check(abs(got - float(ref)) <= 1e-4 * float(ref), "distill term %.7g, reference %.7g" % (got, float(ref)))
+
+
 def check_reply_loss(bf16):
     """train.reply_loss (logits only where a weight is not zero) against the weighted mean of
     F.cross_entropy over every position's logits."""
@@ -257,6 +282,7 @@ for heads in ((4, 2), (4, 4), (4, 1), (8, 2)):
     check_attention(*heads)
 for bf16 in (False, True):
     check_reply_loss(bf16)
+check_distill()
 for n, ctx in ((500, 256), (300, 1024)):
     check_packing(n, ctx)
 print(tally.line())

@@ -222,9 +222,13 @@ class Tokenizer:
         """Token ids of a chat session and, per id, its training role: 0 context (no loss),
         2 a reply's action tokens, 1 the rest of the reply and its closing <|end|>, 3 the user's
         text and its closing <|end|> (trained only with train.py --user-weight). Layout (phi-3):
-        <s><|user|>\\n{user}<|end|>\\n<|assistant|>\\n{reply}<|end|>\\n<|user|>..."""
+        <s><|user|>\\n{user}<|end|>\\n<|assistant|>\\n{reply}<|end|>\\n<|user|>...
+        A turn marked "new": true (tools/corpus/smalltalk.py: what the model is being taught
+        afresh) has roles 5 and 6 for 1 and 2, so that train.py --distill leaves its replies to
+        the data alone."""
         ids, target = [BOS], [0]
         for t in turns:
+            mark = 4 if t.get("new") else 0
             text = self.encode_fragment("\n" + t["user"])
             tail = self.encode_fragment("\n") + [ASSISTANT]
             ids += [USER] + text + [END] + tail
@@ -240,7 +244,7 @@ class Tokenizer:
                 if "</act>" in text:
                     n_act = j + 1
                     break
-            target += [0] * len(lead) + [2] * (n_act - len(lead)) + [1] * (len(r) - n_act) + [1]
+            target += [0] * len(lead) + [2 + mark] * (n_act - len(lead)) + [1 + mark] * (len(r) - n_act + 1)
             nl = self.encode_fragment("\n")
             ids += nl
             target += [0] * len(nl)

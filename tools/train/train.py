@@ -136,22 +136,38 @@ class WeightedCrossEntropy(torch.autograd.Function):
         return p, None, None
 
 
-def reply_loss(model, x, roles, action_weight, user_weight, bf16):
+def reply_loss(model, x, roles, action_weight, user_weight, bf16, teacher=None, distill=0.0):
     """The training loss of one batch: x (B, T) token ids, roles (B, T) uint8 (pack_sessions);
     position i predicts x[:, i + 1] with weight 1 (reply), action_weight (action) or
     user_weight (user text) by the role of that token, and the loss is the weighted mean.
     Logits are computed only where a weight is not zero (about half the positions: prompts and
     padding carry none), which saves that part of the output product, its float32 copy and the
-    softmax. bf16: the model's matrix products under bfloat16 autocast."""
+    softmax. bf16: the model's matrix products under bfloat16 autocast.
+    teacher, distill > 0: plus distill times the mean KL(teacher || model) over the reply tokens
+    of the turns not marked new (roles 1 and 2; a new turn's are 5 and 6, trained as 1 and 2), so
+    that what the model is taught afresh moves what it already does as little as it can
+    (learning without forgetting)."""
     role = roles[:, 1:].long()
-    w = torch.where(role == 2, action_weight, torch.where(role == 3, user_weight, 1.0)) * (role > 0)
+    kind = torch.where(role > 4, role - 4, role)     # 5, 6 (a new turn's reply) train as 1, 2
+    w = torch.where(kind == 2, action_weight, torch.where(kind == 3, user_weight, 1.0)) * (role > 0)
     w = w.reshape(-1).float()
     sel = torch.nonzero(w).squeeze(1)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(bf16)):
         h = model.hidden(x[:, :-1])
         logits = model.logits(h.reshape(-1, h.shape[-1]).index_select(0, sel))
     w = w.index_select(0, sel)
-    return WeightedCrossEntropy.apply(logits.float(), x[:, 1:].reshape(-1).index_select(0, sel), w) / w.sum()
+    loss = WeightedCrossEntropy.apply(logits.float(), x[:, 1:].reshape(-1).index_select(0, sel), w) / w.sum()
+    if teacher is None or distill <= 0:
+        return loss
+    kept = ((role == 1) | (role == 2)).reshape(-1).index_select(0, sel)
+    if not bool(kept.any()):
+        return loss
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(bf16)):
+        th = teacher.hidden(x[:, :-1])
+        tl = teacher.logits(th.reshape(-1, th.shape[-1]).index_select(0, sel[kept]))
+    log_t = torch.log_softmax(tl.float(), -1)
+    log_s = torch.log_softmax(logits.float()[kept], -1)
+    return loss + distill * (log_t.exp() * (log_t - log_s)).sum(-1).mean()
 
 
 def ema_update(averages, params, decay):
@@ -209,6 +225,9 @@ def main():
     ap.add_argument("--min-lr", type=float, default=0.1, help="final learning rate / peak")
     ap.add_argument("--init", default="", help="start from this checkpoint's weights (same shape) "
                     "instead of random ones: to continue a run with more steps")
+    ap.add_argument("--distill", type=float, default=0.0,
+                    help="with --init: this times KL(the --init model || the model) over the replies of "
+                    "the turns not marked new, added to the loss (reply_loss)")
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="residual dropout while training (attention and FFN outputs)")
     ap.add_argument("--ema", default="",
@@ -258,6 +277,14 @@ def main():
         assert ck["config"] == cfg.to_dict(), "--init checkpoint has another shape"
         model.load_state_dict(ck["state"])
         print("train: starting from %s (step %s)" % (a.init, ck.get("step")), flush=True)
+    teacher = None
+    if a.distill > 0:
+        assert a.init, "--distill needs --init (the model to stay close to)"
+        teacher = TinyLlama(cfg)
+        teacher.load_state_dict(ck["state"])
+        teacher.eval()
+        for p in teacher.parameters():
+            p.requires_grad_(False)
     n_params = sum(p.numel() for p in model.parameters())
     print("train: model %s, %d parameters" % (json.dumps(cfg.to_dict()), n_params), flush=True)
 
@@ -293,7 +320,7 @@ def main():
         ctx, idx = plan[step]
         x = torch.from_numpy(packs[ctx][0][idx])
         t = torch.from_numpy(packs[ctx][1][idx])
-        loss = reply_loss(model, x, t, a.action_weight, a.user_weight, a.bf16)
+        loss = reply_loss(model, x, t, a.action_weight, a.user_weight, a.bf16, teacher, a.distill)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
