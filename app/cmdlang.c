@@ -393,9 +393,14 @@ int cmdlang_run(app_ctx *c, cmd_line *l, errbuf *err) {
     return l->def->run(c, l, err);
 }
 
+const char *cmdlang_for_person(const char *msg) {
+    static const char typed[] = CMDLANG_TYPED ":1: ";
+    return strncmp(msg, typed, sizeof typed - 1) == 0 ? msg + sizeof typed - 1 : msg;
+}
+
 int cmdlang_exec(app_ctx *c, const char *text, errbuf *err) {
     cmd_line l;
-    int r = cmdlang_parse(text, "command line", 1, c->front, &l, err);
+    int r = cmdlang_parse(text, CMDLANG_TYPED, 1, c->front, &l, err);
     if (r <= 0) return r;
     r = cmdlang_run(c, &l, err);
     cmdlang_free(&l);

@@ -69,7 +69,13 @@ int cmdlang_parse(const char *text, const char *file, int line, unsigned where, 
 void cmdlang_free(cmd_line *l);
 // Runs a parsed line on the app object.
 int cmdlang_run(struct app_ctx *c, cmd_line *l, errbuf *err);
-// Parses (as c->front offers) and runs one line typed by a person; errors name "command line".
+// The `file` of a line a person typed (not read from a scene): errors begin "command line:1: ",
+// which cmdlang_for_person drops before a person reads them.
+#define CMDLANG_TYPED "command line"
+// msg without the position of a typed line ("command line:1: precision: ..." -> "precision:
+// ..."): what was typed is named by the command, not by a file position. Other messages as given.
+const char *cmdlang_for_person(const char *msg);
+// Parses (as c->front offers) and runs one line typed by a person.
 int cmdlang_exec(struct app_ctx *c, const char *text, errbuf *err);
 const cmd_def *cmdlang_table(int *n);
 // The row named name (or one of its aliases) that front end `where` offers (0: any); NULL none.

@@ -203,11 +203,34 @@ bool hw_state_throttled(const hw_state *prev, const hw_state *now) {
 }
 
 int hw_state_line(const hw_state *h, char *buf, size_t n) {
-    char cur[16] = "?", max[16] = "?", thr[24] = "?", temp[48] = "? °C";
-    if (h->cpu_mhz > 0) str_cut_printf(cur, sizeof cur, "%.2f", h->cpu_mhz * 1e-3);
-    if (h->cpu_max_mhz > 0) str_cut_printf(max, sizeof max, "%.2f", h->cpu_max_mhz * 1e-3);
-    if (h->throttle_count >= 0) str_cut_printf(thr, sizeof thr, "%ld", h->throttle_count);
-    if (!isnan(h->temp_c)) str_cut_printf(temp, sizeof temp, "%.0f °C %s", h->temp_c, h->temp_zone);
-    const char *supply = h->on_battery == 1 ? "battery" : h->on_battery == 0 ? "mains" : "supply ?";
-    return snprintf(buf, n, "cpu %s/%s GHz · throttled %s · %s · %s", cur, max, thr, temp, supply);
+    // What is known, " · " between; then what is not, named once ("not exposed here"): sysfs of
+    // a VM or a container often has no cpufreq, thermal zones or power supplies at all.
+    char known[160] = "", part[64];
+    const char *unknown[4];
+    int n_unknown = 0;
+    if (h->cpu_mhz > 0 && h->cpu_max_mhz > 0)
+        str_cut_printf(part, sizeof part, "cpu %.2f/%.2f GHz", h->cpu_mhz * 1e-3, h->cpu_max_mhz * 1e-3);
+    else if (h->cpu_mhz > 0) str_cut_printf(part, sizeof part, "cpu %.2f GHz", h->cpu_mhz * 1e-3);
+    else { part[0] = 0; unknown[n_unknown++] = "clock"; }
+    const char *sep = " · ";
+    if (part[0]) str_cut_printf(known, sizeof known, "%s", part);
+    if (h->throttle_count >= 0)
+        str_cut_printf(known + strlen(known), sizeof known - strlen(known), "%sthrottled %ld", known[0] ? sep : "",
+                       h->throttle_count);
+    else unknown[n_unknown++] = "throttling";
+    if (!isnan(h->temp_c))
+        str_cut_printf(known + strlen(known), sizeof known - strlen(known), "%s%.0f °C %s", known[0] ? sep : "",
+                       h->temp_c, h->temp_zone);
+    else unknown[n_unknown++] = "temperature";
+    if (h->on_battery >= 0)
+        str_cut_printf(known + strlen(known), sizeof known - strlen(known), "%s%s", known[0] ? sep : "",
+                       h->on_battery ? "battery" : "mains");
+    else unknown[n_unknown++] = "supply";
+    if (n_unknown == 0) return snprintf(buf, n, "%s", known);
+    char missing[96] = "";
+    for (int i = 0; i < n_unknown; i++)
+        str_cut_printf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                       i == 0 ? "" : ", ", unknown[i]);
+    if (!known[0]) return snprintf(buf, n, "%s: not exposed here", missing);
+    return snprintf(buf, n, "%s · %s: not exposed", known, missing);
 }

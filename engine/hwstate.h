@@ -46,8 +46,10 @@ void hw_state_read(const char *root, hw_state *out);
 // A low clock alone is not throttling (an idle CPU clocks down); a hot zone alone is not either.
 bool hw_state_throttled(const hw_state *prev, const hw_state *now);
 
-// One line: "cpu 2.10/3.50 GHz · throttled 0 · 61 °C x86_pkg_temp · mains"; unknowns read "?"
-// ("cpu ?/? GHz · throttled ? · ? °C · supply ?"). Returns what snprintf returns.
+// One line: "cpu 2.10/3.50 GHz · throttled 0 · 61 °C x86_pkg_temp · mains"; what is unknown is
+// named once after what is known ("cpu 2.10 GHz · mains · throttling, temperature: not exposed";
+// nothing known: "clock, throttling, temperature, supply: not exposed here"; `why` has the
+// details). Returns what snprintf returns.
 int hw_state_line(const hw_state *h, char *buf, size_t n);
 
 #endif

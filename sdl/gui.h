@@ -7,6 +7,12 @@
 
 #include <stdbool.h>
 
+// The smallest window, points: the panels' column (the precision grid, the vehicle's two columns
+// of fields) and a conversation beside it. --size below it is refused; the window cannot be
+// resized below it.
+#define GUI_MIN_W 960
+#define GUI_MIN_H 600
+
 typedef struct gui_opts {
     int width, height;           // the window's size in points (0: 1280 x 800)
     const char *talk_key;        // the hold-to-talk key's SDL name ("Space" when NULL; Space talks

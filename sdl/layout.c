@@ -21,7 +21,7 @@ static void draw_status(gui *w, SDL_Rect r) {
 
 static const char *const help_keys[][2] = {
     { "Enter", "send the message, or run a :command" },
-    { "F1 / Esc", "this help (any key closes it)" },
+    { "F1 / Esc", "this help (PgUp PgDn scroll it; other keys close it)" },
     { "F2", "cycle weight precision f16 > q8_0 > q4_0 (live)" },
     { "F3", "cycle the KV cache format" },
     { "F4", "cycle the heat map: sensitivity, kv cache, attention" },
@@ -38,24 +38,54 @@ static const char *const help_keys[][2] = {
 
 static void draw_help(gui *w, int W, int H) {
     gfx *g = &w->g;
-    ui_help_row cmds[UI_MAX_HELP_ROWS];
-    int n_cmd = ui_help_commands(cmds, UI_MAX_HELP_ROWS);
     int bw = 100 * g->cw < W - 4 * g->cw ? 100 * g->cw : W - 4 * g->cw;
     SDL_Rect r = { (W - bw) / 2, g->ch, bw, H - 2 * g->ch };
-    SDL_Rect in = gfx_box(g, r, "Help — keys and :commands (any key closes it)");
-    int y = in.y, kw = 26 * g->cw;
-    for (size_t i = 0; i < sizeof help_keys / sizeof help_keys[0] && y + g->ch <= in.y + in.h; i++, y += g->ch) {
-        gfx_text(g, in.x, y, help_keys[i][0], C_USER, kw - g->cw);
-        gfx_text(g, in.x + kw, y, help_keys[i][1], C_TEXT, in.w - kw);
+    static ui_help_line lines[UI_MAX_HELP_LINES];   // the window's thread only
+    int cols = (bw - 2 * g->cw) / (g->cw > 0 ? g->cw : 8), key_w = cols > 60 ? 26 : 18;
+    int n = ui_help_layout(help_keys, (int)(sizeof help_keys / sizeof help_keys[0]), cols, key_w, lines, UI_MAX_HELP_LINES);
+    int page = (r.h - 2 * g->ch) / (g->ch > 0 ? g->ch : 16);
+    if (page < 1) page = 1;
+    int max_top = n > page ? n - page : 0;
+    if (w->help_top > max_top) w->help_top = max_top;
+    if (w->help_top < 0) w->help_top = 0;
+    w->help_page = max_top > 0 ? page : 0;
+    char title[128];
+    if (max_top == 0) snprintf(title, sizeof title, "Help — keys and :commands (any key closes it)");
+    else snprintf(title, sizeof title, "Help — keys and :commands (lines %d-%d of %d: PgUp PgDn)",
+                  w->help_top + 1, w->help_top + page < n ? w->help_top + page : n, n);
+    SDL_Rect in = gfx_box(g, r, title);
+    int kw = key_w * g->cw;
+    for (int i = 0, y = in.y; i < page && w->help_top + i < n && y + g->ch <= in.y + in.h; i++, y += g->ch) {
+        const ui_help_line *l = &lines[w->help_top + i];
+        if (l->tone == UI_TITLE) { gfx_text(g, in.x, y, l->text, C_TITLE, in.w); continue; }
+        if (l->key[0]) gfx_text(g, in.x, y, l->key, C_USER, in.w);
+        if (l->text[0]) gfx_text(g, in.x + kw, y, l->text, C_TEXT, in.w - kw);
     }
-    y += g->ch / 2;
-    gfx_text(g, in.x, y, ui_help_commands_title, C_TITLE, in.w);
-    y += g->ch;
-    kw = 40 * g->cw;
-    for (int i = 0; i < n_cmd && y + g->ch <= in.y + in.h; i++, y += g->ch) {
-        gfx_text(g, in.x, y, cmds[i].usage, C_USER, kw - g->cw);
-        gfx_text(g, in.x + kw, y, cmds[i].help, C_TEXT, in.w - kw);
+}
+
+// The panels' heights in a column main_h high: each its wanted height when they all fit; else
+// the ones that can shrink (their plots) shrink in proportion, down to their least; when even
+// the least heights do not fit, the panels at the bottom are left out (docs/GUI.md). The last
+// panel shown takes what is left. Returns how many are shown.
+static int panel_heights(gfx *g, const ui_snapshot *s, const gui_panel *const *panels, int n, int w, int main_h, int *h) {
+    int want[16], least[16], sum_want = 0, sum_least = 0, shown = 0;
+    for (int i = 0; i < n; i++) {
+        want[i] = panels[i]->height(g, s, w);
+        least[i] = panels[i]->min_height ? panels[i]->min_height(g, s, w) : want[i];
+        if (least[i] > want[i]) least[i] = want[i];
+        if (sum_least + least[i] > main_h) break;   // this one and those under it are left out
+        sum_want += want[i];
+        sum_least += least[i];
+        shown++;
     }
+    long extra = main_h - sum_least, room = sum_want - sum_least;
+    int used = 0;
+    for (int i = 0; i < shown; i++) {
+        h[i] = sum_want <= main_h ? want[i] : least[i] + (int)(room > 0 ? (want[i] - least[i]) * extra / room : 0);
+        used += h[i];
+    }
+    if (shown > 0) h[shown - 1] += main_h - used;
+    return shown;
 }
 
 int gui_chat_cols(const gui *w) { return w->chat_w / (w->g.cw > 0 ? w->g.cw : 8); }
@@ -77,13 +107,14 @@ void gui_draw_frame(gui *w) {
     int n;
     const gui_panel *const *panels = gui_panels(&n);
     for (int i = 0; i < n; i++) panels[i]->update(&w->s.snap);
-    int y = 0, gap = 4;
-    for (int i = 0; i < n && y < main_h; i++) {
-        int h = panels[i]->height(g, &w->s.snap, pw - gap);
-        if (h > main_h - y) h = main_h - y;
-        if (h < 3 * g->ch) break;
-        panels[i]->draw(g, (SDL_Rect){ w->chat_w + gap / 2, y, pw - gap, h - gap }, &w->s.snap, &w->ptr, &w->reg);
-        y += h;
+    int y = 0, gap = 4, h[16];
+    n = n < 16 ? n : 16;
+    n = panel_heights(g, &w->s.snap, panels, n, pw - gap, main_h, h);
+    for (int i = 0; i < n; i++) {
+        SDL_Rect r = { w->chat_w + gap / 2, y, pw - gap, h[i] - gap };
+        panels[i]->draw(g, r, &w->s.snap, &w->ptr, &w->reg);
+        if (w->reg.n_panels < 8) { w->reg.panel[w->reg.n_panels].name = panels[i]->name; w->reg.panel[w->reg.n_panels++].r = r; }
+        y += h[i];
     }
     char title[160];
     snprintf(title, sizeof title, "Conversation — %s", w->s.snap.model_name[0] ? w->s.snap.model_name : "cabin");
@@ -102,6 +133,9 @@ void gui_regions_text(const gui *w, strbuf *out) {
     strbuf_printf(out, "chat %d %d %d %d\n", r->chat.x, r->chat.y, r->chat.w, r->chat.h);
     strbuf_printf(out, "input %d %d %d %d\n", r->input.x, r->input.y, r->input.w, r->input.h);
     strbuf_printf(out, "heat %d %d %d %d\n", r->heat.x, r->heat.y, r->heat.w, r->heat.h);
+    for (int i = 0; i < r->n_panels; i++)
+        strbuf_printf(out, "panel-%s %d %d %d %d\n", r->panel[i].name, r->panel[i].r.x, r->panel[i].r.y, r->panel[i].r.w,
+                      r->panel[i].r.h);
     for (int i = 0; i < r->n_cells; i++)
         strbuf_printf(out, "cell %d %d %d %d %d %d\n", r->cell[i].layer, r->cell[i].kind, r->cell[i].r.x, r->cell[i].r.y,
                       r->cell[i].r.w, r->cell[i].r.h);

@@ -16,6 +16,13 @@ static int heat_height(gfx *g, const ui_snapshot *s, int w) {
     return (3 + rows + 1) * g->ch + g->ch + 14;
 }
 
+// Lines only (no data yet): their height; a map: the whole grid.
+static int heat_least(gfx *g, const ui_snapshot *s, int w) {
+    ui_heat_text h;
+    ui_heat_text_make(s, false, &h);
+    return h.shape == UI_HEAT_LINES ? (h.n_lines + 1) * g->ch + 14 : heat_height(g, s, w);
+}
+
 static void heat_update(const ui_snapshot *s) { (void)s; }
 
 static bool under(const gui_pointer *p, SDL_Rect c) { return p->x >= c.x && p->x < c.x + c.w && p->y >= c.y && p->y < c.y + c.h; }
@@ -86,4 +93,4 @@ static void heat_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p, 
     if (p->hover[0] && under(p, r)) gfx_text(g, in.x, in.y + in.h - g->ch, p->hover, C_WARN, in.w);
 }
 
-const gui_panel gui_panel_heatmap = { "heatmap", heat_height, heat_update, heat_draw };
+const gui_panel gui_panel_heatmap = { "heatmap", heat_height, heat_least, heat_update, heat_draw };

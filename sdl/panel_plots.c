@@ -10,6 +10,7 @@ static float tok_ring[SESSION_TOK_RING];
 static int n_tok;
 
 static int latency_height(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 8 * g->ch + 14; }
+static int latency_least(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 3 * g->ch + 14; }   // the text
 
 static void latency_update(const ui_snapshot *s) { n_tok = ui_token_times(s, tok_ring, SESSION_TOK_RING); }
 
@@ -38,6 +39,12 @@ static int power_height(gfx *g, const ui_snapshot *s, int w) {
     return (3 + src + 5) * g->ch + 14;
 }
 
+static int power_least(gfx *g, const ui_snapshot *s, int w) {   // the text, no plot
+    (void)w;
+    int src = s->n_pw < 3 ? s->n_pw : 3;
+    return (3 + src) * g->ch + 14;
+}
+
 static void power_update(const ui_snapshot *s) {
     if (s->now - last_t < 0.25) return;
     last_t = s->now;
@@ -62,5 +69,5 @@ static void power_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
     gfx_plot(g, (SDL_Rect){ in.x, y, in.w, in.y + in.h - y }, watts, n_watts, POWER_HIST, C_WARN, "W", "the last 30 s");
 }
 
-const gui_panel gui_panel_latency = { "latency", latency_height, latency_update, latency_draw };
-const gui_panel gui_panel_power = { "power", power_height, power_update, power_draw };
+const gui_panel gui_panel_latency = { "latency", latency_height, latency_least, latency_update, latency_draw };
+const gui_panel gui_panel_power = { "power", power_height, power_least, power_update, power_draw };

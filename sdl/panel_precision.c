@@ -71,4 +71,4 @@ static void precision_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer
     }
 }
 
-const gui_panel gui_panel_precision = { "precision", precision_height, precision_update, precision_draw };
+const gui_panel gui_panel_precision = { "precision", precision_height, NULL, precision_update, precision_draw };

@@ -6,11 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#define VEHICLE_COL 26   // a column: a label of up to 16 characters, a value of up to 9, a space
+
+static int vehicle_cols(gfx *g, int w) {
+    int cols = w / ((VEHICLE_COL + 1) * g->cw);
+    return cols < 1 ? 1 : cols > 3 ? 3 : cols;
+}
+
 static int vehicle_height(gfx *g, const ui_snapshot *s, int w) {
-    int cols = w >= 40 * g->cw ? 2 : 1;
+    int cols = vehicle_cols(g, w);
     int rows = (s->n_vfields + cols - 1) / cols;
     return (rows > 0 ? rows : 1) * g->ch + g->ch + 14;
 }
+
+// Four rows: the fields the last turn changed come first when not all fit.
+static int vehicle_least(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 5 * g->ch + 14; }
 
 static void vehicle_update(const ui_snapshot *s) { (void)s; }
 
@@ -18,15 +28,17 @@ static void vehicle_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *
     (void)p; (void)reg;
     SDL_Rect in = gfx_box(g, r, "Vehicle");
     if (s->n_vfields == 0) { gfx_text(g, in.x, in.y, "no vehicle state yet", C_DIM, in.w); return; }
-    int cols = r.w >= 40 * g->cw ? 2 : 1, cw = in.w / cols, rows = (s->n_vfields + cols - 1) / cols;
-    for (int i = 0; i < s->n_vfields; i++) {
-        int row = i % rows, col = i / rows;
-        int y = in.y + row * g->ch;
-        if (y + g->ch > in.y + in.h + 4) continue;
+    int cols = vehicle_cols(g, r.w), cw = in.w / cols, fit_rows = (in.h + 4) / g->ch;
+    int order[UI_MAX_VFIELDS];
+    int n = ui_vfield_order(s, fit_rows * cols, order), rows = (n + cols - 1) / cols;
+    for (int j = 0; j < n; j++) {
+        int i = order[j], row = j % rows, col = j / rows;
         bool changed = ui_vfield_changed(s, i);
-        int x = in.x + col * cw, vw = 10 * g->cw;
-        gfx_text(g, x, y, s->vfield[i], changed ? C_VEHICLE : C_DIM, cw - vw - g->cw);
-        gfx_text(g, x + cw - vw, y, s->vvalue[i], changed ? C_VEHICLE : C_TEXT, vw);
+        int x = in.x + col * cw, y = in.y + row * g->ch, vw = 9 * g->cw;
+        char label[40];
+        ui_vfield_label(s->vfield[i], label, sizeof label);
+        gfx_text(g, x, y, label, changed ? C_VEHICLE : C_DIM, cw - vw - g->cw);
+        gfx_text(g, x + cw - vw - g->cw / 2, y, s->vvalue[i], changed ? C_VEHICLE : C_TEXT, vw);
     }
 }
 
@@ -37,6 +49,7 @@ static int n_level;
 static double level_t;
 
 static int voice_height(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 8 * g->ch + 14; }
+static int voice_least(gfx *g, const ui_snapshot *s, int w) { (void)s; (void)w; return 4 * g->ch + 14; }   // no trace
 
 static void voice_update(const ui_snapshot *s) {
     if (s->now - level_t < 0.1) return;
@@ -54,7 +67,17 @@ static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
     int y = in.y, ch = g->ch;
     if (v->state == TV_OFF) {
         gfx_text(g, in.x, y, v->line, C_WARN, in.w);
-        gfx_text(g, in.x, y + ch, ui_voice_off_hint, C_DIM, in.w);
+        y += ch;
+        if (v->turns > 0) {   // a `:voice FILE` turn ran through the same pipeline: what it heard, how fast
+            int o = gfx_text(g, in.x, y, "heard: ", C_DIM, in.w);
+            gfx_text(g, in.x + o, y, v->transcript, C_USER, in.w - o);
+            y += ch;
+            ui_line lat;
+            ui_voice_latency_text(v, false, &lat);
+            gfx_line_text(g, in.x, y, &lat, in.w);
+            y += ch;
+        }
+        gfx_text(g, in.x, y, ui_voice_off_hint, C_DIM, in.w);
         return;
     }
     ui_rgb sc = v->state >= TV_LISTENING ? C_GOOD : v->state == TV_STARTING ? C_WARN : C_TEXT;
@@ -82,5 +105,5 @@ static void voice_draw(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p,
     gfx_plot(g, (SDL_Rect){ in.x, y, in.w, in.y + in.h - y }, level, n_level, LEVEL_HIST, C_GOOD, "dB above -60", "input level, the last 10 s");
 }
 
-const gui_panel gui_panel_vehicle = { "vehicle", vehicle_height, vehicle_update, vehicle_draw };
-const gui_panel gui_panel_voice = { "voice", voice_height, voice_update, voice_draw };
+const gui_panel gui_panel_vehicle = { "vehicle", vehicle_height, vehicle_least, vehicle_update, vehicle_draw };
+const gui_panel gui_panel_voice = { "voice", voice_height, voice_least, voice_update, voice_draw };

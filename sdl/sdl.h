@@ -59,6 +59,8 @@ typedef struct gui_pointer {
 #define GUI_MAX_CELLS (UI_MAX_LAYERS * UI_LAYER_KINDS)
 typedef struct gui_regions {
     SDL_Rect chat, input, heat;
+    int n_panels;
+    struct { const char *name; SDL_Rect r; } panel[8];   // the panels drawn, top to bottom
     int n_cells;
     struct { int layer, kind; SDL_Rect r; } cell[GUI_MAX_CELLS];   // the precision grid's cells
 } gui_regions;
@@ -67,7 +69,9 @@ typedef struct gui_regions {
 // (keeping whatever history it plots), and one that draws into a rectangle.
 typedef struct gui_panel {
     const char *name;
-    int (*height)(gfx *g, const ui_snapshot *s, int w);
+    int (*height)(gfx *g, const ui_snapshot *s, int w);       // the height it would like
+    // the least it can be drawn in (its plot shrunk or left out: text only); NULL: height
+    int (*min_height)(gfx *g, const ui_snapshot *s, int w);
     void (*update)(const ui_snapshot *s);
     void (*draw)(gfx *g, SDL_Rect r, const ui_snapshot *s, gui_pointer *p, gui_regions *reg);
 } gui_panel;

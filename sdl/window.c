@@ -13,8 +13,6 @@
 #include <string.h>
 
 #define FPS 20
-#define MIN_W 960                // the smallest window, points: the panels' column and a
-#define MIN_H 600                // conversation beside it
 #define DEFAULT_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
 
 bool gui_available(char *why, size_t n) { if (n) why[0] = 0; return true; }
@@ -88,10 +86,16 @@ static void on_key_down(gui *w, const SDL_KeyboardEvent *e) {
         if (!e->repeat && !w->talk_held) { w->talk_held = true; ui_session_talk_hold(s, true); }
         return;
     }
-    if (w->help) { w->help = false; if (k == SDLK_ESCAPE || k == SDLK_F1) return; }
+    if (w->help) {   // PgUp/PgDn (and Up/Down) scroll a help longer than the window; any other key closes it
+        int pg = w->help_page;
+        if (pg && (k == SDLK_PAGEDOWN || k == SDLK_DOWN)) { w->help_top += k == SDLK_PAGEDOWN ? pg : 1; return; }
+        if (pg && (k == SDLK_PAGEUP || k == SDLK_UP)) { w->help_top -= k == SDLK_PAGEUP ? pg : 1; return; }
+        w->help = false;
+        if (k == SDLK_ESCAPE || k == SDLK_F1) return;
+    }
     int page = w->reg.chat.h / (w->g.ch > 0 ? w->g.ch : 16) - 1;
     switch (k) {
-    case SDLK_F1: w->help = true; return;
+    case SDLK_F1: w->help = true; w->help_top = 0; return;
     case SDLK_F2: ui_session_cycle_precision(s); return;
     case SDLK_F3: ui_session_cycle_kv(s); return;
     case SDLK_F4: ui_session_cycle_heat(s); return;
@@ -178,7 +182,7 @@ static int open_window(gui *w, const gui_opts *g, errbuf *err) {
     w->win = SDL_CreateWindow("cabin", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, W, H,
                               SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
     if (!w->win) return err_set(err, "cabin gui: no window: %s", SDL_GetError()), 2;
-    SDL_SetWindowMinimumSize(w->win, W < MIN_W ? W : MIN_W, H < MIN_H ? H : MIN_H);
+    SDL_SetWindowMinimumSize(w->win, GUI_MIN_W, GUI_MIN_H);
     w->g.r = SDL_CreateRenderer(w->win, -1, SDL_RENDERER_ACCELERATED);
     if (!w->g.r) w->g.r = SDL_CreateRenderer(w->win, -1, SDL_RENDERER_SOFTWARE);
     if (!w->g.r) return err_set(err, "cabin gui: no renderer: %s", SDL_GetError()), 2;

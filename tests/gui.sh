@@ -64,6 +64,9 @@ check grid "$S/3-mixed.png" "$T/palette" '*=q4_0' '0=q8_0'
 # the checker is not blind: the mixed plan is not all q4_0
 if $CHECK grid "$S/3-mixed.png" "$T/palette" '*=q4_0' >/dev/null; then bad "gui_check grid passes a wrong plan"; else ok; fi
 check heat "$S/4-heatmap.png" "$T/palette"
+# at the default 1280x800 every panel is drawn, a heat map shown too (plots shrink first)
+check panels "$S/4-heatmap.png" precision heatmap latency power vehicle voice
+check panels "$S/1-reply.png" precision heatmap latency power vehicle voice
 check same "$S/3-mixed.png" "$S/4-heatmap.png" input
 check differ "$S/4-heatmap.png" "$S/5-typed.png" input 0.002
 

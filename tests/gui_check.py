@@ -121,6 +121,11 @@ def main(argv):
         have = [heat[k] in px for k in (0, 1)]
         print(f'heat: the scale\'s cold end {heat[0]} {"found" if have[0] else "missing"}, hot end {heat[1]} {"found" if have[1] else "missing"}')
         return 0 if all(have) else 1
+    if cmd == 'panels':   # every named panel is drawn, at least a title and two lines high
+        s = Shot(argv[2])
+        missing = [n for n in argv[3:] if s.rect.get('panel-' + n, (0, 0, 0, 0))[3] < 40]
+        print(f'panels: {len(argv) - 3 - len(missing)} of {len(argv) - 3} drawn' + (': missing ' + ' '.join(missing) if missing else ''))
+        return 0 if not missing else 1
     print(f'unknown check {cmd}')
     return 2
 

@@ -165,7 +165,13 @@ static void test_unreadable(void) {
           "why names each: %s", h.why);
     char line[200];
     hw_state_line(&h, line, sizeof line);
-    CHECK(strcmp(line, "cpu ?/? GHz · throttled ? · ? °C · supply ?") == 0, "unknowns say ?: %s", line);
+    CHECK(strcmp(line, "clock, throttling, temperature, supply: not exposed here") == 0 &&
+          !strchr(line, '?'), "unknowns are named once, no question marks: %s", line);
+    // some known, some not: the known ones, then the rest named
+    h.cpu_mhz = 2100;
+    h.on_battery = 0;
+    hw_state_line(&h, line, sizeof line);
+    CHECK(strcmp(line, "cpu 2.10 GHz · mains · throttling, temperature: not exposed") == 0, "partly known: %s", line);
     CHECK(!hw_state_throttled(&h, &h), "unknown is not throttled");
     rm_tree();
 }

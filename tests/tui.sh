@@ -76,7 +76,8 @@ sleep 0.5; cap >"$T/screen"
 grep -qE "cabin › .{3,}" "$T/screen" && ok || bad "no reply text"
 grep -qE "TTFT [0-9]+ ms" "$T/screen" && grep -qE "decode [0-9.]+ tok/s" "$T/screen" && grep -qE "[0-9.]+ W now" "$T/screen" \
     && ok || bad "latency/power figures missing"
-grep -qE "cpu [0-9.?]+/[0-9.?]+ GHz · throttled [0-9?]+ · [0-9?]+ °C" "$T/screen" && ok || bad "no hardware line in the power panel at 40 rows"
+hw=$(grep -oE "(cpu [0-9.]+(/[0-9.]+)? GHz|clock, throttling)[^│]*" "$T/screen" | head -1)
+[ -n "$hw" ] && ! echo "$hw" | grep -q '?' && ok || bad "no hardware line (or a '?' in it) in the power panel at 40 rows: $hw"
 kv1=$(grep -oE "KV [0-9]+/[0-9]+" "$T/screen" | head -n 1)
 clean 120 && ok || bad "garbage after a reply"
 shot reply-120x40
@@ -85,7 +86,10 @@ tmux send-keys -t "$S" F2
 wait_for "precision: now q4_0" 10 && ok || bad "F2 did not switch to q4_0"
 sleep 0.3; cap >"$T/screen"
 [ "$(grid_rows q4)" = 2 ] && grep -q "plan q4_0" "$T/screen" && ok || bad "grid not all q4 after F2"
-# the plan's KL vs the file, measured aside between turns ("measuring..." meanwhile)
+# until the figure exists the panel says what it waits for, never a bare "measuring…"
+grep -qE "KL vs file: (waits for idle|window [0-9]+/[0-9]+) |top-1" "$T/screen" &&
+    ! grep -q "measuring…" "$T/screen" && ok || { bad "the KL line says what it waits for"; grep "KL" "$T/screen"; }
+# the plan's KL vs the file, measured aside between turns
 KLRE="KL [0-9]+(\.[0-9]+)?(e-[0-9]+)?  top-1 [0-9.]+%"
 wait_for "top-1" 30 && grep -qE "$KLRE" "$T/screen" && ok || bad "no KL / top-1 for q4_0"
 kl_q4=$(grep -oE "$KLRE" "$T/screen" | head -n 1)
@@ -101,6 +105,11 @@ tmux send-keys -t "$S" "and again" Enter
 wait_for "and again" 5; sleep 1.5; cap >"$T/screen"
 kv2=$(grep -oE "KV [0-9]+/[0-9]+" "$T/screen" | head -n 1)
 [ -n "$kv1" ] && [ "$kv1" != "$kv2" ] && ok || bad "KV figure did not change ($kv1 -> $kv2)"
+# an error names what was typed, not a file position; :snapshot says where it wrote
+tmux send-keys -t "$S" ":precision q9" Enter
+wait_for "! precision:" 5 && ! grep -q "command line" "$T/screen" && ok || { bad "a typed command's error starts with the command"; grep '!' "$T/screen"; }
+tmux send-keys -t "$S" ":snapshot $T/shot.txt" Enter
+wait_for "snapshot written to $T/shot.txt" 5 && [ -s "$T/shot.txt" ] && ok || bad ":snapshot confirms where it wrote"
 # :save: the JSON names the plan the grid shows
 tmux send-keys -t "$S" ":save $T/out.json" Enter
 wait_for "saved transcript" 5 && python3 -c "
@@ -139,6 +148,13 @@ tmux send-keys -t "$S" F1
 wait_for "Help" 3 && grep -q "F2" "$T/screen" && grep -q ":precision" "$T/screen" && ok || bad "F1 help missing"
 clean 120 && ok || bad "garbage in help"
 shot help-120x40
+# the help wraps at spaces, never inside a word, and scrolls when it is longer than the screen
+tr -s ' ' <"$T/screen" | grep -q "Pareto frontier" && grep -q ":governor TARGET \[kl<=K\] \[KNOB=V ...\]" "$T/screen" && ok ||
+    { bad "help: words cut"; grep -E "governor|Pareto" "$T/screen"; }
+if grep -q "PgUp PgDn)" "$T/screen"; then
+    tmux send-keys -t "$S" NPage
+    wait_for ":help" 3 && grep -q "list the commands" "$T/screen" && grep -q "Help" "$T/screen" && ok || bad "help: PgDn shows the last commands"
+fi
 tmux send-keys -t "$S" Escape
 tmux resize-window -t "$S" -x 80 -y 24
 sleep 0.8; cap >"$T/screen"
@@ -221,6 +237,14 @@ sleep 0.3; tmux send-keys -t "$S" "hi" Enter
 wait_for "cabin ›" 10 && sleep 0.3 && clean 80 && [ "$(grep -c "$VOICE_OFF" "$T/screen")" -ge 2 ] && ok \
     || bad "F5 without a device, then a typed turn"
 shot novoice-80x24
+# without a microphone, :voice FILE still runs the voice pipeline, and the Voice panel says what
+# it heard and how fast, under the voice-off line
+if cabin_has_audio && [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
+    tmux resize-window -t "$S" -x 120 -y 40   # wide enough for the panels
+    tmux send-keys -t "$S" ":voice $(pwd)/$WAV" Enter
+    wait_for "end → transcript" 60 && grep -q "heard: " "$T/screen" && grep -q "$VOICE_OFF" "$T/screen" && ok ||
+        { bad ":voice without a microphone: the panel shows no heard line and latency"; grep -A6 "Voice" "$T/screen"; }
+fi
 tmux send-keys -t "$S" C-d
 i=0; while [ ! -f "$T/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(cat "$T/rc" 2>/dev/null)" = 0 ] && ok || bad "exit without a device"

@@ -22,7 +22,7 @@ int layout_chat_cols(void) {
     return COLS - pw;
 }
 
-int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const ui_snapshot *s) {
+int layout_draw(layout_state *ls, chat_log *chat, line_edit *le, const ui_snapshot *s) {
     werase(stdscr);
     int main_h = LINES - 2;
     int n_panels;
@@ -54,7 +54,7 @@ int layout_draw(const layout_state *ls, chat_log *chat, line_edit *le, const ui_
         chat_draw(stdscr, in, chat);
     }
     layout_status(ls, s);
-    if (ls->help) layout_help();
+    if (ls->help) layout_help(ls);
     le_draw(stdscr, LINES - 1, 0, COLS, le, ls->focus == FOCUS_INPUT);
     curs_set(ls->focus == FOCUS_INPUT && !ls->help ? 1 : 0);
     wnoutrefresh(stdscr);
@@ -75,7 +75,7 @@ void layout_status(const layout_state *ls, const ui_snapshot *s) {
 
 static const char *const help_keys[][2] = {
     { "Enter", "send the message, or run a :command" },
-    { "F1", "this help (any key closes it)" },
+    { "F1", "this help (PgUp PgDn scroll it; other keys close it)" },
     { "F2", "cycle weight precision f16 > q8_0 > q4_0 (live)" },
     { "F3", "cycle the KV cache format" },
     { "F4", "cycle the heat map: sensitivity, kv cache, attention" },
@@ -90,35 +90,38 @@ static const char *const help_keys[][2] = {
     { "Ctrl-L", "redraw the screen" },
 };
 
-void layout_help(void) {
-    ui_help_row cmds[UI_MAX_HELP_ROWS];   // the commands the workbench offers, from the one table
-    int n_cmd = ui_help_commands(cmds, UI_MAX_HELP_ROWS);
-    int n_keys = (int)(sizeof help_keys / sizeof help_keys[0]);
-    int total = n_keys + 2 + n_cmd;
+void layout_help(layout_state *ls) {
     int h = LINES - 2, w = COLS - 4;
     if (w > 110) w = 110;
+    ls->help_page = 0;
     if (h < 5 || w < 30) return;
-    int cols = (total > h - 2 && w >= 100) ? 2 : 1;
+    int cols = w >= 100 ? 2 : 1;                          // keys and commands side by side when wide
+    int cw = cols == 2 ? (w - 3) / 2 : w - 2;             // a column's width inside the box (a gap between two)
+    int key_w = cw > 60 ? 24 : 18;
+    static ui_help_line lines[UI_MAX_HELP_LINES];         // the screen's thread only
+    int n = ui_help_layout(help_keys, (int)(sizeof help_keys / sizeof help_keys[0]), cw - 1, key_w, lines,
+                           UI_MAX_HELP_LINES);
+    int rows_needed = (n + cols - 1) / cols;
+    if (h > rows_needed + 2) h = rows_needed + 2;
+    int rows = h - 2, page = rows * cols;
+    int max_top = n > page ? n - page : 0;
+    if (ls->help_top > max_top) ls->help_top = max_top;
+    if (ls->help_top < 0) ls->help_top = 0;
     int y0 = 1, x0 = (COLS - w) / 2;
-    if (h > (total + cols - 1) / cols + 3) h = (total + cols - 1) / cols + 3;
     for (int y = 0; y < h; y++) mvwhline(stdscr, y0 + y - 1, x0, ' ', w);
-    tui_rect in = tui_box(stdscr, (tui_rect){ y0 - 1, x0, h, w }, "Help — keys and :commands", true);
-    int cw0 = cols == 2 ? in.w * 2 / 5 : in.w, row = 0, col = 0;   // keys left, commands right
-    int rows = in.h;
-    for (int i = 0; i < total; i++) {
-        if (row >= rows) { row = 0; if (++col >= cols) break; }
-        int x = in.x + (col ? cw0 : 0), y = in.y + row;
-        int cw = col ? in.w - cw0 : cw0;
-        const char *k = NULL, *d = NULL;
-        if (i < n_keys) { k = help_keys[i][0]; d = help_keys[i][1]; }
-        else if (i == n_keys) { row++; continue; }
-        else if (i == n_keys + 1) { tui_puts(stdscr, y, x, ui_help_commands_title, cw - 1, tui_attr(TC_TITLE)); row++; continue; }
-        else { k = cmds[i - n_keys - 2].usage; d = cmds[i - n_keys - 2].help; }
-        int kw = cw > 60 ? 24 : 18;
-        tui_puts(stdscr, y, x, k, kw - 1, tui_attr(TC_USER));
-        tui_puts(stdscr, y, x + kw, d, cw - kw - 1, 0);
-        row++;
+    char title[96];
+    if (max_top == 0) snprintf(title, sizeof title, "Help — keys and :commands");
+    else snprintf(title, sizeof title, "Help — keys and :commands (lines %d-%d of %d: PgUp PgDn)", ls->help_top + 1,
+                  ls->help_top + page < n ? ls->help_top + page : n, n);
+    tui_rect in = tui_box(stdscr, (tui_rect){ y0 - 1, x0, h, w }, title, true);
+    for (int i = 0; i < page && ls->help_top + i < n; i++) {
+        const ui_help_line *l = &lines[ls->help_top + i];
+        int x = in.x + (i / rows) * (cw + 1), y = in.y + i % rows;
+        if (l->tone == UI_TITLE) { tui_puts(stdscr, y, x, l->text, cw - 1, tui_attr(TC_TITLE)); continue; }
+        if (l->key[0]) tui_puts(stdscr, y, x, l->key, cw - 1, tui_attr(TC_USER));
+        if (l->text[0]) tui_puts(stdscr, y, x + key_w, l->text, cw - key_w, 0);
     }
+    ls->help_page = max_top > 0 ? page : 0;
 }
 
 int layout_snapshot(const char *path, errbuf *err) {

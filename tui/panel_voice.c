@@ -9,7 +9,9 @@
 
 static int voice_height(const ui_snapshot *s, int w) {
     (void)w;
-    return s->voice.state == TV_OFF ? 5 : 6;   // frame + 3 lines off (why, wrapped; a hint), + 4 on
+    // frame + 4 lines on; off: why (wrapped), a hint, and after a `:voice FILE` turn what was
+    // heard and the latency (the same pipeline as the microphone's)
+    return s->voice.state != TV_OFF ? 6 : s->voice.turns > 0 ? 7 : 5;
 }
 
 // Draws text over at most `rows` rows of cols columns, cut at spaces; returns the rows used.
@@ -40,7 +42,15 @@ static void voice_draw(WINDOW *w, tui_rect r, const ui_snapshot *s, bool focused
     const ui_voice_view *v = &s->voice;
     int y = in.y, end = in.y + in.h;
     if (v->state == TV_OFF) {
-        y += wrap(w, y, in.x, in.w, end - y > 1 ? end - y - 1 : 1, v->line, tui_attr(TC_WARN));
+        int below = v->turns > 0 ? 3 : 1;   // rows kept for the heard line, the latency and the hint
+        y += wrap(w, y, in.x, in.w, end - y > below ? end - y - below : 1, v->line, tui_attr(TC_WARN));
+        if (v->turns > 0 && y < end) {
+            int o = tui_puts(w, y, in.x, "heard: ", in.w, tui_attr(TC_DIM));
+            tui_puts(w, y++, in.x + o, v->transcript, in.w - o, tui_attr(TC_USER));
+            ui_line lat;
+            ui_voice_latency_text(v, tui_ascii, &lat);
+            if (y < end) tui_line(w, y++, in.x, in.w, &lat);
+        }
         if (y < end) tui_puts(w, y, in.x, ui_voice_off_hint, in.w, tui_attr(TC_DIM));
         return;
     }

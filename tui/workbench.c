@@ -24,12 +24,18 @@ typedef struct wb {
 static void on_key(wb *b, int is_key, wint_t ch) {
     ui_session *s = &b->s;
     s->dirty = true;
-    if (b->ls.help) { b->ls.help = false; if (!(is_key && ch == KEY_RESIZE)) return; }
+    if (b->ls.help) {   // PgUp/PgDn (and Up/Down) scroll a help longer than the screen; any other key closes it
+        int pg = b->ls.help_page;
+        if (is_key && pg && (ch == KEY_NPAGE || ch == KEY_DOWN)) { b->ls.help_top += ch == KEY_NPAGE ? pg : 1; return; }
+        if (is_key && pg && (ch == KEY_PPAGE || ch == KEY_UP)) { b->ls.help_top -= ch == KEY_PPAGE ? pg : 1; return; }
+        b->ls.help = false;
+        if (!(is_key && ch == KEY_RESIZE)) return;
+    }
     int page = LINES - 4 > 1 ? LINES - 4 : 1;
     if (is_key) {
         switch (ch) {
         case KEY_RESIZE: clearok(curscr, TRUE); return;
-        case KEY_F(1): b->ls.help = true; return;
+        case KEY_F(1): b->ls.help = true; b->ls.help_top = 0; return;
         case KEY_F(2): ui_session_cycle_precision(s); return;
         case KEY_F(3): ui_session_cycle_kv(s); return;
         case KEY_F(4): ui_session_cycle_heat(s); return;

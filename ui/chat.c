@@ -2,6 +2,7 @@
 // vehicle changes, command output), kept the same for every face, and saved as JSON with the
 // stats of the snapshot (atomically: a temp file, then rename).
 #include "ui/ui.h"
+#include "app/cmdlang.h"
 #include "engine/json_text.h"
 #include "base/afile.h"
 #include "base/dirs.h"
@@ -32,6 +33,7 @@ int chat_add(chat_log *c, int kind, const char *text) {
     m->text = xcalloc(1, 1);
     m->cap = 1;
     c->n++;
+    if (kind == MSG_ERROR) text = cmdlang_for_person(text);   // a typed line's error names no file position
     chat_append(c, c->n - 1, text, strlen(text));
     return c->n - 1;
 }

@@ -41,7 +41,7 @@ typedef struct plan_key {
 
 typedef struct entry {
     plan_key key;
-    int state;                // KL_MEASURING, KL_DONE, KL_FAILED
+    int state;                // KL_WAITING, KL_MEASURING, KL_DONE, KL_FAILED
     double kl, agree;
     unsigned long used;       // for eviction
 } entry;
@@ -60,6 +60,7 @@ struct measurer {
     entry cache[CACHE_N];
     int n_cache;
     unsigned long clock;
+    int run_done, run_total;  // the running measurement's windows scored, of its total
     // the file's reference run on the probe text (measure thread only)
     quality_base base;
     char base_model[1024];
@@ -108,6 +109,10 @@ static bool wait_idle(measurer *m, double settle_s) {
 
 static void between_windows(void *ud, int done, int total, double ppl) {
     (void)done; (void)total; (void)ppl;
+    measurer *m = ud;
+    pthread_mutex_lock(&m->mu);
+    m->run_done++;
+    pthread_mutex_unlock(&m->mu);
     wait_idle(ud, SETTLE_RESUME_S);
 }
 
@@ -132,7 +137,12 @@ static int measure_one(measurer *m, const plan_key *k, const session_opts *so, d
     int rc = n < 0 ? -1 : 0;
     uint64_t hash = n > 0 ? quality_hash_tokens(ids, n) : 0;
     quality_result r;
-    if (!rc && (strcmp(m->base_model, k->model) != 0 || m->base_hash != hash || m->base.n == 0)) {
+    bool need_base = !rc && (strcmp(m->base_model, k->model) != 0 || m->base_hash != hash || m->base.n == 0);
+    pthread_mutex_lock(&m->mu);
+    m->run_done = 0;
+    m->run_total = (need_base ? 2 : 1) * PROBE_WINDOWS;
+    pthread_mutex_unlock(&m->mu);
+    if (need_base) {
         quality_base_free(&m->base);
         memset(&m->base, 0, sizeof m->base);
         m->base_model[0] = 0;
@@ -175,11 +185,17 @@ static void *measure_main(void *ud) {
         e->key = k;
         e->used = ++m->clock;
         if (plan_is_file(&k.plan)) { e->state = KL_FILE; e->kl = 0; e->agree = 1; continue; }
-        e->state = KL_MEASURING;
+        e->state = KL_WAITING;
         pthread_mutex_unlock(&m->mu);
         double kl = -1, agree = -1;
         errbuf err = {{0}};
-        int rc = wait_idle(m, SETTLE_START_S) ? measure_one(m, &k, &o, &kl, &agree, &err) : -1;
+        bool go = wait_idle(m, SETTLE_START_S);
+        pthread_mutex_lock(&m->mu);
+        if ((e = find(m, &k))) e->state = KL_MEASURING;
+        m->run_done = 0;
+        m->run_total = PROBE_WINDOWS;
+        pthread_mutex_unlock(&m->mu);
+        int rc = go ? measure_one(m, &k, &o, &kl, &agree, &err) : -1;
         pthread_mutex_lock(&m->mu);
         e = find(m, &k);
         if (e) {
@@ -247,15 +263,17 @@ void measure_note(measurer *m, const session_opts *o, const precision_plan *p) {
     pthread_mutex_unlock(&m->mu);
 }
 
-int measure_get(measurer *m, double *kl, double *agree) {
+int measure_get(measurer *m, double *kl, double *agree, int *done, int *total) {
     *kl = *agree = -1;
+    *done = *total = 0;
     if (!m) return KL_NONE;
     pthread_mutex_lock(&m->mu);
     int st = KL_NONE;
     if (m->have_cur) {
         entry *e = find(m, &m->cur);
-        st = e ? e->state : KL_MEASURING;   // noted, not started yet: it is coming
+        st = e ? e->state : KL_WAITING;   // noted, not started yet: it is coming
         if (e) { *kl = e->kl; *agree = e->agree; }
+        if (st == KL_MEASURING) { *done = m->run_done; *total = m->run_total; }
     }
     pthread_mutex_unlock(&m->mu);
     return st;

@@ -71,6 +71,74 @@ const char ui_help_commands_title[] = "commands (type : first)";
 
 int ui_help_commands(ui_help_row *rows, int max) { return cmdlang_help_rows(CMD_IN_WORKBENCH, ":", rows, max); }
 
+// Columns of UTF-8 text (one per code point: the help is ASCII but for a few dashes).
+static int text_cols(const char *s, size_t n) {
+    int c = 0;
+    for (size_t i = 0; i < n && s[i]; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+// Bytes of s that fill at most cols columns.
+static size_t bytes_for_cols(const char *s, int cols) {
+    size_t i = 0;
+    for (int c = 0; s[i]; c++) {
+        if (c == cols) break;
+        i++;
+        while (((unsigned char)s[i] & 0xC0) == 0x80) i++;
+    }
+    return i;
+}
+
+// Bytes of the longest run of whole words of p that fits in cols columns (a word wider than
+// cols alone is split).
+static size_t words_fitting(const char *p, int cols) {
+    size_t fit = bytes_for_cols(p, cols);
+    if (!p[fit] || p[fit] == ' ') return fit;
+    size_t sp = fit;
+    while (sp > 0 && p[sp] != ' ') sp--;
+    return sp > 0 ? sp : fit;
+}
+
+// Appends one entry: key and its description wrapped into cols columns.
+static int help_entry(const char *key, const char *desc, int key_w, int cols, ui_help_line *out, int n, int max) {
+    if (text_cols(key, strlen(key)) > key_w - 1) {   // a long usage: lines of its own, wrapped over the whole width
+        for (const char *p = key; *p && n < max; n++) {
+            size_t take = words_fitting(p, key_w + cols);
+            out[n] = (ui_help_line){ .tone = UI_USER };
+            snprintf(out[n].key, sizeof out[n].key, "%.*s", (int)take, p);
+            p += take;
+            while (*p == ' ') p++;
+        }
+        key = "";
+    }
+    bool first = true;
+    const char *p = desc;
+    while (n < max && (first || *p)) {
+        size_t take = words_fitting(p, cols);
+        out[n] = (ui_help_line){ .tone = first && key[0] ? UI_USER : UI_PLAIN };
+        if (first) snprintf(out[n].key, sizeof out[n].key, "%s", key);
+        snprintf(out[n].text, sizeof out[n].text, "%.*s", (int)take, p);
+        n++;
+        p += take;
+        while (*p == ' ') p++;
+        first = false;
+    }
+    return n;
+}
+
+int ui_help_layout(const char *const keys[][2], int n_keys, int width, int key_w, ui_help_line *out, int max) {
+    int cols = width - key_w;
+    if (cols < 8) cols = 8;
+    int n = 0;
+    for (int i = 0; i < n_keys; i++) n = help_entry(keys[i][0], keys[i][1], key_w, cols, out, n, max);
+    if (n < max) out[n++] = (ui_help_line){ .tone = UI_PLAIN };
+    if (n < max) { out[n] = (ui_help_line){ .tone = UI_TITLE }; snprintf(out[n].text, sizeof out[n].text, "%s", ui_help_commands_title); n++; }
+    ui_help_row cmds[UI_MAX_HELP_ROWS];
+    int n_cmd = ui_help_commands(cmds, UI_MAX_HELP_ROWS);
+    for (int i = 0; i < n_cmd; i++) n = help_entry(cmds[i].usage, cmds[i].help, key_w, cols, out, n, max);
+    return n;
+}
+
 // ---- grids of layers ----
 
 const char *ui_kind_letter(int kind) {
@@ -131,7 +199,9 @@ static void kl_line(const ui_snapshot *s, bool ascii, ui_line *l) {
         else line_set(l, UI_PLAIN, ascii, "KL %.4f  top-1 %.1f%%", s->kl, 100 * s->agree);
         break;
     case KL_FILE: line_set(l, UI_DIM, ascii, "KL 0 (the file's precision)"); break;
-    case KL_MEASURING: line_set(l, UI_DIM, ascii, "KL vs file: measuring…"); break;
+    // short: it shares a line with the KV format in a 52-column panel
+    case KL_WAITING: line_set(l, UI_DIM, ascii, "KL vs file: waits for idle"); break;
+    case KL_MEASURING: line_set(l, UI_DIM, ascii, "KL vs file: window %d/%d", s->kl_done, s->kl_total); break;
     case KL_FAILED: line_set(l, UI_WARN, ascii, "KL vs file: could not measure"); break;
     default: line_set(l, UI_DIM, ascii, "KL vs file: not measured"); break;
     }
@@ -383,3 +453,22 @@ void ui_voice_latency_text(const ui_voice_view *v, bool ascii, ui_line *out) {
 // ---- the Vehicle panel ----
 
 bool ui_vfield_changed(const ui_snapshot *s, int i) { return s->vchanged[i] > 0 && s->vchanged[i] == s->turn; }
+
+void ui_vfield_label(const char *f, char *out, size_t n) {
+    static const char *const map[][2] = { { "climate.", "" }, { "seat.", "" }, { "window.", "win." }, { "lights.", "" },
+                                          { "status.", "" }, { "media.", "" }, { "phone.", "" } };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        size_t k = strlen(map[i][0]);
+        if (strncmp(f, map[i][0], k) == 0) { snprintf(out, n, "%s%s", map[i][1], f + k); return; }
+    }
+    snprintf(out, n, "%s", f);
+}
+
+int ui_vfield_order(const ui_snapshot *s, int capacity, int *order) {
+    bool all_fit = s->n_vfields <= capacity;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < s->n_vfields && n < capacity; i++)
+            if (all_fit ? pass == 0 : (pass == 0) == ui_vfield_changed(s, i)) order[n++] = i;
+    return n;
+}

@@ -30,6 +30,18 @@ void ui_status_line(const ui_snapshot *s, const char *notice, bool ascii, char *
 typedef cmd_help_row ui_help_row;
 int ui_help_commands(ui_help_row *rows, int max);
 extern const char ui_help_commands_title[];   // the heading over them
+// The overlay laid out for a text area `width` columns wide, the same way in both faces: the
+// face's keys (key, what it does), a blank line, the commands' title, the commands. A
+// description is wrapped at spaces into the columns after the first key_w (never cut inside a
+// word); a key or usage wider than key_w - 1 takes a line of its own. Returns the line count (at
+// most max; UI_MAX_HELP_LINES holds every line at any width of 30 columns or more).
+#define UI_MAX_HELP_LINES 400
+typedef struct ui_help_line {
+    char key[96];    // the key or the command's usage, on its first line only ("" on the rest)
+    char text[192];  // a piece of the description, or the title
+    int tone;        // UI_USER (a key line), UI_TITLE, UI_PLAIN
+} ui_help_line;
+int ui_help_layout(const char *const keys[][2], int n_keys, int width, int key_w, ui_help_line *out, int max);
 
 // ---- grids of layers ----
 #define UI_LAYER_KINDS TK_LAYER_KINDS          // columns of the precision and sensitivity grids
@@ -121,5 +133,11 @@ void ui_voice_latency_text(const ui_voice_view *v, bool ascii, ui_line *out);
 // ---- the Vehicle panel ----
 // Whether field i changed in the last turn (drawn apart).
 bool ui_vfield_changed(const ui_snapshot *s, int i);
+// A field's label in a panel: "climate.passenger_temp" -> "passenger_temp", "window.rear_left" ->
+// "win.rear_left" (short, and still unique).
+void ui_vfield_label(const char *field, char *out, size_t n);
+// The fields to show in a panel of `capacity` places, in order: all of them when they fit, else
+// the ones the last turn changed first. Returns how many (at most capacity).
+int ui_vfield_order(const ui_snapshot *s, int capacity, int *order);
 
 #endif

@@ -134,7 +134,11 @@ static int own_snapshot(void *front, cmd_line *l, errbuf *err) {
     bool png = app_snapshot_is_png(path);
     if (png && !s->face.snapshot_png) return app_snapshot_needs_window(path, err);
     if (!png && s->face.snapshot_png) return err_set(err, "snapshot %s: the window writes PNG pictures (FILE.png)", path);
-    return s->face.snapshot(s->face.ud, path, err);
+    if (s->face.snapshot(s->face.ud, path, err)) return -1;
+    char line[512];
+    snprintf(line, sizeof line, "snapshot written to %s", path);   // after the picture: it is not in it
+    chat_add(&s->chat, MSG_INFO, line);
+    return 0;
 }
 static int own_type(void *front, cmd_line *l, errbuf *err) {
     (void)err;
@@ -177,7 +181,7 @@ static void run_command(ui_session *s, const char *text) {
     while (*text == ' ') text++;
     errbuf err = {{0}};
     cmd_line l;
-    int r = cmdlang_parse(text, "command line", 1, CMD_IN_WORKBENCH, &l, &err);
+    int r = cmdlang_parse(text, CMDLANG_TYPED, 1, CMD_IN_WORKBENCH, &l, &err);
     if (r < 0) { chat_add(&s->chat, MSG_ERROR, err.msg); return; }
     if (r == 0) return;
     run_line(s, &l, text);
@@ -266,7 +270,8 @@ static void poll_aside(ui_session *s) {
     ui_voice_view v;
     tvoice_view(s->tv, &v);
     double kl, agree;
-    int st = worker_plan_quality(s->w, &kl, &agree);
+    int kl_done, kl_total;
+    int st = worker_plan_quality(s->w, &kl, &agree, &kl_done, &kl_total);
     const ui_voice_view *o = &s->snap.voice;
     bool changed = v.state != o->state || v.turns != o->turns || v.hands_free != o->hands_free ||
                    v.have_level != o->have_level || (v.have_level && (int)v.level_db != (int)o->level_db) ||
@@ -277,7 +282,9 @@ static void poll_aside(ui_session *s) {
         chat_add(&s->chat, MSG_INFO, m);
         changed = true;
     }
-    if (changed || st != s->snap.kl_state || kl != s->snap.kl) s->dirty = true;
+    if (changed || st != s->snap.kl_state || kl != s->snap.kl || kl_done != s->snap.kl_done) s->dirty = true;
+    s->snap.kl_done = kl_done;
+    s->snap.kl_total = kl_total;
     s->snap.voice = v;
     s->snap.kl_state = st;
     s->snap.kl = kl;

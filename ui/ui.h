@@ -38,7 +38,9 @@ typedef struct ui_voice_view {
 } ui_voice_view;
 
 // The KL of the plan in force against the file's precision (ui/measure.c).
-enum ui_kl_state { KL_NONE, KL_FILE, KL_MEASURING, KL_DONE, KL_FAILED };
+// KL_WAITING: noted, and waiting for the conversation to be idle a second (it is measured between
+// turns); KL_MEASURING: running, kl_done of kl_total windows of the probe text scored.
+enum ui_kl_state { KL_NONE, KL_FILE, KL_MEASURING, KL_DONE, KL_FAILED, KL_WAITING };
 
 // What the heat map panel shows; ui_heat_modes has their names (NULL-terminated).
 enum ui_heat_mode { HEAT_SENSITIVITY, HEAT_KV, HEAT_ATTENTION, HEAT_MODES };
@@ -70,6 +72,7 @@ typedef struct ui_snapshot {
     char switch_target[32];      // the plan being prepared ("" = none)
     double kl, agree;            // KL / top-1 agreement of the current plan vs the file; <0 unknown
     int kl_state;                // enum ui_kl_state
+    int kl_done, kl_total;       // KL_MEASURING: windows scored of the run's
     char governor[200];          // the governor's state line ("" when it is off) ...
     char governor_last[200];     // ... and its last change ("" none yet)
     // from the UI thread
@@ -161,7 +164,7 @@ void worker_cancel_voice(worker *w);
 // A line in the conversation from any thread (enum msg_kind).
 void worker_post_line(worker *w, int msg_kind, const char *text);
 // The KL / top-1 agreement of the plan in force vs the file (measured aside, ui/measure.c).
-int worker_plan_quality(worker *w, double *kl, double *agree);   // enum ui_kl_state
+int worker_plan_quality(worker *w, double *kl, double *agree, int *done, int *total);   // enum ui_kl_state
 void worker_exec(worker *w, const char *line);        // a `:` command through cmdlang
 // A live plan switch: prepared on a helper thread, swapped in between two tokens.
 void worker_request_plan(worker *w, const precision_plan *p, const char *name);
@@ -202,7 +205,7 @@ void measure_stop(measurer *m);
 // The plan in force and the options its session was opened with (worker thread; cheap when
 // nothing changed, so it may be called during a reply).
 void measure_note(measurer *m, const session_opts *o, const precision_plan *p);
-int measure_get(measurer *m, double *kl, double *agree);   // enum ui_kl_state
+int measure_get(measurer *m, double *kl, double *agree, int *done, int *total);   // enum ui_kl_state
 extern const char ui_probe_text[];   // a short fixed in-car text (heat maps, plan KL)
 
 #endif

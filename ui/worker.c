@@ -559,7 +559,9 @@ void worker_cancel_voice(worker *w) {
 
 void worker_post_line(worker *w, int msg_kind, const char *text) { post_line(w, msg_kind, text); }
 
-int worker_plan_quality(worker *w, double *kl, double *agree) { return measure_get(w->meas, kl, agree); }
+int worker_plan_quality(worker *w, double *kl, double *agree, int *done, int *total) {
+    return measure_get(w->meas, kl, agree, done, total);
+}
 
 void worker_say(worker *w, const char *text) { push_job(w, JOB_SAY, text); }
 void worker_exec(worker *w, const char *line) { push_job(w, JOB_EXEC, line); }
