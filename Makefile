@@ -58,6 +58,9 @@ endif
 FEATURES := VULKAN=$(VULKAN) AUDIO=$(AUDIO) SDL=$(SDL)
 $(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/features 2>/dev/null)" = "$(FEATURES)" ] || echo "$(FEATURES)" >$(BUILD)/features)
 FEATURES_FILE := $(BUILD)/features
+# $(BUILD)/commit: the commit `cabin --version` names (base/version.c), rewritten only when it changes.
+COMMIT := $(or $(shell git rev-parse --short HEAD 2>/dev/null),unknown)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),-dirty)
+$(shell [ "$$(cat $(BUILD)/commit 2>/dev/null)" = "$(COMMIT)" ] || echo "$(COMMIT)" >$(BUILD)/commit)
 
 BASE_LIBS   := -lpthread
 ENGINE_LIBS := -lm -lpthread -lcjson
@@ -287,7 +290,7 @@ FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-poin
 
 MODEL    ?= assets/models/cabin-tiny.gguf
 
-.PHONY: all run test test-asan fuzz fuzz-targets bench install clean deps model
+.PHONY: all run test test-asan fuzz fuzz-targets bench install clean deps model model-smalltalk
 all: $(BUILD)/cabin $(TEST_BIN) $(FUZZ_REPLAY_BIN) $(VK_CHECK)
 
 $(BUILD)/%_avx2.o: %_avx2.c
@@ -302,6 +305,9 @@ $(BUILD)/audio/%.o: audio/%.c
 $(BUILD)/sdl/%.o: sdl/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SDL_CFLAGS) -c $< -o $@
+$(BUILD)/base/version.o: base/version.c $(BUILD)/commit
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) '-DCABIN_COMMIT="$(COMMIT)"' -c $< -o $@
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -371,3 +377,22 @@ model:
 	/usr/bin/python3 tools/train/export_gguf.py --ckpt $(BUILD)/train/model.pt --vocab $(BUILD)/tokenizer/vocab.json --out assets/models/cabin-tiny.gguf
 	$(MAKE) $(BUILD)/cabin
 	/usr/bin/python3 tools/train/verify_c.py --gguf assets/models/cabin-tiny.gguf --ckpt $(BUILD)/train/model.pt --vocab $(BUILD)/tokenizer/vocab.json --cabin $(BUILD)/cabin
+
+# The small-talk stage, an experiment not in the shipped model yet (docs/ASSISTANT.md "Small
+# talk"): greetings, thanks, goodbyes, questions about cabin and requests the car cannot do put
+# into the corpus (tools/corpus/smalltalk.py), trained on from a base model's weights while
+# staying close to it (--distill), about 6 minutes. SMALLTALK_BASE: a model file of `make model`'s recipe
+# (assets/models/cabin-tiny.gguf); writes $(BUILD)/smalltalk/cabin-tiny-smalltalk.gguf, and
+# app/reply_words.c for the sentences it learns (`git checkout app/reply_words.c` gives back the
+# shipped model's). Then: cabin eval-assistant -m OUT [-f assets/eval/smalltalk.jsonl].
+SMALLTALK_ARGS ?= --steps 600 --long-steps 50 --lr 5e-4 --warmup 20 --bf16 1 --dropout 0.1 --seed 4321 --distill 1.0
+SMALLTALK_BASE ?= assets/models/cabin-tiny.gguf
+model-smalltalk:
+	@sh tools/train/setup.sh
+	/usr/bin/python3 tools/corpus/gen_corpus.py $(CORPUS_ARGS) --train-out $(BUILD)/corpus/train.jsonl --no-heldout
+	/usr/bin/python3 tools/train/import_gguf.py --gguf $(SMALLTALK_BASE) --ckpt $(BUILD)/smalltalk/base.pt --vocab $(BUILD)/smalltalk/vocab.json
+	/usr/bin/python3 tools/corpus/smalltalk.py --train $(BUILD)/corpus/train.jsonl --out $(BUILD)/corpus/train_smalltalk.jsonl
+	/usr/bin/python3 tools/corpus/reply_words.py $(BUILD)/corpus/train_smalltalk.jsonl > app/reply_words.c
+	/usr/bin/python3 tools/train/train.py --corpus $(BUILD)/corpus/train_smalltalk.jsonl --vocab $(BUILD)/smalltalk/vocab.json --init $(BUILD)/smalltalk/base.pt --out $(BUILD)/smalltalk/model.pt --log $(BUILD)/smalltalk/train_log.txt $(SMALLTALK_ARGS)
+	/usr/bin/python3 tools/train/export_gguf.py --ckpt $(BUILD)/smalltalk/model.pt --vocab $(BUILD)/smalltalk/vocab.json --out $(BUILD)/smalltalk/cabin-tiny-smalltalk.gguf
+	$(MAKE) $(BUILD)/cabin

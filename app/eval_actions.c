@@ -66,12 +66,6 @@ static int score_replies(session *s, const chat_template *tmpl, int32_t header, 
     return rc;
 }
 
-// Ends the progress line on stderr (if one was printed) so that what follows starts a line.
-static void end_progress(bool *shown) {
-    if (*shown) fputc('\n', stderr);
-    *shown = false;
-}
-
 // One turn: the model's reply against the reference. -1 with err on a generation error.
 static int eval_turn(eval_run *e, int line_no, const char *user, const char *want_text, errbuf *err) {
     eval_counts *c = &e->c;
@@ -121,6 +115,7 @@ static int eval_turn(eval_run *e, int line_no, const char *user, const char *wan
 int eval_dialogues(eval_run *e, char *text, errbuf *err) {
     const char *file = e->file;
     int line_no = 0, rc = 0;
+    if (e->progress) progress_start(&e->bar, stderr);
     for (char *line = strtok(text, "\n"); line && !rc; line = strtok(NULL, "\n")) {
         line_no++;
         if (!*line) continue;
@@ -148,12 +143,12 @@ int eval_dialogues(eval_run *e, char *text, errbuf *err) {
         if (!rc && e->header >= 0 && score_replies(e->s, e->tmpl, e->header, turns, &e->reply_nll, &e->reply_tokens, err))
             rc = err_prefix(err, "%s:%d", file, line_no);
         cJSON_Delete(d);
-        if (e->progress && e->dialogues % 20 == 0) {
-            fprintf(stderr, "\r[%d dialogues] exact %.1f%%", e->dialogues, 100.0 * e->c.exact / (e->c.turns ? e->c.turns : 1));
-            e->progress_shown = true;
-        }
+        // every 20 dialogues on a terminal (one line rewritten), every 200 in a log
+        if (e->progress && e->dialogues % (e->bar.tty ? 20 : 200) == 0)
+            progress_report(&e->bar, e->dialogues, 0, "[%d dialogues] exact %.1f%%", e->dialogues,
+                            100.0 * e->c.exact / (e->c.turns ? e->c.turns : 1));
     }
-    end_progress(&e->progress_shown);
+    if (e->progress) progress_end(&e->bar);
     return rc;
 }
 

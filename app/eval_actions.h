@@ -4,6 +4,7 @@
 #ifndef CABIN_EVAL_ACTIONS_H
 #define CABIN_EVAL_ACTIONS_H
 
+#include "base/progress.h"
 #include "app/action_grammar.h"
 #include "engine/chat_template.h"
 #include "engine/session.h"
@@ -27,13 +28,13 @@ typedef struct eval_run {
     const chat_template *tmpl;
     int32_t header;           // the assistant header token (reply scoring), -1: no scoring
     FILE *errors, *replies;   // NULL, or where each wrong turn / every turn gets a line
-    bool progress;            // print "\r[N dialogues]" lines on stderr
+    bool progress;            // report "[N dialogues] exact X%" on stderr
     // results
     eval_counts c;
     int dialogues;
     double reply_nll;
     long reply_tokens;
-    bool progress_shown;      // such a line is open
+    progress bar;             // the reports' stream (started by eval_dialogues)
 } eval_run;
 
 // Every dialogue of the held-out text (one JSON object per line, {"turns": [{"user", "reply"}]}),

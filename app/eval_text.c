@@ -175,3 +175,9 @@ void eval_note_domain(const char *cmd, double ppl, int n_vocab) {
         fprintf(stderr, "%s: note: perplexity %.0f is above a quarter of the vocabulary (%d tokens): the text is "
                 "probably not this model's domain, and the figure says little; pass -f TEXT\n", cmd, ppl, n_vocab);
 }
+
+void eval_note_dialogues(const char *cmd) {
+    fprintf(stderr, "%s: note: every token of the dialogues is scored, the driver's words too, which the assistant "
+            "is not trained to predict: the figure is mostly theirs. The perplexity of its own replies is "
+            "cabin eval-assistant's \"reply PPL\".\n", cmd);
+}

@@ -45,5 +45,8 @@ char *eval_default_text_for_file(const char *model_path, const char *template_na
 // A one-line note on stderr when a perplexity is above a quarter of the vocabulary: the text is
 // then probably not the model's domain and the figure says little.
 void eval_note_domain(const char *cmd, double ppl, int n_vocab);
+// The note under a perplexity of the embedded model's held-out dialogues (the default text):
+// whole dialogues are scored, user turns too, so the figure is not the replies' perplexity.
+void eval_note_dialogues(const char *cmd);
 
 #endif

@@ -64,6 +64,13 @@ int physical_cores_in(const char *dir, int (*allowed)(int cpu, void *ud), void *
 
 static int in_affinity(int cpu, void *ud) { return cpu < CPU_SETSIZE && CPU_ISSET(cpu, (cpu_set_t *)ud); }
 
+int usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    return nc > 0 ? (int)nc : 1;
+}
+
 int default_threads(void) {
     cpu_set_t set;
     bool have_set = sched_getaffinity(0, sizeof set, &set) == 0;

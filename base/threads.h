@@ -14,6 +14,8 @@ int work_threads(int n_threads);
 // hardware thread of a core shares its load ports and caches, and decode is bound by memory),
 // else the online CPUs when the topology cannot be read.
 int default_threads(void);
+// The CPUs (hardware threads) this process may run on: its affinity mask, else the online CPUs.
+int usable_cpus(void);
 // Distinct (package, core) pairs among the CPUs dir/cpuN (dir as /sys/devices/system/cpu, each
 // with topology/physical_package_id and topology/core_id) that allowed(N, ud) accepts (NULL:
 // all); 0 when none could be read.

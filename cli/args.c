@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HELP_COLUMN 23   // where the help text starts: 2 spaces + 21 for the spellings
 
@@ -111,6 +112,37 @@ static const opt_def *next_positional(const opt_table *tables, int n_tables, int
     return NULL;
 }
 
+// A number against its row's range: 0, or -1 with the line printed ("cabin chat: option -t:
+// 0 is out of range (1 to 256)").
+static int in_range(const cmd_spec *c, const opt_def *d, const char *opt, const char *v, double x) {
+    if (!d->ranged) return 0;
+    if (x >= d->lo && x <= d->hi) {   // false for NaN
+        if (d->note) d->note(c->cmd, opt, x);
+        return 0;
+    }
+    if (d->hi == HUGE_VAL) fprintf(stderr, "%s: option %s: %s is out of range (at least %.10g)\n", c->cmd, opt, v, d->lo);
+    else fprintf(stderr, "%s: option %s: %s is out of range (%.10g to %.10g)\n", c->cmd, opt, v, d->lo, d->hi);
+    return -1;
+}
+
+// A file the command will write: its directory must take a new file, and an existing file must
+// be writable. 0, or -1 with the line printed. A long run that fails at its last step, after
+// minutes of work, is what this prevents.
+static int check_writable(const cmd_spec *c, const char *opt, const char *path) {
+    if (opts_out_is_stdout(path)) return 0;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    const char *bad = NULL;
+    if (access(dir, W_OK | X_OK) != 0) bad = dir;
+    else if (access(path, F_OK) == 0 && access(path, W_OK) != 0) bad = path;
+    if (!bad) return 0;
+    fprintf(stderr, "%s: option %s: cannot write %s (%s: %s)\n", c->cmd, opt, path, bad, strerror(errno));
+    return -1;
+}
+
 // Stores one value; prints the error line and returns -1 when it is not one.
 static int store(const cmd_spec *c, const opt_table *t, const opt_def *d, const char *opt, const char *v) {
     void *p = field(t, d);
@@ -123,6 +155,7 @@ static int store(const cmd_spec *c, const opt_table *t, const opt_def *d, const 
             fprintf(stderr, "%s: option %s: '%s' is not an integer\n", c->cmd, opt, v);
             return -1;
         }
+        if (in_range(c, d, opt, v, (double)x)) return -1;
         *(int *)p = (int)x;
         return 0;
     }
@@ -132,15 +165,17 @@ static int store(const cmd_spec *c, const opt_table *t, const opt_def *d, const 
             fprintf(stderr, "%s: option %s: '%s' is not a non-negative integer\n", c->cmd, opt, v);
             return -1;
         }
+        if (in_range(c, d, opt, v, (double)x)) return -1;
         *(uint64_t *)p = x;
         return 0;
     }
     case OPT_FLOAT: {
         float x = strtof(v, &end);
-        if (errno || *end || end == v) {
+        if (errno || *end || end == v || !isfinite(x)) {
             fprintf(stderr, "%s: option %s: '%s' is not a number\n", c->cmd, opt, v);
             return -1;
         }
+        if (in_range(c, d, opt, v, (double)x)) return -1;
         *(float *)p = x;
         return 0;
     }
@@ -204,6 +239,7 @@ int opts_parse(const cmd_spec *c, const opt_table *tables, int n_tables, int arg
             bool file = next && (next[0] != '-' || !next[1]);
             *(const char **)field(t, d) = file ? next : "-";
             i += file;
+            if (file && check_writable(c, s, next)) return OPTS_USAGE;
             continue;
         }
         if (!takes_value(d)) continue;
@@ -212,6 +248,7 @@ int opts_parse(const cmd_spec *c, const opt_table *tables, int n_tables, int arg
             return OPTS_USAGE;
         }
         if (store(c, t, d, s, argv[++i])) return OPTS_USAGE;
+        if (d->writes && check_writable(c, s, argv[i])) return OPTS_USAGE;
     }
     return OPTS_OK;
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 
 typedef enum opt_kind {
@@ -40,7 +41,24 @@ typedef struct opt_def {
     int (*call)(void *base, const char *value, errbuf *err);
     const char *(*more)(void);   // optional: text computed at run time, on the lines after the
                                  // help ('\n' starts a continuation line)
+    // Numbers (OPT_INT, OPT_U64, OPT_FLOAT) with `ranged`: the value must lie in [lo, hi] (hi may
+    // be HUGE_VAL); outside it one line names the option, the value and the range, exit 2.
+    // Set with OPT_RANGE after the row's other fields.
+    bool ranged;
+    double lo, hi;
+    // Optional: called after a value in range is stored, to say once what is allowed but worth
+    // a word ("-t 8: more threads than the 2 CPUs this process may use").
+    void (*note)(const char *cmd, const char *opt, double value);
+    // The value is a file the command will write (OPT_OUT always is): a place it cannot write
+    // is refused when parsed, before any work ("-" is standard output where the row allows it).
+    bool writes;
 } opt_def;
+
+#define OPT_RANGE(lo_, hi_) .ranged = true, .lo = (lo_), .hi = (hi_)
+// Rows give their first ten fields in order and the rest by designator, or leave them zero
+// (no range, no note): the files that hold tables include this header, so the warning about
+// fields left to zero is off for them.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 // The --file row of the commands that score a text (ppl, heatmap, sweep): off the field, help
 // what the text is for; without it they read what eval_default_text gives (app/eval_text.h).

@@ -201,10 +201,10 @@ static void chat_command(chat_front *ch, const char *line) {
     if (!cmdlang_find(name, CMD_IN_CHAT)) { printf("unknown command %s (try /help)\n", line); return; }
     cmd_line l;
     errbuf err = {{0}};
-    if (cmdlang_parse(line + 1, "command line", 1, CMD_IN_CHAT, &l, &err) < 0) { printf("%s\n", err.msg); return; }
+    if (cmdlang_parse(line + 1, CMDLANG_TYPED, 1, CMD_IN_CHAT, &l, &err) < 0) { printf("%s\n", cmdlang_for_person(err.msg)); return; }
     int (*own)(void *, cmd_line *, errbuf *) = cmdlang_own_handler(chat_own, l.def);
     int rc = own ? own(ch, &l, &err) : cmdlang_run(&ch->c, &l, &err);
-    if (rc) printf("%s\n", err.msg);
+    if (rc) printf("%s\n", cmdlang_for_person(err.msg));
     cmdlang_free(&l);
 }
 

@@ -29,11 +29,11 @@ typedef struct bench_opts {
 
 #define BO(field) offsetof(bench_opts, field)
 static const opt_def BENCH_OPTS[] = {
-    { "--n-prompt", "-p", OPT_INT, BO(n_prompt), "N", "prompt tokens", NULL, NULL, NULL },
-    { "--n-gen", "-n", OPT_INT, BO(n_gen), "N", "generated tokens", NULL, NULL, NULL },
-    { "--reps", "-r", OPT_INT, BO(reps), "N", "repetitions", NULL, NULL, NULL },
+    { "--n-prompt", "-p", OPT_INT, BO(n_prompt), "N", "prompt tokens", NULL, NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
+    { "--n-gen", "-n", OPT_INT, BO(n_gen), "N", "generated tokens", NULL, NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
+    { "--reps", "-r", OPT_INT, BO(reps), "N", "repetitions", NULL, NULL, NULL, OPT_RANGE(1, 1000) },
     { "--depth", NULL, OPT_INT, BO(depth), "D", "fill the KV cache to D tokens first (the prefill, in batches of -b),\n"
-      "then time -n decode tokens at depths D..D+n; with --kv and\n--kv-policy this compares cache formats at a depth (docs/KV.md)", "", NULL, NULL },
+      "then time -n decode tokens at depths D..D+n; with --kv and\n--kv-policy this compares cache formats at a depth (docs/KV.md)", "", NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
     { "--profile", NULL, OPT_FLAG, BO(profile), NULL, "time per op kind", NULL, NULL, NULL },
     { "--switch", NULL, OPT_STR, BO(switch_spec), "PLAN", "first time a live precision switch to PLAN (e.g. \"q4_0;token_embd=q4_0\"\n"
       "for every weight), then bench at that precision", NULL, NULL, NULL },
@@ -176,9 +176,9 @@ static void bench_table(session *s, const bench_opts *o, const char *model_path,
     printf("bytes read per decoded token: %.1f MiB weights + %.2f MiB KV cache -> decode ceiling %.2f tok/s\n",
            f->weight_bytes / (1 << 20), f->kv_bytes / (1 << 20), f->v.ceiling_tps);
     if (f->v.cache_resident)
-        printf("decode at %.1f%% of the memory ceiling: the %.1f MiB read per token fit in the %.0f MiB last-level "
-               "cache, so memory bandwidth does not bound this decode\n", f->v.pct, f->v.bytes_per_token / (1 << 20),
-               (double)res->llc_bytes / (1 << 20));
+        printf("decode from cache: the %.1f MiB read per token fit in the %.0f MiB last-level cache, so the memory "
+               "ceiling does not bound this decode (it runs at %.1f%% of it)\n", f->v.bytes_per_token / (1 << 20),
+               (double)res->llc_bytes / (1 << 20), f->v.pct);
     else if (f->v.disturbed)
         printf("decode at %.1f%% of the ceiling: DISTURBED (above 100%%: no bandwidth pass reached the rate the decode "
                "read at, %.2f GB/s, so the machine was busy during the passes; the percentage means nothing)\n",

@@ -26,14 +26,14 @@ static const opt_def COMPARE_OPTS[] = {
     { "--b", NULL, OPT_STR, CO(plan_b), "PLAN", "plan B", "as in the file", NULL, NULL },
     { "--kv-a", NULL, OPT_STR, CO(kv_a), "FORMAT", "KV cache format of A: f16 | q8 | q4 | f32", "--kv, else f16", NULL, NULL },
     { "--kv-b", NULL, OPT_STR, CO(kv_b), "FORMAT", "KV cache format of B", "--kv, else f16", NULL, NULL },
-    { "--limit", NULL, OPT_INT, CO(limit), "N", "only the first N prompts", "8 (0: all)", NULL, NULL },
+    { "--limit", NULL, OPT_INT, CO(limit), "N", "only the first N prompts", "8 (0: all)", NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
     { "--assistant-limit", NULL, OPT_INT, CO(assistant_limit), "N", "embedded model: action exact-match of each plan on\n"
-      "the first N held-out dialogues (0: skip)", NULL, NULL, NULL },
+      "the first N held-out dialogues (0: skip)", NULL, NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
     { "--root", NULL, OPT_STR, CO(root), "DIR", "sysfs root for the power sources", NULL, NULL, NULL },
     { "--json", NULL, OPT_OUT, CO(json_out), NULL, "write the comparison as JSON to FILE, or to standard output instead\n"
       "of the tables (no FILE, or -)", NULL, NULL, NULL },
     { "--plot", NULL, OPT_STR, CO(plot_out), "FILE.svg", "grouped bars of decode tok/s per prompt (A, B) with KL(A||B)", NULL,
-      NULL, NULL },
+      NULL, NULL, .writes = true },
 };
 
 static const cmd_spec COMPARE_SPEC = {

@@ -5,6 +5,7 @@
 #include "app/eval_actions.h"
 #include "app/eval_text.h"
 #include "base/afile.h"
+#include "base/progress.h"
 #include "engine/chat_template.h"
 #include "engine/quality.h"
 #include "engine/wtype.h"
@@ -18,9 +19,7 @@
 #include <string.h>
 
 static void ppl_progress(void *ud, int done, int total, double ppl) {
-    (void)ud;
-    fprintf(stderr, "\r[%d/%d] ppl %.4f", done, total, ppl);
-    if (done == total) fprintf(stderr, "\n");
+    progress_report(ud, done, total, "[%d/%d] ppl %.4f", done, total, ppl);
 }
 
 typedef struct ppl_opts {
@@ -31,9 +30,9 @@ typedef struct ppl_opts {
 #define PO(field) offsetof(ppl_opts, field)
 static const opt_def PPL_OPTS[] = {
     OPT_TEXT_FILE(PO(file), "the text"),
-    { "--window", NULL, OPT_INT, PO(window), "N", "tokens per window", "the context -c when given, else 512", NULL, NULL },
-    { "--chunks", NULL, OPT_INT, PO(max_chunks), "N", "score only the first N windows", "", NULL, NULL },
-    { "--save-base", NULL, OPT_STR, PO(save_base), "FILE", "write this run's top-64 log-probs per scored token (for KL)", NULL, NULL, NULL },
+    { "--window", NULL, OPT_INT, PO(window), "N", "tokens per window", "the context -c when given, else 512", NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
+    { "--chunks", NULL, OPT_INT, PO(max_chunks), "N", "score only the first N windows", "", NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
+    { "--save-base", NULL, OPT_STR, PO(save_base), "FILE", "write this run's top-64 log-probs per scored token (for KL)", NULL, NULL, NULL, .writes = true },
     { "--kl-base", NULL, OPT_STR, PO(kl_base), "FILE", "compare with a saved base run: mean/max KL divergence\n"
       "(base top 64 + the rest as one outcome), top-1 agreement,\nand the change in perplexity", NULL, NULL, NULL },
 };
@@ -115,11 +114,16 @@ int cmd_ppl(int argc, char **argv) {
     double t0 = now_sec();
     quality_opts qo = { .ctx = o.window, .max_chunks = o.max_chunks, .save = o.save_base ? &base : NULL,
                         .cmp = o.kl_base ? &cmp : NULL, .progress = ppl_progress };
+    progress bar;
+    progress_start(&bar, stderr);
+    qo.progress_ud = &bar;
     rc = quality_eval(s, ids, n, &qo, &pr, &err);
+    progress_end(&bar);
     if (!rc && o.save_base) rc = quality_base_save(o.save_base, &base, nv, o.window, n, hash, &err);
     if (!rc) {
         ppl_report(&o, what, n, &pr, now_sec() - t0);
         if (prose) eval_note_domain("cabin ppl", pr.ppl, nv);
+        else if (!o.file) eval_note_dialogues("cabin ppl");
     }
 out:
     if (rc) fprintf(stderr, "cabin ppl: %s\n", err.msg);
@@ -140,14 +144,14 @@ typedef struct eval_opts {
 #define EO(field) offsetof(eval_opts, field)
 static const opt_def EVAL_OPTS[] = {
     { "--file", "-f", OPT_STR, EO(file), "FILE", "held-out set", NULL, NULL, NULL },
-    { "--limit", NULL, OPT_INT, EO(limit), "N", "only the first N dialogues", "all", NULL, NULL },
-    { "--ppl-ctx", NULL, OPT_INT, EO(ppl_ctx), "N", "window for the perplexity of the dialogues", NULL, NULL, NULL },
+    { "--limit", NULL, OPT_INT, EO(limit), "N", "only the first N dialogues", "all", NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
+    { "--ppl-ctx", NULL, OPT_INT, EO(ppl_ctx), "N", "window for the perplexity of the dialogues", NULL, NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
     { "--json", NULL, OPT_OUT, EO(json_out), NULL, "write the figures as JSON to FILE, or to standard output instead\n"
       "of the table (no FILE, or -)", NULL, NULL, NULL },
     { "--errors", NULL, OPT_STR, EO(errors_out), "FILE", "write every turn whose action differs from the reference, one\n"
-      "tab-separated line: file line, user text, wanted, got", NULL, NULL, NULL },
+      "tab-separated line: file line, user text, wanted, got", NULL, NULL, NULL, .writes = true },
     { "--replies", NULL, OPT_STR, EO(replies_out), "FILE", "write every turn, one tab-separated line: file line, user\n"
-      "text, reference reply, the model's whole reply", NULL, NULL, NULL },
+      "text, reference reply, the model's whole reply", NULL, NULL, NULL, .writes = true },
 };
 
 static const cmd_spec EVAL_SPEC = {
@@ -187,8 +191,12 @@ static int eval_report(eval_run *e, const eval_opts *o, const run_opts *r, doubl
     char *dialogue_text = heldout_chat_text(o->file, e->tmpl, o->limit, &err);
     int32_t *ids = NULL;
     int n = dialogue_text ? session_tokenize(e->s, dialogue_text, false, &ids, &err) : -1;
-    quality_opts qo = { .ctx = o->ppl_ctx, .progress = ppl_progress };
-    if (n > 0 && quality_eval(e->s, ids, n, &qo, &pr, &err) == 0) {
+    progress bar;
+    progress_start(&bar, stderr);
+    quality_opts qo = { .ctx = o->ppl_ctx, .progress = ppl_progress, .progress_ud = &bar };
+    int qrc = n > 0 ? quality_eval(e->s, ids, n, &qo, &pr, &err) : -1;
+    progress_end(&bar);
+    if (qrc == 0) {
         if (table)
             printf("whole dialogues (user turns too, which the model was not trained to predict): %d tokens, "
                    "PPL %.4f +/- %.4f (windows of %d)\n", n, pr.ppl, pr.ppl_err, o->ppl_ctx);

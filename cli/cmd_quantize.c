@@ -97,8 +97,8 @@ static const opt_def QUANTIZE_OPTS[] = {
       "embedding and output included", NULL, NULL, NULL },
     { "--calib", NULL, OPT_STR, QO(calib), "TEXT", "importance-aware Q4_0 and K-quants: run TEXT through the model,\n"
       "and weigh each weight's error by its input column's mean squared\nactivation in the scale searches (the file is still standard)", NULL, NULL, NULL },
-    { "--calib-ctx", NULL, OPT_INT, QO(calib_ctx), "N", "window for the calibration run", NULL, NULL, NULL },
-    { "--threads", "-t", OPT_INT, QO(threads), "N", "threads for the calibration run", "the physical cores", NULL, NULL },
+    { "--calib-ctx", NULL, OPT_INT, QO(calib_ctx), "N", "window for the calibration run", NULL, NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
+    { "--threads", "-t", OPT_INT, QO(threads), "N", "threads for the calibration run", "the physical cores", NULL, NULL, OPT_RANGE(1, 256), .note = note_threads },
 };
 
 static const cmd_spec QUANTIZE_SPEC = {

@@ -103,7 +103,7 @@ static int add_switch(void *base, const char *v, errbuf *err) {
 #define GO(field) offsetof(generate_opts, field)
 static const opt_def GENERATE_OPTS[] = {
     { "--prompt", "-p", OPT_STR, GO(prompt), "TEXT", "the prompt", NULL, NULL, NULL },
-    { "--n-predict", "-n", OPT_INT, GO(n_predict), "N", "tokens to generate", NULL, NULL, NULL },
+    { "--n-predict", "-n", OPT_INT, GO(n_predict), "N", "tokens to generate", NULL, NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
     { "--ids", NULL, OPT_FLAG, GO(ids), NULL, "print the generated token ids instead of text", NULL, NULL, NULL },
     { "--stats", NULL, OPT_FLAG, GO(stats), NULL, "print timing to stderr at the end", NULL, NULL, NULL },
     { "--switch-at", NULL, OPT_CALL, 0, "N=PLAN", "after N generated tokens switch the weights to PLAN (a\n"
@@ -183,8 +183,8 @@ typedef struct logits_opts { const char *prompt, *out_path, *token_ids; int top;
 static const opt_def LOGITS_OPTS[] = {
     { "--prompt", "-p", OPT_STR, LO(prompt), "TEXT", "the prompt (BOS added as the model says)", NULL, NULL, NULL },
     { "--token-ids", NULL, OPT_STR, LO(token_ids), "\"1 2 3\"", "evaluate these ids instead of a prompt", NULL, NULL, NULL },
-    { "--top", NULL, OPT_INT, LO(top), "K", "how many to print", NULL, NULL, NULL },
-    { "--out", NULL, OPT_STR, LO(out_path), "FILE", "also write all n_vocab logits as float32 little-endian", NULL, NULL, NULL },
+    { "--top", NULL, OPT_INT, LO(top), "K", "how many to print (0: none, with --out)", NULL, NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
+    { "--out", NULL, OPT_STR, LO(out_path), "FILE", "also write all n_vocab logits as float32 little-endian", NULL, NULL, NULL, .writes = true },
 };
 
 static const cmd_spec LOGITS_SPEC = {
@@ -281,6 +281,7 @@ int cmd_chat(int argc, char **argv) {
     int prc = run_opts_parse_chat(&spec, &own, &r, argc, argv);
     if (prc) return prc == OPTS_DONE ? 0 : prc;
     r.s.system_prompt = system;
+    r.s.context_hint = "/reset, or a larger --ctx";
     const char *path = run_opts_model(&r);
     if (access(path, R_OK) != 0) {
         fprintf(stderr, "cabin chat: %s: %s\n", path, strerror(errno));

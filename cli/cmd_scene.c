@@ -20,7 +20,7 @@ static const opt_def SCENE_OPTS[] = {
     { "FILE", NULL, OPT_POS, SCO(file), NULL, "the scene file", NULL, NULL, NULL },
     { "--headless", NULL, OPT_FLAG, SCO(headless), NULL, "no workbench: a transcript on stdout (the default)", NULL, NULL, NULL },
     { "--tui", NULL, OPT_FLAG, SCO(tui), NULL, "play it in the workbench (a terminal), leave at the end", NULL, NULL, NULL },
-    { "--speed", NULL, OPT_FLOAT, SCO(speed), "X", "pacing: 1 types turns at a human pace, 0 runs at full speed", NULL, NULL, NULL },
+    { "--speed", NULL, OPT_FLOAT, SCO(speed), "X", "pacing: 1 types turns at a human pace, 0 runs at full speed", NULL, NULL, NULL, OPT_RANGE(0, 100) },
     { "--check", NULL, OPT_FLAG, SCO(check), NULL, "exit non-zero at the first failed expect (FILE:LINE: expected ... got ...)", NULL, NULL, NULL },
     { "--no-timestamps", NULL, OPT_FLAG, SCO(no_time), NULL, "plain transcript (for comparing runs)", NULL, NULL, NULL },
     { "--commands", NULL, OPT_FLAG, SCO(commands), NULL, "list the commands", NULL, NULL, NULL },
@@ -51,6 +51,7 @@ int cmd_scene(int argc, char **argv) {
     bool check = o.check, tui = o.tui, no_time = o.no_time;
     float speed = o.speed;
     if (!file) { fprintf(stderr, "cabin scene: no scene file (see cabin scene --help)\n"); return 2; }
+    r.s.context_hint = "a reset line, or a larger --ctx";
     if (tui) {   // the scene plays in the workbench, which leaves when it is done
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { fprintf(stderr, "cabin scene: --tui needs a terminal\n"); return 2; }
         ui_opts t = { .s = r.s, .scene = file, .exit_after_scene = true, .governor = r.governor };
@@ -63,6 +64,14 @@ int cmd_scene(int argc, char **argv) {
     errbuf err = {{0}};
     scene sc;
     if (scene_load(&sc, file, &err)) { fprintf(stderr, "cabin scene: %s\n", err.msg); return 2; }
+    // A check that checks nothing fails: --check needs an expect line to pass.
+    int n_expect = 0;
+    for (int i = 0; i < sc.n; i++) n_expect += strcmp(sc.lines[i].def->name, "expect") == 0;
+    if (check && n_expect == 0) {
+        fprintf(stderr, "cabin scene: %s: --check, but the scene has no expect line: nothing would be checked\n", file);
+        scene_free(&sc);
+        return 1;
+    }
     // A scene that starts with `model PATH` opens that model directly.
     int first = 0;
     r.s.model_path = run_opts_model(&r);

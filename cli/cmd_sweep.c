@@ -23,9 +23,9 @@ typedef struct power_opts { const char *root; int seconds; float hz, wpc; } powe
 #define PWO(field) offsetof(power_opts, field)
 static const opt_def POWER_OPTS[] = {
     { "--root", NULL, OPT_STR, PWO(root), "DIR", "read sysfs under DIR instead of / (fixture trees)", "", NULL, NULL },
-    { "--seconds", NULL, OPT_INT, PWO(seconds), "N", "sampling time (0 = list only)", NULL, NULL, NULL },
-    { "--hz", NULL, OPT_FLOAT, PWO(hz), "H", "samples per second", NULL, NULL, NULL },
-    { "--watts-per-core", NULL, OPT_FLOAT, PWO(wpc), "W", "for the estimate", "$CABIN_WATTS_PER_CORE or 15", NULL, NULL },
+    { "--seconds", NULL, OPT_INT, PWO(seconds), "N", "sampling time (0 = list only)", NULL, NULL, NULL, OPT_RANGE(0, 86400) },
+    { "--hz", NULL, OPT_FLOAT, PWO(hz), "H", "samples per second", NULL, NULL, NULL, OPT_RANGE(0.1, 1000) },
+    { "--watts-per-core", NULL, OPT_FLOAT, PWO(wpc), "W", "for the estimate", "$CABIN_WATTS_PER_CORE or 15", NULL, NULL, OPT_RANGE(0.01, 10000) },
 };
 
 static const cmd_spec POWER_SPEC = {
@@ -229,14 +229,14 @@ static const opt_def SWEEP_OPTS[] = {
     { "--weights", NULL, OPT_LIST, SO(weights), "LIST", "precisions or plan files, comma-separated", NULL, NULL, NULL },
     { "--kv-list", NULL, OPT_LIST, SO(kv_list), "LIST", "KV cache formats (only f16 so far)", "--kv, else f16", NULL, NULL },
     { "--backends", NULL, OPT_LIST, SO(backends), "LIST", "backends, comma-separated", "--backend, else cpu", NULL, NULL },
-    { "--n-gen", "-n", OPT_INT, SO(n_gen), "N", "tokens generated for the speed figures", NULL, NULL, NULL },
-    { "--reps", "-r", OPT_INT, SO(reps), "N", "runs per combination; speed and energy are the median (at most 16)", NULL, NULL, NULL },
-    { "--tokens", NULL, OPT_INT, SO(tokens), "N", "text tokens for KL", NULL, NULL, NULL },
-    { "--kl-ctx", NULL, OPT_INT, SO(kl_ctx), "N", "window for KL", NULL, NULL, NULL },
+    { "--n-gen", "-n", OPT_INT, SO(n_gen), "N", "tokens generated for the speed figures", NULL, NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
+    { "--reps", "-r", OPT_INT, SO(reps), "N", "runs per combination; speed and energy are the median (at most 16)", NULL, NULL, NULL, OPT_RANGE(1, 16) },
+    { "--tokens", NULL, OPT_INT, SO(tokens), "N", "text tokens for KL", NULL, NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
+    { "--kl-ctx", NULL, OPT_INT, SO(kl_ctx), "N", "window for KL", NULL, NULL, NULL, OPT_RANGE(2, HUGE_VAL) },
     { "--root", NULL, OPT_STR, SO(root), "DIR", "sysfs root for the power sources", NULL, NULL, NULL },
     { "--json", NULL, OPT_OUT, SO(json_out), NULL, "write the points as JSON to FILE, or to standard output instead\n"
       "of the table (no FILE, or -)", NULL, NULL, NULL },
-    { "--csv", NULL, OPT_STR, SO(csv_out), "FILE|-", "write the points as CSV ('-': standard output, instead of the table)", NULL, NULL, NULL },
+    { "--csv", NULL, OPT_STR, SO(csv_out), "FILE|-", "write the points as CSV ('-': standard output, instead of the table)", NULL, NULL, NULL, .writes = true },
 };
 
 static const cmd_spec SWEEP_SPEC = {

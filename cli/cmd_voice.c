@@ -69,16 +69,24 @@ static void app_transcript(void *ud, const char *text) {
     fflush(stdout);
 }
 
+// A time of the turn, "123 ms", or "-" when it did not happen (no audio out, a refused turn).
+static const char *ms_text(double ms, char *buf, size_t n) {
+    if (ms < 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.0f ms", ms);
+    return buf;
+}
+
 static void app_turn(void *ud, const voice_turn_stats *st) {
     voice_app *a = ud;
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
+    char t[5][24];
     if (a->stats)
-        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f | end of speech -> transcript %.0f ms, "
-               "first token %.0f ms, first audio written %.0f ms, first audio played %.0f ms, last token %.0f ms%s\n",
+        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f | end of speech -> transcript %s, "
+               "first token %s, first audio written %s, first audio played %s, last token %s\n",
                st->turn, st->speech_s, st->asr_search, st->asr_refused ? " refused" : "", st->asr_conf, st->asr_fit,
-               st->asr_rtf, st->asr_final_ms,
-               st->first_token_ms, st->first_write_ms, st->first_audio_ms, st->last_token_ms,
-               st->barged_in ? "" : "");
+               st->asr_rtf, ms_text(st->asr_final_ms, t[0], sizeof t[0]), ms_text(st->first_token_ms, t[1], sizeof t[1]),
+               ms_text(st->first_write_ms, t[2], sizeof t[2]), ms_text(st->first_audio_ms, t[3], sizeof t[3]),
+               ms_text(st->last_token_ms, t[4], sizeof t[4]));
     if (st->barged_in && a->stats) printf("barge-in turn %d: generation and playback stopped %.1f ms after onset\n",
                                           st->turn, st->barge_stop_ms);
     if (a->n_turns < MAX_TURNS) a->turns[a->n_turns++] = *st;
@@ -117,7 +125,8 @@ static void print_summary(const voice_app *a) {
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         int n;
         double p50 = pct(a, rows[i].off, 0.5, &n), p90 = pct(a, rows[i].off, 0.9, &n);
-        printf("  %-42s %8.2f %8.2f  (n=%d)\n", rows[i].name, p50, p90, n);
+        if (n == 0) printf("  %-42s %8s %8s  (n=0)\n", rows[i].name, "-", "-");
+        else printf("  %-42s %8.2f %8.2f  (n=%d)\n", rows[i].name, p50, p90, n);
     }
 }
 
@@ -172,12 +181,12 @@ static const opt_def VOICE_OPTS[] = {
     { "--asr-grammar", NULL, OPT_STR, VO(vo.asr.jsgf), "F", "recogniser grammar (\"\" for none)", "assets/asr/cabin.gram", NULL, NULL },
     { "--asr-fdict", NULL, OPT_STR, VO(vo.asr.fdict), "F", "noise dictionary", "assets/asr/cabin.filler", NULL, NULL },
     { "--asr-floor", NULL, OPT_FLOAT, VO(vo.asr.noise_floor_db), "DB", "white noise added before recognition, dBFS\n"
-      "(-200: none; docs/VOICE.md)", NULL, NULL, NULL },
-    { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "10", NULL, NULL },
-    { "--vad-hangover", NULL, OPT_INT, VO(hang), "MS", "silence that ends a turn", "400", NULL, NULL },
+      "(-200: none; docs/VOICE.md)", NULL, NULL, NULL, OPT_RANGE(-200, 0) },
+    { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "10", NULL, NULL, OPT_RANGE(0, 100) },
+    { "--vad-hangover", NULL, OPT_INT, VO(hang), "MS", "silence that ends a turn", "400", NULL, NULL, OPT_RANGE(10, 10000) },
     { "--tts-voice", NULL, OPT_STR, VO(vo.tts_voice), "NAME", "espeak-ng voice", "en-us", NULL, NULL },
-    { "--tts-wpm", NULL, OPT_INT, VO(vo.tts_wpm), "N", "speaking speed in words per minute", "175", NULL, NULL },
-    { "--n-predict", "-n", OPT_INT, VO(n_predict), "N", "most tokens per reply", "512", NULL, NULL },
+    { "--tts-wpm", NULL, OPT_INT, VO(vo.tts_wpm), "N", "speaking speed in words per minute", "175", NULL, NULL, OPT_RANGE(80, 500) },
+    { "--n-predict", "-n", OPT_INT, VO(n_predict), "N", "most tokens per reply", "512", NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
 };
 
 static const cmd_spec VOICE_SPEC = {

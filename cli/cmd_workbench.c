@@ -35,8 +35,9 @@ static int parse_size(void *base, const char *v, errbuf *err) {
     workbench_opts *wo = base;
     int w, h;
     char tail;
-    if (sscanf(v, "%dx%d%c", &w, &h, &tail) != 2 || w < 320 || h < 240 || w > 16384 || h > 16384)
-        return err_set(err, "--size %s: WIDTHxHEIGHT in points, from 320x240 (e.g. 1280x800)", v);
+    if (sscanf(v, "%dx%d%c", &w, &h, &tail) != 2 || w < GUI_MIN_W || h < GUI_MIN_H || w > 16384 || h > 16384)
+        return err_set(err, "--size %s: WIDTHxHEIGHT in points, from %dx%d to 16384x16384 (e.g. 1280x800)", v,
+                       GUI_MIN_W, GUI_MIN_H);
     wo->g.width = w;
     wo->g.height = h;
     return 0;
@@ -66,6 +67,7 @@ static const cmd_spec WORKBENCH_SPEC = {
 static int ui_opts_from(const workbench_opts *wo, run_opts *r, const char *cmd, ui_opts *t) {
     *t = wo->t;
     r->s.system_prompt = wo->system;
+    r->s.context_hint = ":reset, or a larger --ctx";
     r->s.model_path = run_opts_model(r);
     if (!t->scene && access(r->s.model_path, R_OK) != 0) {
         fprintf(stderr, "%s: %s: %s\n", cmd, r->s.model_path, strerror(errno));

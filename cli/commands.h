@@ -24,6 +24,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_voice(int argc, char **argv);
 int cmd_audio(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 int cmd_workbench(int argc, char **argv);
 int cmd_gui(int argc, char **argv);
 
@@ -51,5 +52,8 @@ opt_table run_opts_governor_table(run_opts *r);
 int run_opts_parse_chat(const cmd_spec *c, const opt_table *own, run_opts *r, int argc, char **argv);
 // The model path to use: -m, else $CABIN_MODEL, else the embedded default.
 const char *run_opts_model(const run_opts *r);
+// The note of the -t rows: more threads than the CPUs this process may use is allowed (a test of
+// oversubscription) and said once, on stderr.
+void note_threads(const char *cmd, const char *opt, double value);
 
 #endif

@@ -32,6 +32,7 @@ static const command commands[] = {
     { "voice",      cmd_voice,      "spoken turns: push-to-talk or hands-free, replies spoken as they stream" },
     { "audio",      cmd_audio,      "audio devices (cabin audio devices) for voice --audio-in/--audio-out" },
     { "make-model", cmd_make_model, "write a random-weight model of any shape and type (tests, bench)" },
+    { "version",    cmd_version,    "the version, the commit, this build's layers and CPU kernel tables (also --version)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (strcmp(name, "--version") == 0) return cmd_version(argc - 1, argv + 1);
     if (name[0] == '-') {   // options without a command: the workbench (or chat) with them
         argv[0] = tty ? "workbench" : "chat";
         return tty ? cmd_workbench(argc, argv) : cmd_chat(argc, argv);

@@ -2,8 +2,10 @@
 #include "cli/commands.h"
 #include "engine/backend.h"
 #include "engine/chat_template.h"
+#include "base/threads.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,22 +53,30 @@ static const char *template_choices(void) {
     return template_choices_text;
 }
 
+void note_threads(const char *cmd, const char *opt, double value) {
+    static atomic_bool said;
+    int cpus = usable_cpus();
+    if (value > cpus && !atomic_exchange(&said, true))
+        fprintf(stderr, "%s: %s %g: more threads than the %d CPUs this process may use; they will take turns\n",
+                cmd, opt, value, cpus);
+}
+
 #define RO(field) offsetof(run_opts, field)
 static const opt_def RUN_OPT_DEFS[] = {
     { "--model", "-m", OPT_STR, RO(model), "FILE", "GGUF model", "$CABIN_MODEL or " CABIN_DEFAULT_MODEL, NULL, NULL },
-    { "--threads", "-t", OPT_INT, RO(s.backend.n_threads), "N", "CPU threads", "the physical cores", NULL, NULL },
+    { "--threads", "-t", OPT_INT, RO(s.backend.n_threads), "N", "CPU threads", "the physical cores", NULL, NULL, OPT_RANGE(1, 256), .note = note_threads },
     { "--backend", NULL, OPT_STR, RO(s.backend.name), "NAME", "compute backend (cpu-scalar: the scalar reference path;\n"
       "auto: the first this cabin has)", "auto", NULL, backend_choices },
     { "--device", NULL, OPT_STR, RO(s.backend.device), "N", "Vulkan device index (cabin devices lists them)", "the best", NULL, NULL },
     { "--kernels", NULL, OPT_STR, RO(s.backend.kernels), "NAME", "CPU kernel set: auto | avx512 | avx2 | scalar", "auto", NULL, NULL },
-    { "--ctx", "-c", OPT_INT, RO(s.n_ctx), "N", "context length in tokens", "the model's, at most 4096", NULL, NULL },
-    { "--batch", "-b", OPT_INT, RO(s.n_batch), "N", "prompt tokens per forward pass", NULL, NULL, NULL },
-    { "--temp", NULL, OPT_FLOAT, RO(s.sampling.temp), "T", "temperature; 0 = greedy", NULL, NULL, NULL },
-    { "--top-k", NULL, OPT_INT, RO(s.sampling.top_k), "K", "0 = off", NULL, NULL, NULL },
-    { "--top-p", NULL, OPT_FLOAT, RO(s.sampling.top_p), "P", "1 = off", NULL, NULL, NULL },
-    { "--min-p", NULL, OPT_FLOAT, RO(s.sampling.min_p), "P", "0 = off", NULL, NULL, NULL },
-    { "--repeat-penalty", NULL, OPT_FLOAT, RO(s.sampling.repeat_penalty), "R", "1 = off", NULL, NULL, NULL },
-    { "--repeat-last-n", NULL, OPT_INT, RO(s.sampling.repeat_last_n), "N", "tokens the penalty looks back", NULL, NULL, NULL },
+    { "--ctx", "-c", OPT_INT, RO(s.n_ctx), "N", "context length in tokens", "the model's, at most 4096", NULL, NULL, OPT_RANGE(1, 16777216) },
+    { "--batch", "-b", OPT_INT, RO(s.n_batch), "N", "prompt tokens per forward pass", NULL, NULL, NULL, OPT_RANGE(1, 65536) },
+    { "--temp", NULL, OPT_FLOAT, RO(s.sampling.temp), "T", "temperature; 0 = greedy", NULL, NULL, NULL, OPT_RANGE(0, 100) },
+    { "--top-k", NULL, OPT_INT, RO(s.sampling.top_k), "K", "0 = off", NULL, NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
+    { "--top-p", NULL, OPT_FLOAT, RO(s.sampling.top_p), "P", "1 = off", NULL, NULL, NULL, OPT_RANGE(0, 1) },
+    { "--min-p", NULL, OPT_FLOAT, RO(s.sampling.min_p), "P", "0 = off", NULL, NULL, NULL, OPT_RANGE(0, 1) },
+    { "--repeat-penalty", NULL, OPT_FLOAT, RO(s.sampling.repeat_penalty), "R", "1 = off", NULL, NULL, NULL, OPT_RANGE(0.1, 10) },
+    { "--repeat-last-n", NULL, OPT_INT, RO(s.sampling.repeat_last_n), "N", "tokens the penalty looks back", NULL, NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
     { "--seed", NULL, OPT_U64, RO(s.sampling.seed), "S", "sampling seed: the same seed gives the same text", NULL, NULL, NULL },
     { "--chat-template", NULL, OPT_CALL, 0, "NAME", "chat template (docs/TEMPLATES.md); a file's that cabin does not\n"
       "recognise gives plain, and one line saying so", "recognised from the file", set_chat_template, template_choices },
@@ -76,7 +86,7 @@ static const opt_def RUN_OPT_DEFS[] = {
     { "--kv", NULL, OPT_STR, RO(s.kv_format), "FORMAT", "KV cache: f16 | q8 | q4 | f32 (docs/KV.md)", "f16", NULL, NULL },
     { "--kv-policy", NULL, OPT_STR, RO(s.kv_policy), "P", "when the context fills: none (stop) | window:N | h2o:N | entropy:N\n"
       "(keep N slots and go on; cpu backend)", "none", NULL, NULL },
-    { "--kv-recent", NULL, OPT_INT, RO(s.kv_recent), "R", "newest tokens the q8/q4 caches keep in f16", "32", NULL, NULL },
+    { "--kv-recent", NULL, OPT_INT, RO(s.kv_recent), "R", "newest tokens the q8/q4 caches keep in f16", "32", NULL, NULL, OPT_RANGE(0, HUGE_VAL) },
     { "--ignore-eos", NULL, OPT_FLAG, RO(s.ignore_eog), NULL, "keep generating past end-of-generation tokens (benchmarks)", NULL, NULL, NULL },
     { "--mmap", NULL, OPT_FLAG, RO(s.mmap_weights), NULL, "cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
       "less anonymous memory, slower decode)", NULL, NULL, NULL },
@@ -86,7 +96,7 @@ static const opt_def RUN_OPT_DEFS[] = {
 
 // -n for the commands that chat: most tokens per reply, into the session's options.
 static const opt_def REPLY_OPT_DEFS[] = {
-    { "--n-predict", "-n", OPT_INT, RO(s.max_reply_tokens), "N", "most tokens per reply", NULL, NULL, NULL },
+    { "--n-predict", "-n", OPT_INT, RO(s.max_reply_tokens), "N", "most tokens per reply", NULL, NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
 };
 
 // --governor for the commands that hold a conversation (chat, voice, scene, workbench).

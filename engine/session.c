@@ -59,6 +59,11 @@ session_opts session_opts_default(void) {
     return o;
 }
 
+// What to do when the context is full, in the words of the front end in use.
+static const char *context_hint(const session *s) {
+    return s->opts.context_hint ? s->opts.context_hint : "a larger --ctx";
+}
+
 // Refuses a context whose KV cache (and the attention statistics kept beside it) would not fit
 // in the memory available, before any of it is allocated.
 static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_ctx, const kv_windows *w,
@@ -68,9 +73,14 @@ static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_c
     uint64_t stats = 2 * (uint64_t)hp->n_layer * (uint64_t)hp->n_head * (uint64_t)n_ctx * sizeof(float);
     uint64_t per_pos = (kv + stats) / (uint64_t)n_ctx, avail;
     if (mem_fits(kv + stats, &avail)) return 0;
+    unsigned long long fits = per_pos ? avail / per_pos : 0;
+    if (hp->n_ctx_train > 0 && (unsigned long long)hp->n_ctx_train <= fits)
+        return err_set(err, "%s: a context of %d positions needs %.1f MiB of KV cache, more than the %.1f MiB of "
+                       "memory available; the model's own context is %d (--ctx %d)", m->file.path, n_ctx,
+                       (double)(kv + stats) / (1 << 20), (double)avail / (1 << 20), hp->n_ctx_train, hp->n_ctx_train);
     return err_set(err, "%s: a context of %d positions needs %.1f MiB of KV cache, more than the %.1f MiB of "
                    "memory available (--ctx %llu at most)", m->file.path, n_ctx, (double)(kv + stats) / (1 << 20),
-                   (double)avail / (1 << 20), (unsigned long long)(per_pos ? avail / per_pos : 0));
+                   (double)avail / (1 << 20), fits);
 }
 
 session *session_open(const session_opts *o, errbuf *err) {
@@ -414,7 +424,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     bool evicting = s->kv.policy.kind != KVP_NONE;   // a policy makes room instead of stopping
     if (!evicting && s->kv.n_used + n > s->kv.n_ctx)
         return err_set(err, "context full: %d tokens in the cache + %d new exceed the context "
-                       "length %d (use /reset or a larger --ctx)", s->kv.n_used, n, s->kv.n_ctx);
+                       "length %d (%s)", s->kv.n_used, n, s->kv.n_ctx, context_hint(s));
     float *scratch = try_malloc((size_t)s->m->hp.n_vocab * sizeof(float));   // the logits a sample may mask
     if (!scratch) return err_set(err, "out of memory for the logits of %d tokens", s->m->hp.n_vocab);
     if (session_eval(s, tokens, n, NULL, err)) { free(scratch); return -1; }
@@ -451,7 +461,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         if (s->filter.accept) s->filter.accept(s->filter.ud, tok, piece, len);
         bool go_on = cb ? cb(ud, tok, piece, len) : true;
         if (!evicting && s->kv.n_used >= s->kv.n_ctx) {
-            rc = err_set(err, "context full at %d tokens (use /reset or a larger --ctx)", s->kv.n_ctx);
+            rc = err_set(err, "context full at %d tokens (%s)", s->kv.n_ctx, context_hint(s));
             break;
         }
         if (session_eval(s, &tok, 1, NULL, err)) { rc = -1; break; }

@@ -23,6 +23,8 @@ typedef struct session_opts {
     const char *system_prompt;   // NULL: the one the file's template writes when a conversation
                                  // has none (Qwen2.5, SmolLM2), if any; "": none
     int max_reply_tokens;        // per chat turn (default 512)
+    const char *context_hint;    // what the front end offers when the context is full, said in
+                                 // the error ("/reset, or a larger --ctx"); NULL: "a larger --ctx"
     bool ignore_eog;             // completion: keep generating past end-of-generation tokens
     const char *precision;       // NULL: as in the file; else a precision plan: shorthand
                                  // ("q4_0", "q4_0;q8_0:layers=0-3,ffn_down"), JSON, or a .json

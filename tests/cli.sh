@@ -9,6 +9,43 @@ for c in info tokenize generate logits chat bench make-model; do
     expect_rc 0 "cabin $c --help" -- "$CABIN" $c --help
     grep -q "usage: cabin $c" "$T/out" && ok || bad "$c --help prints usage"
 done
+# ppl on the embedded model says what its figure is; progress in a log is lines, not carriage returns
+expect_rc 0 "ppl on the embedded model" -- "$CABIN" ppl --chunks 12
+grep -q "note: every token of the dialogues is scored, the driver's words too" "$T/err" && ok ||
+    { bad "ppl on the embedded model says what the figure means"; cat "$T/err"; }
+! grep -q "$(printf '\r')" "$T/err" && [ "$(grep -c '^\[[0-9]*/12\] ppl' "$T/err")" -le 12 ] && grep -q '^\[12/12\] ppl' "$T/err" && ok ||
+    { bad "ppl progress off a terminal: short lines without carriage returns"; od -c "$T/err" | head -5; }
+# bench: a decode above the memory ceiling says why on its own line (cache-resident, or disturbed)
+expect_rc 0 "bench on the embedded model" -- "$CABIN" bench -r 1 -n 8 -p 8 -t 1
+line=$(grep '^decode ' "$T/out")
+pct=$(echo "$line" | grep -o '[0-9.]*%' | head -1 | tr -d %)
+case "$line" in
+    "decode from cache: "*"last-level cache, so the memory ceiling does not bound this decode"*|*DISTURBED*) ok ;;
+    *) awk "BEGIN{exit !(${pct:-0} <= 100)}" && ok || bad "bench: a decode above the ceiling says why: $line" ;;
+esac
+# an output that cannot be written is refused before the work, on every command that writes one
+for a in "sweep --json /nonexistent-dir/s.json" "bench --json /nonexistent-dir/b.json" "heatmap --csv /nonexistent-dir/h.csv" \
+         "eval-assistant --errors /nonexistent-dir/e.tsv" "make-model -o /nonexistent-dir/m.gguf" "ppl --save-base /nonexistent-dir/b.bin"; do
+    expect_rc 2 "cabin $a" -- "$CABIN" $a   # 2: refused as a usage error, when parsed
+    one_line_error "cannot write /nonexistent-dir/" "an unwritable output of cabin $a"
+done
+# context messages name what the command in use offers
+expect_rc 1 "generate past a tiny context" -- "$CABIN" generate -p "hello there how are you" -c 5 -n 20
+grep -q "context full: .*(a larger --ctx)" "$T/err" && ! grep -q "/reset" "$T/err" && ok || { bad "generate: context full names --ctx, not /reset"; cat "$T/err"; }
+printf 'hello there how are you doing today\n' | "$CABIN" chat -c 12 >"$T/out" 2>"$T/err"
+grep -q "context full: .*(/reset, or a larger --ctx)" "$T/err" && ok || { bad "chat: context full names /reset"; cat "$T/err"; }
+"$CABIN" generate -p hi -c 16000000 -n 1 >"$T/out" 2>"$T/err"
+if grep -q "KV cache" "$T/err"; then
+    grep -q "the model's own context is 1024 (--ctx 1024)" "$T/err" && ok || { bad "a context too large for memory names the model's own"; cat "$T/err"; }
+fi
+# --version: the release, the commit, the layers and the kernel tables
+for v in --version version; do
+    expect_rc 0 "cabin $v" -- "$CABIN" $v
+    grep -Eq '^cabin [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{7,}(-dirty)?|unknown\)' "$T/out" &&
+        grep -q '^vulkan: ' "$T/out" && grep -q '^audio: ' "$T/out" && grep -q '^window: ' "$T/out" &&
+        grep -q '^cpu kernels: .*scalar (runs here' "$T/out" && grep -q 'auto takes it' "$T/out" && ok ||
+        { bad "cabin $v names the version, commit, layers and kernel tables"; cat "$T/out"; }
+done
 expect_rc 2 "unknown command" -- "$CABIN" frobnicate
 one_line_error "frobnicate" "an unknown command"
 expect_rc 2 "unknown option" -- "$CABIN" generate --frob
@@ -16,6 +53,23 @@ one_line_error "frob" "an unknown option"
 expect_rc 2 "bad number" -- "$CABIN" generate -p hi -n lots
 one_line_error "lots" "a bad number"
 grep -q "cabin generate: option -n" "$T/err" && ok || bad "a bad number names the command and the option"
+# Numbers are range-checked in the option tables: one line naming the option, the value and the
+# range, exit 2 (before any model is opened).
+for a in "chat -t 0" "chat -t -3" "bench -t 1000" "chat -n -5" "chat --ctx 0" "chat --ctx -4" "chat --batch 0" \
+         "chat --temp -1" "chat --top-p 2" "generate -p hi -n -5" "bench -r 0" "sweep -r 17" "voice --tts-wpm 5"; do
+    value=$(echo "$a" | awk '{ print $NF }'); opt=$(echo "$a" | awk '{ print $(NF-1) }')
+    expect_rc 2 "cabin $a" -- "$CABIN" $a
+    [ "$(wc -l <"$T/err")" = 1 ] && grep -q -- "option $opt: $value is out of range (" "$T/err" && ok ||
+        { bad "cabin $a: one line naming the option, the value and the range"; cat "$T/err"; }
+done
+# the window's one minimum, enforced where it is asked for
+expect_rc 2 "gui --size below the minimum" -- "$CABIN" gui --size 800x500
+one_line_error "from 960x600" "a window smaller than the minimum"
+expect_rc 2 "temp nan" -- "$CABIN" chat --temp nan
+one_line_error "'nan' is not a number" "a number that is not one"
+# more threads than the CPUs: allowed, said once
+echo | "$CABIN" chat -t 64 -n 1 >/dev/null 2>"$T/err"
+[ "$(grep -c 'more threads than the' "$T/err")" = 1 ] && ok || { bad "-t above the CPUs said once"; cat "$T/err"; }
 expect_rc 2 "missing value" -- "$CABIN" ppl --window
 one_line_error "cabin ppl: option --window needs a value" "a missing value"
 

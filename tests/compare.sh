@@ -56,8 +56,9 @@ one_line_error "$T/missing.txt" "an unreadable prompts file"
 printf '# only comments\n\n' >"$T/empty.txt"
 expect_rc 1 "a prompts file with no prompts" -- $RUN -f "$T/empty.txt"
 one_line_error "$T/empty.txt: no prompts" "an empty prompts file"
-expect_rc 1 "a plot that cannot be written" -- $RUN --limit 1 --assistant-limit 0 --plot /nonexistent-dir/c.svg
-grep -q "^cabin compare: /nonexistent-dir/c.svg: " "$T/err" && ok || bad "the plot's path in the error"
+expect_rc 2 "a plot that cannot be written" -- $RUN --limit 1 --assistant-limit 0 --plot /nonexistent-dir/c.svg
+grep -q "^cabin compare: option --plot: cannot write /nonexistent-dir/c.svg" "$T/err" && [ "$(wc -l <"$T/err")" = 1 ] && ok ||
+    bad "the plot's path in the error, before the comparison runs"
 
 # the command language: `compare q8_0 q4_0` in a scene compares the user turns said so far and
 # the conversation goes on (scenes/compare.scene's expectations check the car after it)

@@ -41,6 +41,17 @@ check_refused front "clear: not offered in scene files" 2
 "$CABIN" scene "$T/nonexistent.scene" >/dev/null 2>"$T/err"; rc=$?
 [ $rc = 2 ] && grep -q "nonexistent.scene" "$T/err" && ok || bad "missing scene file"
 
+# a check that checks nothing fails, before anything runs
+: >"$T/empty.scene"
+printf 'snapshot %s/ran.txt\nsay hi\n' "$T" >"$T/noexpect.scene"
+for name in empty noexpect; do
+    rm -f "$T/ran.txt"
+    "$CABIN" scene "$T/$name.scene" -m "$T/m.gguf" --speed 0 --check >"$T/out" 2>"$T/err"; rc=$?
+    [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "$name.scene: --check, but the scene has no expect line" "$T/err" &&
+        [ ! -e "$T/ran.txt" ] && ! grep -q "0 passed" "$T/out" && ok || { bad "$name scene under --check should fail with one line"; cat "$T/err" "$T/out"; }
+done
+"$CABIN" scene "$T/empty.scene" -m "$T/m.gguf" --speed 0 >"$T/out" 2>"$T/err" && ok || bad "an empty scene plays without --check"
+
 # a scene that runs: expectations pass and fail as they should, and it is deterministic
 cat >"$T/good.scene" <<EOS
 # comments and blank lines are fine

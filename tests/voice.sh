@@ -44,6 +44,9 @@ for set in clean noisy; do
     score=$(/usr/bin/python3 tools/voice/score.py "$T/ref.tsv" "$T/$set.out")
     echo "$set: $score"
     grep -E '^  end of speech|^  recognition' "$T/$set.out" | sed "s/^/$set: /"
+    # without audio out there is no first audio: "-", never "-1 ms"
+    ! grep -q -- '-1 ms\|-1\.00' "$T/$set.out" && grep -q '^latency turn 1: .*first audio written -, first audio played -,' "$T/$set.out" &&
+        ok || bad "$set: times that did not happen should read '-': $(grep -m1 '^latency turn' "$T/$set.out")"
     wer=$(echo "$score" | awk '{print $2}')
     max=$WER_CLEAN_MAX; target=$WER_CLEAN_TARGET
     [ $set = noisy ] && { max=$WER_NOISY_MAX; target=$WER_NOISY_TARGET; }
