@@ -158,8 +158,14 @@ static int compare_prompt_run(session *s[2], const compare_opts *o, int idx, con
     reply_sink sink[2];
     memset(sink, 0, sizeof sink);
     if (o->on_piece) o->on_piece(o->ud, -1, idx, prompt, "", 0);
+    // which side answers first alternates with the prompt, so a cost that falls on whoever runs
+    // first (or second) after the teacher-forced pass lands on A and B equally often
+    int first = idx % 2;
     int rc = 0;
-    for (int k = 0; k < 2 && !rc; k++) rc = answer(s[k], o, k, idx, prompt, cp, &sink[k], err);
+    for (int j = 0; j < 2 && !rc; j++) {
+        int k = j == 0 ? first : 1 - first;
+        rc = answer(s[k], o, k, idx, prompt, cp, &sink[k], err);
+    }
     if (!rc) {
         cp->same = strcmp(cp->reply[0], cp->reply[1]) == 0;
         // A's turn as session_chat laid it out: the template's first turn, then A's reply tokens
@@ -201,6 +207,25 @@ static int compare_exact_match(session *s[2], const compare_opts *o, compare_res
     return 0;
 }
 
+// One unmeasured turn per side before the first measured one: a session's first turn pays for
+// what is done once (pages touched for the first time, buffers grown, threads started), which
+// would otherwise count against whichever plan prompt 1 measures first.
+static int warm_up(session *s[2], const compare_opts *o, const char *prompt, errbuf *err) {
+    if (!prompt) return 0;
+    compare_opts quiet = *o;
+    quiet.on_piece = NULL;
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        compare_prompt cp = { 0 };
+        reply_sink sink;
+        rc = answer(s[k], &quiet, k, 0, prompt, &cp, &sink, err);
+        free(cp.reply[k]);
+        strbuf_free(&sink.text);
+        free(sink.ids);
+    }
+    return rc;
+}
+
 static void summarise(compare_result *r) {
     double *a = xmalloc((size_t)r->n * 4 * sizeof(double)), *b = a + r->n, *ja = b + r->n, *jb = ja + r->n;
     for (int i = 0; i < r->n; i++) {
@@ -236,7 +261,7 @@ int compare_run(const compare_opts *o, char *const *prompts, int n, compare_resu
         snprintf(out->energy_from, sizeof out->energy_from, "%s", from);
     }
     out->p = xcalloc((size_t)n, sizeof *out->p);
-    int rc = 0;
+    int rc = warm_up(s, o, n > 0 ? prompts[0] : NULL, err);
     for (int i = 0; i < n && !rc; i++) {
         rc = compare_prompt_run(s, o, i, prompts[i], &out->p[i], err);
         if (rc) err_prefix(err, "prompt %d", i + 1);
