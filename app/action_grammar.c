@@ -60,6 +60,19 @@ static const intent_spec intents[] = {
 _Static_assert(N_INTENTS <= REQUEST_MAX_INTENTS, "request_words.possible holds every intent");
 typedef request_words words;   // the request as the checks read it
 
+int action_schema_intents(void) { return N_INTENTS; }
+const char *action_schema_intent(int i) { return i >= 0 && i < N_INTENTS ? intents[i].name : NULL; }
+
+int action_schema_slots(int i, action_schema_slot *out, int cap) {
+    if (i < 0 || i >= N_INTENTS) return 0;
+    int n = 0;
+    for (int g = 0; g < 2; g++)
+        for (int a = 0; a < 2; a++)
+            if (intents[i].groups[g].alt[a].key && n < cap)
+                out[n++] = (action_schema_slot){ intents[i].groups[g].alt[a].key, intents[i].groups[g].alt[a].values, g };
+    return n;
+}
+
 static int n_groups(const intent_spec *it) {
     int n = 0;
     while (n < 2 && it->groups[n].alt[0].key) n++;

@@ -45,4 +45,16 @@ int action_grammar_check_sentence(const char *action_line, const char *sentence,
 // 0, or -1 if n is out of range or buf too small.
 int action_grammar_spell_number(long n, char *buf, size_t cap);
 
+// The schema the grammar holds, for what describes it (app/action_tools.c): the intents by
+// index ("none" first), and each one's slots: key, value spec ("a|b" an enumeration, "#LO-HI" an
+// integer, "%LO-HI" degrees in halves, "+LO-HI" a signed change, "*" words of the request,
+// "*home|work" those or the two words) and group (one slot of each group is required).
+typedef struct action_schema_slot {
+    const char *key, *values;
+    int group;
+} action_schema_slot;
+int action_schema_intents(void);
+const char *action_schema_intent(int i);   // NULL out of range
+int action_schema_slots(int i, action_schema_slot *out, int cap);
+
 #endif

@@ -545,6 +545,51 @@ int session_complete(session *s, const char *prompt, int n_predict, token_cb cb,
     return rc;
 }
 
+// The text of the next chat turn as session_chat would render it (malloc'd).
+static char *render_next_turn(const session *s, const char *user_text) {
+    const char *system = s->system_prompt ? s->system_prompt : s->default_system;
+    return chat_template_render_turn(s->tmpl, system, user_text, s->kv.n_used == 0, s->reply_open);
+}
+
+int session_turn_tokens(session *s, const char *user_text, errbuf *err) {
+    char *text = render_next_turn(s, user_text);
+    int32_t *ids = NULL;
+    int n = tokenize_all(s, text, s->kv.n_used == 0, &ids, err);
+    free(text);
+    free(ids);
+    return n;
+}
+
+int session_add_turn(session *s, const char *user_text, const char *reply, errbuf *err) {
+    char *turn = render_next_turn(s, user_text);
+    strbuf text = { 0 };
+    strbuf_puts(&text, turn);
+    strbuf_puts(&text, reply);
+    free(turn);
+    int32_t *ids = NULL;
+    int n = tokenize_all(s, strbuf_str(&text), s->kv.n_used == 0, &ids, err);
+    strbuf_free(&text);
+    if (n < 0) return -1;
+    int rc = 0;
+    if (s->kv.n_used + n > s->kv.n_ctx && s->kv.policy.kind == KVP_NONE)
+        rc = err_set(err, "context full: %d tokens in the cache + %d new exceed the context length %d (%s)",
+                     s->kv.n_used, n, s->kv.n_ctx, context_hint(s));
+    else rc = session_eval(s, ids, n, NULL, err);
+    free(ids);
+    if (rc) return rc;
+    s->reply_open = true;   // the reply's closing token is not in the cache: the next turn writes it
+    s->st.turns++;
+    return 0;
+}
+
+int session_set_system(session *s, const char *system_prompt) {
+    if (s->kv.n_used > 0) return -1;
+    free(s->system_prompt);
+    s->system_prompt = system_prompt ? xstrdup(system_prompt) : NULL;
+    s->opts.system_prompt = s->system_prompt;
+    return 0;
+}
+
 void session_cancel(session *s) { atomic_store(&s->cancel, true); }
 
 void session_reset(session *s) {

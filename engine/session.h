@@ -115,6 +115,16 @@ void session_close(session *s);
 // One chat turn: renders the user text with the chat template, prefills it, and generates the
 // reply until end of turn, max_reply_tokens, cancel, or a false from cb.
 int session_chat(session *s, const char *user_text, token_cb cb, void *ud, errbuf *err);
+// A turn said before, put in the cache without generating: the user text as session_chat renders
+// it, then the reply as it was given (a conversation a client sends whole, as an HTTP API does).
+// The reply's closing token is written by the next turn. A turn that does not fit the context
+// (with no eviction policy) is refused with a "context full" error and the cache is unchanged.
+int session_add_turn(session *s, const char *user_text, const char *reply, errbuf *err);
+// How many tokens the next session_chat(s, user_text) would put in the cache before its reply.
+int session_turn_tokens(session *s, const char *user_text, errbuf *err);
+// The system prompt of the conversation's first turn (NULL: the file template's default, if any;
+// "": none). Only on an empty conversation (after session_reset): -1 otherwise.
+int session_set_system(session *s, const char *system_prompt);
 // Raw completion: tokenizes prompt (BOS as the model says, special tokens parsed), appends it
 // to the cache and generates up to n_predict tokens (stops early at end-of-generation tokens).
 int session_complete(session *s, const char *prompt, int n_predict, token_cb cb, void *ud, errbuf *err);
