@@ -1,5 +1,5 @@
 # cabin — build, run, test, bench.
-# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/, tui/, sdl/ or cli/ needs no edit here.
+# Sources are found by wildcard: a new .c file in engine/, engine/cpu/, app/, ui/, tui/, sdl/, serve/ or cli/ needs no edit here.
 # Files named *_avx2.c / *_avx512.c are compiled for those instruction sets and only called
 # after a run-time check of the processor (and the OS) says they are safe.
 #
@@ -18,7 +18,10 @@
 #   sdl     sdl/                       libcabin_sdl.a     SDL2, SDL2_ttf, zlib (SDL=1; SDL=0: sdl/gui_off.c,
 #                                                         `cabin gui` says it was built without the window)
 #                                                                                          needs ui
-#   cli     cli/ (main.c aside)        libcabin_cli.a     -lreadline (the commands)        needs tui, sdl
+#   serve   serve/                     libcabin_serve.a   -lmicrohttpd -lcjson (the HTTP face: the
+#                                                         OpenAI API; the engine is wired in by cli/)
+#                                                                                          needs base
+#   cli     cli/ (main.c aside)        libcabin_cli.a     -lreadline (the commands)        needs tui, sdl, serve
 # `make VULKAN=0 AUDIO=0 SDL=0` builds a text-only cabin that needs none of their packages. Each
 # defaults to 1 when pkg-config finds its packages (or when there is no pkg-config to ask).
 
@@ -68,6 +71,7 @@ APP_LIBS    := -lm -lcjson
 UI_LIBS     := -lm -lcjson
 TUI_LIBS    := -lncursesw
 CLI_LIBS    := -lreadline -lm -lcjson
+SERVE_LIBS  := -lmicrohttpd -lcjson -lpthread
 ifeq ($(VULKAN),1)
 VK_LIBS     := -lvulkan
 else
@@ -178,9 +182,10 @@ SDL_OBJ    := $(call lib_objs,$(filter-out sdl/gui_off.c,$(wildcard sdl/*.c)))
 else
 SDL_OBJ    := $(call lib_objs,sdl/gui_off.c)
 endif
+SERVE_OBJ  := $(call lib_objs,$(wildcard serve/*.c))
 CLI_OBJ    := $(call lib_objs,$(filter-out cli/main.c,$(wildcard cli/*.c)))
 MAIN_OBJ   := $(BUILD)/cli/main.o
-LAYERS     := cli tui sdl ui app audio engine base
+LAYERS     := cli tui sdl serve ui app audio engine base
 $(foreach l,$(LAYERS),$(eval LIB_$(l) := $(BUILD)/libcabin_$(l).a))
 $(LIB_base): $(BASE_OBJ)
 $(LIB_engine): $(ENGINE_OBJ)
@@ -189,6 +194,7 @@ $(LIB_app): $(APP_OBJ)
 $(LIB_ui): $(UI_OBJ)
 $(LIB_tui): $(TUI_OBJ)
 $(LIB_sdl): $(SDL_OBJ)
+$(LIB_serve): $(SERVE_OBJ)
 $(LIB_cli): $(CLI_OBJ)
 $(BUILD)/libcabin_%.a: $(FEATURES_FILE)
 	@rm -f $@
@@ -205,7 +211,8 @@ LAYER_NEEDS_app    := engine audio
 LAYER_NEEDS_ui     := app
 LAYER_NEEDS_tui    := ui
 LAYER_NEEDS_sdl    := ui
-LAYER_NEEDS_cli    := tui sdl
+LAYER_NEEDS_serve  := base
+LAYER_NEEDS_cli    := tui sdl serve
 LAYER_LIBS_base    := $(BASE_LIBS)
 LAYER_LIBS_engine  := $(ENGINE_LIBS)
 LAYER_LIBS_audio   := $(AUDIO_LIBS)
@@ -213,6 +220,7 @@ LAYER_LIBS_app     := $(APP_LIBS)
 LAYER_LIBS_ui      := $(UI_LIBS)
 LAYER_LIBS_tui     := $(TUI_LIBS)
 LAYER_LIBS_sdl     := $(SDL_LIBS)
+LAYER_LIBS_serve   := $(SERVE_LIBS)
 LAYER_LIBS_cli     := $(CLI_LIBS)
 # $(call layer_closure,L...): L and every layer they need, directly or not
 layer_closure = $(sort $(1) $(foreach l,$(1),$(call layer_closure,$(LAYER_NEEDS_$(l)))))
@@ -237,7 +245,7 @@ ALL_BACKEND_TESTS := test_ops test_vulkan test_kv test_modelgen_arch
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 test_includes = $(if $(shell grep -l '^\#include "$(2)/' tests/$(1).c 2>/dev/null),$(2))
-test_layers = $(foreach l,app ui tui cli audio vulkan,$(call test_includes,$(1),$(l))) \
+test_layers = $(foreach l,app ui tui serve cli audio vulkan,$(call test_includes,$(1),$(l))) \
               $(if $(filter $(1),$(ALL_BACKEND_TESTS)),vulkan)
 # $(call test_skip,NAME): why NAME cannot be built here, or empty
 test_skip = $(if $(and $(filter 0,$(VULKAN)),$(call test_includes,$(1),vulkan)),built without Vulkan (make VULKAN=1),$(if \
@@ -268,7 +276,7 @@ $(foreach t,$(TEST_SRC:tests/%.c=%),$(eval $(call test_rule,$(t))))
 # FUZZ_SECONDS seconds, or FUZZ_RUNS inputs, from seed FUZZ_SEED (fuzz/run.sh). A target links
 # the layers whose headers it includes.
 FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
-fuzz_layers = $(foreach l,app ui tui cli audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
+fuzz_layers = $(foreach l,app ui tui serve cli audio,$(if $(shell grep -l '^\#include "$(l)/' fuzz/fuzz_$(1).c 2>/dev/null),$(l)))
 fuzz_deps = $(FEATURES_FILE) $(call layer_libs,$(call fuzz_layers,$(1)) engine)
 FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)

@@ -27,6 +27,7 @@ int cmd_audio(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_workbench(int argc, char **argv);
 int cmd_gui(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #define CABIN_DEFAULT_MODEL "assets/models/cabin-tiny.gguf"
 

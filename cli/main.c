@@ -15,6 +15,7 @@ static const command commands[] = {
     { "workbench",  cmd_workbench,  "the ncurses workbench: chat with live panels (the default on a terminal)" },
     { "gui",        cmd_gui,        "the workbench in a window (SDL2): panels as graphics, hold Space to talk" },
     { "chat",       cmd_chat,       "chat with a model in the terminal (readline, streamed replies)" },
+    { "serve",      cmd_serve,      "the model as a local OpenAI-compatible HTTP service (the car's actions as tools)" },
     { "generate",   cmd_generate,   "raw completion of a prompt, streamed" },
     { "logits",     cmd_logits,     "the last position's logits of a prompt" },
     { "bench",      cmd_bench,      "prefill and decode speed, against this machine's memory bandwidth" },

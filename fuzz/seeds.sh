@@ -6,12 +6,13 @@
 #   action          the replies of assets/eval/heldout.jsonl (the first 40 dialogues)
 #   wav             assets/audio/*.wav and a short PCM16 file of each layout wav_parse takes
 #   plan, heatmap   plan JSON and shorthand as the tests write them; a sensitivity map
+#   serve_request   request bodies of the API's routes as docs/SERVE.md and tests/serve_api.py send
 # Usage: fuzz/seeds.sh CABIN OUT      (run from the repository root)
 set -e
 CABIN=$1; OUT=$2
 [ -x "$CABIN" ] && [ -n "$OUT" ] || { echo "usage: fuzz/seeds.sh CABIN OUT" >&2; exit 2; }
 rm -rf "$OUT"; mkdir -p "$OUT"
-for t in gguf tokenizer_spm tokenizer_bpe scene action wav plan heatmap; do mkdir -p "$OUT/$t"; done
+for t in gguf tokenizer_spm tokenizer_bpe scene action wav plan heatmap serve_request; do mkdir -p "$OUT/$t"; done
 
 small="--vocab 260 --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 32 --ctx 64"
 "$CABIN" make-model -o "$OUT/gguf/llama-q4_0.gguf" $small --type q4_0 >/dev/null
@@ -68,3 +69,10 @@ printf '%s' '{"default": "f16", "rules": [{"layers": 5, "tensors": "all", "type"
 printf '%s' '{"default": "q4_0", "token_embd": "q8_0", "output": "keep", "rules": [{"layers": "0-3", "tensors": ["attn_v", "ffn_down"], "type": "q8_0"}]}' >"$p/json-rules"
 
 printf '%s' '{"type": "q4_0", "base_nll": 2.5, "scored": 120, "layers": 2, "kinds": ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"], "cells": [{"layer": 0, "kind": "attn_q", "kl_mean": 0.01, "kl_max": 0.2, "dnll": 0.003, "top1": 0.97, "n_weights": 4096, "file_type": "f32"}, {"layer": 1, "kind": "ffn_down", "kl_mean": 0.5, "kl_max": 2.1, "dnll": 0.2, "top1": 0.8, "n_weights": 3000}]}' >"$OUT/heatmap/map-2-layers.json"
+
+r="$OUT/serve_request"
+printf '%s' '{"model": "cabin-tiny", "messages": [{"role": "user", "content": "set the temperature to 22 degrees"}], "seed": 3}' >"$r/chat"
+printf '%s' '{"messages": [{"role": "system", "content": "You are cabin."}, {"role": "user", "content": "turn on the ac"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "climate_ac", "arguments": "{\"state\": \"on\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "done"}, {"role": "user", "content": [{"type": "text", "text": "and lock"}, {"type": "text", "text": " the doors"}]}], "tools": [{"type": "function", "function": {"name": "doors_lock"}}], "tool_choice": "auto"}' >"$r/chat-tools"
+printf '%s' '{"messages": [{"role": "user", "content": "play"}], "stream": true, "stream_options": {"include_usage": true}, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "max_tokens": 32, "stop": ["\n", "</act>"]}' >"$r/chat-stream"
+printf '%s' '{"prompt": "<act>media.next</act> Skipping to the next track.", "max_tokens": 12, "stop": ["next", "act>"]}' >"$r/completion-stop"
+printf '%s' '{"prompt": ["aaaa abab aab"], "stop": "ab", "n": 1, "echo": false}' >"$r/completion-array"

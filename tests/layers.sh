@@ -3,7 +3,7 @@
 # on this build's libraries:
 #   includes: no file of a layer includes a header of a layer it may not use (the faces tui/ and
 #     sdl/ none of engine/, app/, audio/ or cli/; engine/, base/, audio/ and app/ none of ui/,
-#     tui/, sdl/ or cli/; ...);
+#     tui/, sdl/ or cli/; the HTTP face serve/ nothing but base/; ...);
 #   symbols: no library calls a function defined in a library above it or beside it (nm: an
 #     undefined symbol of libcabin_L.a defined in libcabin_M.a for a pair L, M it may not use),
 #     so the faces name nothing of the engine or the app, and nothing calls into cli/;
@@ -12,18 +12,19 @@ TAG=layers; . "$(dirname "$0")/lib.sh"
 # LAYER: the folders it may not include from
 forbidden() {
     case $1 in
-    base) echo "engine vulkan audio app ui tui sdl cli" ;;
-    engine) echo "vulkan audio app ui tui sdl cli" ;;
-    vulkan) echo "audio app ui tui sdl cli" ;;
-    audio) echo "engine vulkan app ui tui sdl cli" ;;
-    app) echo "vulkan ui tui sdl cli" ;;
-    ui) echo "vulkan tui sdl cli" ;;
-    tui) echo "engine vulkan audio app sdl cli" ;;
-    sdl) echo "engine vulkan audio app tui cli" ;;
+    base) echo "engine vulkan audio app ui tui sdl serve cli" ;;
+    engine) echo "vulkan audio app ui tui sdl serve cli" ;;
+    vulkan) echo "audio app ui tui sdl serve cli" ;;
+    audio) echo "engine vulkan app ui tui sdl serve cli" ;;
+    app) echo "vulkan ui tui sdl serve cli" ;;
+    ui) echo "vulkan tui sdl serve cli" ;;
+    tui) echo "engine vulkan audio app sdl serve cli" ;;
+    sdl) echo "engine vulkan audio app tui serve cli" ;;
+    serve) echo "engine vulkan audio app ui tui sdl cli" ;;
     cli) echo "" ;;
     esac
 }
-for layer in base engine vulkan audio app ui tui sdl cli; do
+for layer in base engine vulkan audio app ui tui sdl serve cli; do
     dirs=$layer
     [ "$layer" = engine ] && dirs="engine engine/cpu"
     files=$(for d in $dirs; do ls "$d"/*.c "$d"/*.h 2>/dev/null; done)
@@ -43,13 +44,13 @@ command -v nm >/dev/null 2>&1 || have_nm=0
 if [ $have_nm = 0 ]; then
     echo "skipped: no nm (binutils) to read the libraries' symbols"; skip=$((skip + 1))
 else
-    for l in base engine audio app ui tui sdl cli; do
+    for l in base engine audio app ui tui sdl serve cli; do
         lib="$BUILD/libcabin_$l.a"
         [ -f "$lib" ] && ok || bad "$lib is missing (make BUILD=$BUILD all)"
         defined "$lib" >"$T/def.$l"
         undefined "$lib" >"$T/und.$l"
     done
-    for l in base engine audio app ui tui sdl; do
+    for l in base engine audio app ui tui sdl serve; do
         for up in $(forbidden $l); do
             [ "$up" = vulkan ] && continue
             calls=$(comm -12 "$T/und.$l" "$T/def.$up" | tr '\n' ' ')

@@ -1,0 +1,79 @@
+#!/bin/sh
+# cabin serve end to end, on loopback only: the OpenAI routes on the embedded model (a tool call
+# with the car's change, a stream that says what the whole answer says, completions, stop
+# sequences, seeds), every kind of bad input answered with one JSON error while the server goes
+# on, the API key, the queue's bound and a client that goes away (on a slow model), a load of
+# concurrent clients, the curl examples of docs/SERVE.md, and the command's own refusals and
+# stop (tests/serve_api.py makes the requests).
+TAG=serve; . "$(dirname "$0")/lib.sh"
+skip_without_system_python
+if ! command -v curl >/dev/null 2>&1; then
+    echo "skipped: curl is not installed (tools/install-deps.sh tests)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
+API="/usr/bin/python3 $(dirname "$0")/serve_api.py"
+LOAD_REQUESTS=${SERVE_LOAD_REQUESTS:-200}
+
+# start_server NAME ARGS...: cabin serve on a free port; PORT and PID set, or a failure counted
+start_server() {
+    name=$1; shift
+    "$CABIN" serve --port 0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    PID=$!
+    PORT=""
+    i=0
+    while [ $i -lt 200 ] && [ -z "$PORT" ]; do
+        PORT=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/$name.out")
+        [ -z "$PORT" ] && sleep 0.05
+        i=$((i + 1))
+    done
+    if [ -n "$PORT" ]; then ok; else bad "$name: the server did not say its port"; cat "$T/$name.err"; fi
+}
+
+# api CHECK ARGS...: serve_api.py's checks, counted into ours
+api() {
+    $API "$@" >"$T/api.out" 2>&1
+    grep -v '^[0-9]* passed, [0-9]* failed$' "$T/api.out"
+    p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/api.out")
+    f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/api.out")
+    if [ -z "$p" ]; then bad "serve_api.py $1 did not finish"; return; fi
+    pass=$((pass + p)); fail=$((fail + f))
+}
+
+# stop_server NAME: SIGTERM ends it as a shell expects (143), saying so
+stop_server() {
+    kill -TERM "$PID"; wait "$PID"; rc=$?
+    [ $rc = 143 ] && grep -q "^cabin serve: stopped" "$T/$1.out" && ok || { bad "$1: SIGTERM: exit $rc"; cat "$T/$1.err"; }
+}
+
+start_server embedded -t 1
+if [ -n "$PORT" ]; then
+    api embedded "$PORT"
+    api docs "$PORT" docs/SERVE.md
+    api load "$PORT" "$LOAD_REQUESTS" 8
+    stop_server embedded
+fi
+
+start_server auth -t 1 --api-key s3cret
+[ -n "$PORT" ] && api auth "$PORT" s3cret && stop_server auth
+
+# a model slow enough that a stream is still running when the next request comes
+expect_rc 0 "make a slow model" -- "$CABIN" make-model -o "$T/slow.gguf" --type f32 --dim 512 --ffn 1536 --vocab 1000 --layers 8
+start_server busy -m "$T/slow.gguf" -t 1 --queue 0
+[ -n "$PORT" ] && api busy "$PORT" && stop_server busy
+
+# the command's own refusals: one line each, before anything is served
+expect_rc 2 "serve on 0.0.0.0 without a key" -- "$CABIN" serve --host 0.0.0.0 --port 0
+one_line_error "api-key" "a non-loopback address without a key"
+expect_rc 2 "a port out of range" -- "$CABIN" serve --port 70000
+one_line_error "70000" "--port 70000"
+"$CABIN" serve --port 0 >"$T/first.out" 2>&1 &
+first=$!
+i=0; taken=""
+while [ $i -lt 200 ] && [ -z "$taken" ]; do
+    taken=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/first.out"); [ -z "$taken" ] && sleep 0.05; i=$((i + 1))
+done
+expect_rc 1 "a port in use" -- "$CABIN" serve --port "$taken"
+one_line_error "port $taken" "a port in use"
+kill -INT "$first"; wait "$first"; rc=$?
+[ $rc = 130 ] && ok || bad "SIGINT: exit $rc, wanted 130"
+
+test_finish

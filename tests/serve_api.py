@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""The API checks of tests/serve.sh against a running `cabin serve` (loopback only).
+
+usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and, last,
+"N passed, N failed". Checks:
+  embedded PORT          the embedded model: routes, a tool call, streaming = whole, errors
+  auth PORT KEY          a server with --api-key KEY
+  busy PORT              a server with --queue 0 on a slow model: 503 while a stream runs, and a
+                         client that goes away cancels its generation
+  load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
+  docs PORT FILE         every curl line of FILE's sh blocks, on this port: 200 and JSON or events
+"""
+import http.client
+import json
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL: " + what)
+    return cond
+
+
+def request(port, method, path, body=None, headers=None, raw=None):
+    """(status, headers, body bytes)"""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    out = (r.status, dict(r.getheaders()), r.read())
+    c.close()
+    return out
+
+
+def chat(port, body, headers=None):
+    st, h, b = request(port, "POST", "/v1/chat/completions", body, headers)
+    try:
+        return st, json.loads(b)
+    except ValueError:
+        return st, {"unparsed": b.decode(errors="replace")}
+
+
+def events(raw):
+    """The JSON objects of a server-sent event stream, and whether it ended with [DONE]."""
+    out, done = [], False
+    for block in raw.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        assert block.startswith("data: "), "an event that is not 'data: ': %r" % block[:80]
+        payload = block[6:]
+        if payload == "[DONE]":
+            done = True
+            continue
+        assert not done, "an event after [DONE]"
+        out.append(json.loads(payload))
+    return out, done
+
+
+def is_error(st, obj, code, words=None):
+    e = obj.get("error") if isinstance(obj, dict) else None
+    good = st == code and isinstance(e, dict) and isinstance(e.get("message"), str) and e.get("code") == code
+    if good and words:
+        good = all(w in e["message"] for w in words)
+    return good
+
+
+def embedded(port):
+    st, h, b = request(port, "GET", "/health")
+    check(st == 200 and json.loads(b)["status"] == "ok", "/health")
+    st, h, b = request(port, "GET", "/v1/models")
+    models = json.loads(b)
+    check(st == 200 and models["object"] == "list" and models["data"][0]["id"] == "cabin-tiny", "/v1/models: %s" % b[:200])
+    st, h, b = request(port, "GET", "/v1/cabin/tools")
+    tools = json.loads(b)
+    names = [t["function"]["name"] for t in tools]
+    check(st == 200 and "climate_set" in names and "none" not in names and len(names) >= 20, "/v1/cabin/tools: %s" % names)
+    cs = [t for t in tools if t["function"]["name"] == "climate_set"][0]["function"]["parameters"]
+    check(cs["properties"]["temp"]["minimum"] == 16 and cs["properties"]["temp"]["maximum"] == 30
+          and "zone" in cs["required"], "climate_set's schema: %s" % cs)
+
+    # a turn that acts: a tool call with the car's change, and the counts
+    ask = {"model": "cabin-tiny", "messages": [{"role": "user", "content": "set the temperature to 22 degrees"}], "seed": 3}
+    st, r = chat(port, ask)
+    ok = check(st == 200 and r.get("object") == "chat.completion", "a chat completion: %s %s" % (st, r))
+    if ok:
+        ch = r["choices"][0]
+        calls = ch["message"].get("tool_calls") or []
+        check(ch["finish_reason"] == "tool_calls" and len(calls) == 1 and calls[0]["function"]["name"] == "climate_set",
+              "a tool call: %s" % ch)
+        if calls:
+            args = json.loads(calls[0]["function"]["arguments"])
+            check(args.get("temp") == 22, "its arguments: %s" % args)
+        check("22" in ch["message"].get("cabin", {}).get("vehicle", ""), "the car's change: %s" % ch["message"])
+        u = r["usage"]
+        check(u["prompt_tokens"] > 0 and u["completion_tokens"] > 0
+              and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], "usage: %s" % u)
+        # the same request streamed: the same text and the same call, role first, [DONE] last
+        st, h, raw = request(port, "POST", "/v1/chat/completions", dict(ask, stream=True, stream_options={"include_usage": True}))
+        try:
+            evs, done = events(raw)
+        except (AssertionError, ValueError) as e:
+            evs, done = [], False
+            check(False, "the stream parses: %s" % e)
+        check(st == 200 and h.get("Content-Type", "").startswith("text/event-stream") and done, "a stream ends with [DONE]")
+        if evs:
+            check(evs[0]["choices"][0]["delta"].get("role") == "assistant", "the first event gives the role")
+            text = "".join(e["choices"][0]["delta"].get("content") or "" for e in evs if e["choices"])
+            check(text == ch["message"]["content"], "streamed text %r == whole %r" % (text, ch["message"]["content"]))
+            scalls = [c for e in evs if e["choices"] for c in e["choices"][0]["delta"].get("tool_calls", [])]
+            check(len(scalls) == 1 and scalls[0]["function"] == calls[0]["function"], "the streamed tool call: %s" % scalls)
+            fin = [e["choices"][0]["finish_reason"] for e in evs if e["choices"] and e["choices"][0]["finish_reason"]]
+            check(fin == ["tool_calls"], "one finish_reason, tool_calls: %s" % fin)
+            check(evs[-1]["choices"] == [] and evs[-1]["usage"] == u, "the usage event: %s" % evs[-1])
+
+    # a conversation sent whole, with the assistant's earlier call in it
+    conv = {"messages": [{"role": "system", "content": "You are cabin."},
+                         {"role": "user", "content": "turn on the ac"},
+                         {"role": "assistant", "content": "Turning on the air conditioning.",
+                          "tool_calls": [{"id": "c1", "type": "function",
+                                          "function": {"name": "climate_ac", "arguments": "{\"state\": \"on\"}"}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "done"},
+                         {"role": "user", "content": "and lock the doors"}]}
+    st, r = chat(port, conv)
+    check(st == 200 and r["usage"]["prompt_tokens"] > 40, "a conversation with a tool call in it: %s %s" % (st, r))
+    # tool_choice none: the car is not touched, no call
+    st, r = chat(port, {"messages": [{"role": "user", "content": "open the sunroof"}], "tool_choice": "none"})
+    check(st == 200 and "tool_calls" not in r["choices"][0]["message"] and r["choices"][0]["finish_reason"] != "tool_calls",
+          "tool_choice none: %s" % r)
+
+    # completions: max_tokens is a limit, and a stop sequence cuts the text before it
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "<act>", "max_tokens": 6, "seed": 1})
+    r = json.loads(b)
+    check(st == 200 and r["usage"]["completion_tokens"] == 6 and r["choices"][0]["finish_reason"] == "length",
+          "completion, max_tokens 6: %s" % r)
+    text = r["choices"][0]["text"]
+    word = next((w for w in re.findall(r"[a-z]{3,}", text)[1:]), None)
+    if check(word is not None, "a word to stop at in %r" % text):
+        st, h, b = request(port, "POST", "/v1/completions", {"prompt": "<act>", "max_tokens": 6, "seed": 1, "stop": [word, "zzzz"]})
+        r2 = json.loads(b)
+        check(st == 200 and r2["choices"][0]["text"] == text[:text.index(word)] and r2["choices"][0]["finish_reason"] == "stop",
+              "stop %r: %r from %r" % (word, r2["choices"][0]["text"], text))
+        st, h, raw = request(port, "POST", "/v1/completions", {"prompt": "<act>", "max_tokens": 6, "seed": 1, "stop": word, "stream": True})
+        evs, done = events(raw)
+        check(done and "".join(e["choices"][0]["text"] for e in evs) == text[:text.index(word)], "stop, streamed")
+    # the same seed, the same reply
+    a = chat(port, {"messages": [{"role": "user", "content": "hello there"}], "temperature": 1.0, "seed": 42})
+    b2 = chat(port, {"messages": [{"role": "user", "content": "hello there"}], "temperature": 1.0, "seed": 42})
+    check(a == b2 or a[1]["choices"] == b2[1]["choices"], "one seed, one reply")
+
+    # bad input: one JSON error each, and the server goes on
+    user = [{"role": "user", "content": "hi"}]
+    cases = [
+        (request(port, "POST", "/v1/chat/completions", raw=b"{not json"), 400, ["not valid JSON"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "logit_bias": {}, "frequency_penalty": 0}), 400, ["logit_bias"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "temperature": "hot"}), 400, ["temperature"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 0}), 400, ["max_tokens"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "n": 2}), 400, ["n:"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "response_format": {"type": "json_object"}}), 400, ["response_format"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": []}), 400, ["messages"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user + [{"role": "assistant", "content": "x"}]}), 400, ["last"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": [{"role": "pilot", "content": "x"}]}), 400, ["pilot"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "tools": [{"type": "function", "function": {"name": "launch_rocket"}}]}), 400, ["launch_rocket"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "tool_choice": "required"}), 400, ["tool_choice"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "model": "gpt-4o"}), 404, ["gpt-4o"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "drive home " * 700}]}), 400, ["context holds"]),
+        (request(port, "POST", "/v1/completions", {"prompt": "drive home " * 700, "stream": True}), 400, ["context holds"]),
+        (request(port, "POST", "/v1/chat/completions", raw=b"a" * (2 << 20)), 413, ["larger than"]),
+        (request(port, "GET", "/v1/nothing"), 404, ["/v1/nothing"]),
+        (request(port, "GET", "/v1/chat/completions"), 405, ["GET"]),
+    ]
+    for (st, h, b), code, words in cases:
+        try:
+            obj = json.loads(b)
+        except ValueError:
+            obj = None
+        check(is_error(st, obj, code, words), "wanted %d naming %s, got %d %s" % (code, words, st, b[:200]))
+    st, h, b = request(port, "GET", "/health")
+    check(st == 200, "the server goes on after bad input")
+    st, h, b = request(port, "GET", "/metrics")
+    text = b.decode()
+    check(st == 200 and re.search(r'^cabin_requests_total\{kind="chat",code="400"\} \d+$', text, re.M)
+          and "cabin_ttft_seconds_bucket{le=\"+Inf\"}" in text and "cabin_completion_tokens_total" in text, "/metrics")
+
+
+def auth(port, key):
+    user = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    st, r = chat(port, user)
+    check(is_error(st, r, 401), "no key: 401 (%d %s)" % (st, r))
+    st, r = chat(port, user, {"Authorization": "Bearer not-" + key})
+    check(is_error(st, r, 401), "a wrong key: 401")
+    st, r = chat(port, user, {"Authorization": "Bearer " + key})
+    check(st == 200, "the key: 200 (%d %s)" % (st, r))
+    st, h, b = request(port, "GET", "/v1/models")
+    check(st == 401, "/v1/models needs the key too")
+    st, h, b = request(port, "GET", "/health")
+    check(st == 200, "/health does not")
+
+
+def busy(port):
+    # a long stream holds the slot; with --queue 0 the next request is refused with Retry-After
+    s = socket.create_connection(("127.0.0.1", port))
+    body = json.dumps({"prompt": "one two three", "max_tokens": 1500, "stream": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    got = b""
+    while got.count(b"data: ") < 3:
+        piece = s.recv(4096)
+        if not piece:
+            break
+        got += piece
+    check(b"200 OK" in got and got.count(b"data: ") >= 3, "a stream began: %r" % got[:200])
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+    check(st == 503 and h.get("Retry-After") and is_error(st, json.loads(b), 503), "busy: 503 with Retry-After (%d %s)" % (st, b[:120]))
+    s.close()   # the client goes away: its generation stops at the next token
+    deadline = time.time() + 20
+    cancelled = None
+    while time.time() < deadline:
+        st, h, b = request(port, "GET", "/metrics")
+        m = re.search(r"^cabin_requests_cancelled_total (\d+)$", b.decode(), re.M)
+        cancelled = int(m.group(1)) if m else None
+        st, h, b = request(port, "GET", "/health")
+        if cancelled and not json.loads(b)["busy"]:
+            break
+        time.sleep(0.05)
+    check(cancelled == 1, "the stream that lost its client was cancelled (%s)" % cancelled)
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+    check(st == 200, "the slot is free again (%d)" % st)
+
+
+def load(port, n, clients):
+    lat, errors = [], []
+    lock = threading.Lock()
+    todo = list(range(n))
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            stream = i % 2 == 0
+            body = {"messages": [{"role": "user", "content": ["turn up the volume", "call mom", "hello", "go home"][i % 4]}],
+                    "max_tokens": 24, "stream": stream}
+            t0 = time.time()
+            try:
+                st, h, raw = request(port, "POST", "/v1/chat/completions", body)
+                if st != 200:
+                    raise ValueError("status %d %s" % (st, raw[:100]))
+                if stream:
+                    evs, done = events(raw)
+                    if not done or not evs:
+                        raise ValueError("a stream without [DONE]")
+                else:
+                    r = json.loads(raw)
+                    if r["choices"][0]["finish_reason"] not in ("stop", "length", "tool_calls"):
+                        raise ValueError("finish_reason %r" % r["choices"][0]["finish_reason"])
+                with lock:
+                    lat.append(time.time() - t0)
+            except Exception as e:   # lost or malformed
+                with lock:
+                    errors.append("%d: %s" % (i, e))
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors and len(lat) == n, "%d requests, %d answered, errors: %s" % (n, len(lat), errors[:3]))
+    lat.sort()
+    if lat:
+        print("load: %d requests from %d clients: 0 lost; latency p50 %.0f ms, p99 %.0f ms"
+              % (n, clients, 1e3 * lat[len(lat) // 2], 1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]))
+
+
+def docs(port, path):
+    text = open(path).read()
+    cmds = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        joined = block.replace("\\\n", " ")
+        cmds += [l.strip() for l in joined.splitlines() if l.strip().startswith("curl ")]
+    check(len(cmds) >= 4, "curl examples in %s: %d" % (path, len(cmds)))
+    for cmd in cmds:
+        argv = shlex.split(cmd.replace("127.0.0.1:8080", "127.0.0.1:%d" % port))
+        out = subprocess.run(argv + ["-s", "-w", "\n%{http_code}"], capture_output=True, timeout=60)
+        body, _, code = out.stdout.decode().rpartition("\n")
+        good = out.returncode == 0 and code == "200"
+        if good and "data: " in body:
+            evs, done = events(body.encode())
+            good = done
+        elif good and not body.startswith("# HELP"):
+            json.loads(body)
+        check(good, "%s: exit %d, status %s: %s" % (cmd, out.returncode, code, body[:160]))
+
+
+def main():
+    what, port = sys.argv[1], int(sys.argv[2])
+    if what == "embedded":
+        embedded(port)
+    elif what == "auth":
+        auth(port, sys.argv[3])
+    elif what == "busy":
+        busy(port)
+    elif what == "load":
+        load(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif what == "docs":
+        docs(port, sys.argv[3])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

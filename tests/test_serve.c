@@ -1,0 +1,197 @@
+// cabin serve's parts without the network: the stop filter (whatever the pieces), the request
+// decoder's accepts and refusals, whole UTF-8 characters in streamed text, the car's tools
+// (schema, arguments and back), and session_add_turn: a conversation read back into the cache
+// is the one the model wrote (the same tokens, the same next reply).
+#include "test.h"
+#include "app/action_tools.h"
+#include "engine/session.h"
+#include "serve/reply.h"
+#include "serve/serve.h"
+
+#include <cjson/cJSON.h>
+
+typedef struct sink { char s[512]; size_t n; } sink;
+
+static void collect(void *ud, const char *s, size_t n) {
+    sink *k = ud;
+    memcpy(k->s + k->n, s, n);
+    k->n += n;
+    k->s[k->n] = 0;
+}
+
+// text through a filter of stops, in pieces of `piece` bytes: what passes, and whether it stopped
+static const char *filtered(const char *text, char **stops, int n_stop, size_t piece, bool *stopped) {
+    static sink k;
+    k.n = 0;
+    k.s[0] = 0;
+    stop_filter f;
+    stop_filter_init(&f, stops, n_stop);
+    size_t len = strlen(text), at = 0;
+    bool going = true;
+    while (at < len && going) {
+        size_t p = piece < len - at ? piece : len - at;
+        going = stop_filter_feed(&f, text + at, p, collect, &k);
+        at += p;
+    }
+    if (going) stop_filter_flush(&f, collect, &k);
+    stop_filter_free(&f);
+    *stopped = !going;
+    return k.s;
+}
+
+static void stop_filter_cases(void) {
+    char *one[] = { "</act>" }, *two[] = { "abcd", "c" }, *nl[] = { "\n\n", "User:" };
+    bool stopped;
+    for (size_t piece = 1; piece <= 8; piece++) {
+        CHECK(strcmp(filtered("<act>none</act> Hello", one, 1, piece, &stopped), "<act>none") == 0 && stopped, "piece %zu", piece);
+        CHECK(strcmp(filtered("no stop here <act", one, 1, piece, &stopped), "no stop here <act") == 0 && !stopped,
+              "a held beginning is sent at the end (piece %zu)", piece);
+        // "c" is complete (at 3) before "abcd" (at 4): the text ends before the c, however it is cut
+        CHECK(strcmp(filtered("xabcd", two, 2, piece, &stopped), "xab") == 0 && stopped, "the first complete (piece %zu)", piece);
+        CHECK(strcmp(filtered("Sure.\nUser: more", nl, 2, piece, &stopped), "Sure.\n") == 0 && stopped, "User: (piece %zu)", piece);
+    }
+    CHECK(strcmp(filtered("plain", NULL, 0, 2, &stopped), "plain") == 0 && !stopped, "no stops");
+}
+
+static int parse(const char *body, serve_kind kind, serve_request *r, errbuf *err) {
+    return serve_request_parse(body, strlen(body), kind, r, err);
+}
+
+static void request_cases(void) {
+    serve_request r;
+    errbuf err = { { 0 } };
+    CHECK(parse("{\"messages\":[{\"role\":\"developer\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                "{\"type\":\"text\",\"text\":\"b\"}]}],\"max_completion_tokens\":7,\"stop\":\"x\",\"seed\":-1,\"temperature\":0}",
+                SERVE_CHAT, &r, &err) == 0, "%s", err.msg);
+    CHECK(r.n_msgs == 2 && strcmp(r.msgs[0].role, "system") == 0 && strcmp(r.msgs[1].content, "ab") == 0, "messages");
+    CHECK(r.max_tokens == 7 && r.n_stop == 1 && r.has_seed && r.has_temperature && r.temperature == 0, "fields");
+    serve_request_free(&r);
+    static const struct { const char *body; const char *names; } bad[] = {
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{},\"foo\":1}", "logit_bias, foo" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1.5}", "top_p" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":\"yes\"}", "stream" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"system\",\"content\":\"y\"}]}", "system" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "image_url" },
+        { "[1,2]", "JSON object" },
+        { "{\"messages\":", "not valid JSON" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(bad[i].body, SERVE_CHAT, &r, &err);
+        CHECK(rc == -1 && strstr(err.msg, bad[i].names), "%s: %s", bad[i].body, err.msg);
+        serve_request_free(&r);
+    }
+    CHECK(parse("{\"prompt\":[\"once\"],\"max_tokens\":3}", SERVE_COMPLETION, &r, &err) == 0 && strcmp(r.prompt, "once") == 0, "%s", err.msg);
+    serve_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"messages\":[]}", SERVE_COMPLETION, &r, &err) == -1 && strstr(err.msg, "messages"), "%s", err.msg);
+    serve_request_free(&r);
+}
+
+static void utf8_cases(void) {
+    const char *s = "a\xC3\xA9\xE2\x82\xAC";   // a é €
+    CHECK(utf8_complete(s, 6) == 6, "whole");
+    CHECK(utf8_complete(s, 5) == 3 && utf8_complete(s, 4) == 3, "a cut euro sign waits");
+    CHECK(utf8_complete(s, 2) == 1, "a cut e acute waits");
+    CHECK(utf8_complete("abc", 3) == 3, "ascii");
+}
+
+static void tool_cases(void) {
+    char *js = action_tools_json();
+    cJSON *tools = cJSON_Parse(js);
+    CHECK(cJSON_IsArray(tools) && cJSON_GetArraySize(tools) >= 20, "tools: %.80s", js);
+    int with_required = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const cJSON *fn = cJSON_GetObjectItem(t, "function");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name"));
+        CHECK(name && action_tool_known(name) && !strchr(name, '.'), "a tool name: %s", name ? name : "(none)");
+        with_required += cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(fn, "parameters"), "required")) > 0;
+    }
+    CHECK(with_required >= 10 && !action_tool_known("none") && !action_tool_known("climate.set"), "required slots, names");
+    cJSON_Delete(tools);
+    free(js);
+    static const char *const lines[] = { "climate.set zone=all temp=22.5", "media.volume delta=-2", "climate.adjust zone=driver delta=+3",
+                                         "nav.go dest=central_station", "media.next", "seat.heat seat=driver level=2" };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char reply[160], sentence[8], why[128], name[64];
+        snprintf(reply, sizeof reply, "<act>%s</act> ok", lines[i]);
+        action a, b;
+        CHECK(action_parse(reply, &a, sentence, sizeof sentence, why, sizeof why) == 0, "%s: %s", lines[i], why);
+        char *args = action_tool_arguments(&a);
+        action_tool_name(a.intent, name, sizeof name);
+        errbuf err = { { 0 } };
+        CHECK(action_from_tool_call(name, args, &b, &err) == 0 && action_equal(&a, &b), "%s -> %s %s -> back: %s", lines[i], name, args, err.msg);
+        free(args);
+    }
+    action c;
+    errbuf err = { { 0 } };
+    CHECK(action_from_tool_call("launch_rocket", "{}", &c, &err) == -1 && strstr(err.msg, "launch_rocket"), "%s", err.msg);
+    CHECK(action_from_tool_call("climate_set", "[1]", &c, &err) == -1 && strstr(err.msg, "not a JSON object"), "%s", err.msg);
+}
+
+// Two turns chatted, against the first read back with session_add_turn and the second chatted:
+// the same tokens in the cache before the second reply, and the same second reply.
+static void add_turn_case(void) {
+    const char *path = "assets/models/cabin-tiny.gguf";
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        SKIP("%s is missing (make model)", path);
+        return;
+    }
+    fclose(f);
+    session_opts o = session_opts_default();
+    o.model_path = path;
+    o.backend.n_threads = 1;
+    o.sampling.temp = 0;
+    errbuf err = { { 0 } };
+    session *a = session_open(&o, &err), *b = a ? session_open(&o, &err) : NULL;
+    CHECK(a && b, "session_open: %s", err.msg);
+    if (!a || !b) {
+        session_close(a);
+        return;
+    }
+    static const char *const firsts[] = { "turn on the ac", "call mom", "it's cold in here" };
+    for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
+        strbuf r1 = { 0 }, r2 = { 0 }, r2b = { 0 };
+        session_reset(a);
+        session_reset(b);
+        CHECK(session_chat(a, firsts[i], session_collect_text, &r1, &err) == 0, "%s", err.msg);
+        CHECK(session_add_turn(b, firsts[i], strbuf_str(&r1), &err) == 0, "%s", err.msg);
+        int n_turn = session_turn_tokens(b, "and lock the doors", &err);
+        CHECK(session_chat(a, "and lock the doors", session_collect_text, &r2, &err) == 0, "%s", err.msg);
+        const int32_t *ha, *hb;
+        int na = session_history(a, &ha);
+        CHECK(session_chat(b, "and lock the doors", session_collect_text, &r2b, &err) == 0, "%s", err.msg);
+        int nb = session_history(b, &hb);
+        CHECK(na == nb && memcmp(ha, hb, (size_t)na * sizeof *ha) == 0, "%s: the same tokens (%d, %d)", firsts[i], na, nb);
+        CHECK(strcmp(strbuf_str(&r2), strbuf_str(&r2b)) == 0, "%s: the same reply: %s | %s", firsts[i], strbuf_str(&r2), strbuf_str(&r2b));
+        CHECK(n_turn > 5, "turn tokens %d", n_turn);
+        strbuf_free(&r1);
+        strbuf_free(&r2);
+        strbuf_free(&r2b);
+    }
+    session_reset(b);
+    CHECK(session_set_system(b, "Answer briefly.") == 0, "a system prompt on an empty conversation");
+    CHECK(session_add_turn(b, "hi", "<act>none</act> Hello.", &err) == 0, "%s", err.msg);
+    CHECK(session_set_system(b, NULL) == -1, "not once the conversation began");
+    strbuf big = { 0 };
+    for (int i = 0; i < 600; i++) strbuf_puts(&big, "drive home ");
+    session_reset(b);
+    CHECK(session_add_turn(b, strbuf_str(&big), "ok", &err) == -1 && strstr(err.msg, "context full"), "too long: %s", err.msg);
+    const int32_t *h;
+    CHECK(session_history(b, &h) == 0, "a refused turn leaves the cache empty");
+    strbuf_free(&big);
+    session_close(a);
+    session_close(b);
+}
+
+int main(void) {
+    stop_filter_cases();
+    request_cases();
+    utf8_cases();
+    tool_cases();
+    add_turn_case();
+    if (t_skipped) printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
+    else printf("%d passed, %d failed\n", t_passed, t_failed);
+    return t_failed ? 1 : 0;
+}
