@@ -166,38 +166,39 @@ static int run_help(app_ctx *c, cmd_line *l, errbuf *err) {
 #define SC CMD_IN_SCENE
 #define WB CMD_IN_WORKBENCH
 #define CH CMD_IN_CHAT
+#define HT CMD_IN_HTTP
 // The one table: every command of every front end. A new command is a row here and its `run`
 // (app/app.c, declared in app/app.h), or a front end's own handler.
 static const cmd_def table[] = {
     { "model", NULL, "model PATH", "open another GGUF model (the conversation starts over)", SC | WB, 1, 1, v_file_exists, run_model, NULL },
     { "backend", NULL, "backend NAME", "run on another backend (the conversation starts over)", SC | WB, 1, 1, v_backend, run_backend, NULL },
-    { "precision", NULL, "precision SPEC", "switch weight precision live: q4_0, \"q4_0;q8_0:layers=0-3,ffn_down\", plan.json", SC | WB, 1, -1, v_precision, run_precision, NULL },
-    { "plan", NULL, "plan load|save FILE", "load a precision plan (and switch to it) or save the current one", SC | WB, 2, 2, v_plan, run_plan, NULL },
-    { "kv", NULL, "kv FORMAT [policy=P]", "KV cache format and eviction policy", SC | WB, 1, 2, v_kv, run_kv, NULL },
-    { "say", NULL, "say TEXT", "a user turn (typed at a human pace in demo mode)", SC | WB, 1, -1, v_text, run_say, NULL },
+    { "precision", NULL, "precision SPEC", "switch weight precision live: q4_0, \"q4_0;q8_0:layers=0-3,ffn_down\", plan.json", SC | WB | HT, 1, -1, v_precision, run_precision, NULL },
+    { "plan", NULL, "plan load|save FILE", "load a precision plan (and switch to it) or save the current one", SC | WB | HT, 2, 2, v_plan, run_plan, NULL },
+    { "kv", NULL, "kv FORMAT [policy=P]", "KV cache format and eviction policy", SC | WB | HT, 1, 2, v_kv, run_kv, NULL },
+    { "say", NULL, "say TEXT", "a user turn (typed at a human pace in demo mode)", SC | WB | HT, 1, -1, v_text, run_say, NULL },
     { "voice", NULL, "voice FILE.wav", "a spoken turn through the voice pipeline", SC | WB, 1, 1, v_voice, run_voice, NULL },
-    { "expect", NULL, "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", SC | WB, 2, -1, v_expect, run_expect, NULL },
+    { "expect", NULL, "expect reply /RE/ | state F=V | metric NAME <|>|= V", "check the last reply, the vehicle or a metric", SC | WB | HT, 2, -1, v_expect, run_expect, NULL },
     { "wait", NULL, "wait MS", "pause", SC | WB, 1, 1, v_number, run_wait, NULL },
-    { "note", NULL, "note TEXT", "a caption for demos", SC | WB, 1, -1, v_text, run_note, NULL },
+    { "note", NULL, "note TEXT", "a caption for demos", SC | WB | HT, 1, -1, v_text, run_note, NULL },
     { "type", NULL, "type TEXT", "put TEXT in the input line as if typed, Enter not pressed (headless: printed)", SC | WB, 1, -1, v_text, run_type, NULL },
-    { "bench", NULL, "bench [N]", "decode N tokens (default 32) and report speed", SC | WB, 0, 1, NULL, run_bench, NULL },
-    { "sweep", NULL, "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", SC | WB, 0, 1, NULL, run_sweep, NULL },
-    { "compare", NULL, "compare A B [FILE]", "plans A and B on the same prompts (FILE, else the user turns so far): replies, speed, energy, KL, significance", SC | WB | CH, 2, 3, v_compare, run_compare, NULL },
-    { "heatmap", NULL, "heatmap [TYPE] [FILE]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text FILE, or a map FILE.json loaded (cabin heatmap --json)", SC | WB, 0, 2, v_heatmap, run_heatmap, NULL },
+    { "bench", NULL, "bench [N]", "decode N tokens (default 32) and report speed", SC | WB | HT, 0, 1, NULL, run_bench, NULL },
+    { "sweep", NULL, "sweep [WEIGHTS]", "speed, energy, size and KL for each weight precision (default f16,q8_0,q4_0); Pareto frontier marked", SC | WB | HT, 0, 1, NULL, run_sweep, NULL },
+    { "compare", NULL, "compare A B [FILE]", "plans A and B on the same prompts (FILE, else the user turns so far): replies, speed, energy, KL, significance", SC | WB | CH | HT, 2, 3, v_compare, run_compare, NULL },
+    { "heatmap", NULL, "heatmap [TYPE] [FILE]", "sensitivity of every (layer, tensor) to TYPE (default q4_0) on a text FILE, or a map FILE.json loaded (cabin heatmap --json)", SC | WB | HT, 0, 2, v_heatmap, run_heatmap, NULL },
     { "governor", NULL, "governor TARGET [kl<=K] [KNOB=V ...] | off | log [FILE.json] | plot FILE.svg", "hold tps>=N, watts<=W or "
       "j_per_token<=J (or kl<=K alone) with the least quality lost; no argument: its state (docs/GOVERNOR.md)",
-      SC | WB | CH, 0, -1, v_governor, run_governor, NULL },
+      SC | WB | CH | HT, 0, -1, v_governor, run_governor, NULL },
     { "snapshot", NULL, "snapshot FILE", "write the screen as text (headless: the transcript); FILE.png: the window as a picture (cabin gui)", SC | WB, 1, 1, NULL, run_snapshot, NULL },
     { "save", NULL, "save FILE", "the conversation and the figures as JSON", WB, 1, 1, NULL, NULL, NULL },
     { "clear", NULL, "clear", "clear the conversation pane", WB, 0, 0, NULL, NULL, NULL },
-    { "reset", NULL, "reset", "forget the conversation and reset the vehicle", SC | WB | CH, 0, 0, NULL, run_reset, NULL },
-    { "seed", NULL, "seed N", "sampling seed", SC | WB, 1, 1, v_number, run_seed, NULL },
-    { "set", NULL, "set KEY VALUE", "change a setting:", SC | WB, 2, -1, v_set, run_set, app_setting_names },
-    { "stats", NULL, "stats", "the session's figures (timing and memory of the last reply)", SC | WB | CH, 0, 0, NULL, run_stats, NULL },
-    { "car", NULL, "car", "the simulated vehicle's state", SC | WB | CH, 0, 0, NULL, run_car, NULL },
+    { "reset", NULL, "reset", "forget the conversation and reset the vehicle", SC | WB | CH | HT, 0, 0, NULL, run_reset, NULL },
+    { "seed", NULL, "seed N", "sampling seed", SC | WB | HT, 1, 1, v_number, run_seed, NULL },
+    { "set", NULL, "set KEY VALUE", "change a setting:", SC | WB | HT, 2, -1, v_set, run_set, app_setting_names },
+    { "stats", NULL, "stats", "the session's figures (timing and memory of the last reply)", SC | WB | CH | HT, 0, 0, NULL, run_stats, NULL },
+    { "car", NULL, "car", "the simulated vehicle's state", SC | WB | CH | HT, 0, 0, NULL, run_car, NULL },
     { "include", NULL, "include FILE", "run another scene file here (path relative to the including file)", SC, 1, 1, NULL, NULL, NULL },
     { "quit", "q exit", "quit", "leave", SC | WB | CH, 0, 0, NULL, run_quit, NULL },
-    { "help", NULL, "help", "list the commands", SC | WB | CH, 0, 0, NULL, run_help, NULL },
+    { "help", NULL, "help", "list the commands", SC | WB | CH | HT, 0, 0, NULL, run_help, NULL },
 };
 #undef SC
 #undef WB
@@ -209,7 +210,7 @@ const cmd_def *cmdlang_table(int *n) { *n = N_DEFS; return table; }
 
 const char *cmdlang_front_name(unsigned where) {
     return where == CMD_IN_SCENE ? "scene files" : where == CMD_IN_WORKBENCH ? "the workbench"
-         : where == CMD_IN_CHAT ? "chat" : "any front end";
+         : where == CMD_IN_CHAT ? "chat" : where == CMD_IN_HTTP ? "cabin serve's /v1/cabin/command" : "any front end";
 }
 
 // Whether name is d's name or one of its aliases.

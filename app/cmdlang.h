@@ -37,6 +37,7 @@ enum cmd_front_kind {
     CMD_IN_SCENE = 1,        // scene files (and `cabin scene`)
     CMD_IN_WORKBENCH = 2,    // the workbench's `:` line
     CMD_IN_CHAT = 4,         // `cabin chat`'s `/` commands
+    CMD_IN_HTTP = 8,         // cabin serve's POST /v1/cabin/command
 };
 
 

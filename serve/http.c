@@ -8,6 +8,7 @@
 #include "serve/reply.h"
 
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -40,7 +41,7 @@ bool serve_host_is_loopback(const char *host) {
 }
 
 // ---- one connection's request ----
-typedef enum route { R_NONE, R_CHAT, R_COMPLETION, R_MODELS, R_HEALTH, R_METRICS, R_TOOLS } route;
+typedef enum route { R_NONE, R_CHAT, R_COMPLETION, R_MODELS, R_HEALTH, R_METRICS, R_TOOLS, R_COMMAND, R_STATE } route;
 
 typedef struct conn {
     route r;
@@ -55,6 +56,8 @@ static const struct { const char *path; route r; bool post; } ROUTES[] = {
     { "/health", R_HEALTH, false },
     { "/metrics", R_METRICS, false },
     { "/v1/cabin/tools", R_TOOLS, false },
+    { "/v1/cabin/command", R_COMMAND, true },
+    { "/v1/cabin/state", R_STATE, false },
 };
 #define N_ROUTES (int)(sizeof ROUTES / sizeof ROUTES[0])
 
@@ -166,6 +169,51 @@ static enum MHD_Result handle_generate(server *sv, struct MHD_Connection *c, con
     return ret;
 }
 
+// POST /v1/cabin/command: {"command": "precision q4_0"} run in the slot's turn; the answer
+// {"command", "output"} or an error.
+typedef struct command_call {
+    server *sv;
+    const char *line;
+    char *output;
+    errbuf err;
+} command_call;
+
+static int run_command(void *ud) {
+    command_call *k = ud;
+    return k->sv->e.command(k->sv->e.ud, k->line, &k->output, &k->err);
+}
+
+static enum MHD_Result handle_command(server *sv, struct MHD_Connection *c, conn *k) {
+    if (!sv->e.command) return send_error(sv, c, k->r, 404, "this server runs no commands");
+    cJSON *root = cJSON_ParseWithLength(strbuf_str(&k->body), k->body.len);
+    const cJSON *line = root ? cJSON_GetObjectItemCaseSensitive(root, "command") : NULL;
+    if (!cJSON_IsString(line) || !cJSON_IsObject(root) || cJSON_GetArraySize(root) != 1) {
+        cJSON_Delete(root);
+        return send_error(sv, c, k->r, 400, "the body must be {\"command\": \"LINE\"} (a line of the command language)");
+    }
+    command_call call = { .sv = sv, .line = line->valuestring };
+    int status = 0;
+    if (jobs_run_exclusive(&sv->q, run_command, &call, &status)) {
+        cJSON_Delete(root);
+        return send_error(sv, c, k->r, 503, "the server is busy (--queue)");
+    }
+    enum MHD_Result ret;
+    if (status) {
+        ret = send_error(sv, c, k->r, status, call.err.msg);
+    } else {
+        cJSON *out = cJSON_CreateObject();
+        cJSON_AddStringToObject(out, "command", line->valuestring);
+        cJSON_AddStringToObject(out, "output", call.output ? call.output : "");
+        char *js = cJSON_PrintUnformatted(out);
+        cJSON_Delete(out);
+        ret = send_json(sv, c, k->r, 200, xstrdup(js ? js : "{}"));
+        cJSON_free(js);
+    }
+    free(call.output);
+    cJSON_Delete(root);
+    return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -194,7 +242,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (k->r == R_NONE) {
         char msg[400];
         if (k->too_big) snprintf(msg, sizeof msg, "%s is not allowed on %.200s", method, url);
-        else snprintf(msg, sizeof msg, "no route %.200s (POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics)", url);
+        else snprintf(msg, sizeof msg, "no route %.200s (POST /v1/chat/completions, /v1/completions, /v1/cabin/command; GET /v1/models, /health, /metrics, /v1/cabin/tools, /v1/cabin/state)", url);
         return send_error(sv, c, R_NONE, k->too_big ? 405 : 404, msg);
     }
     if (k->r != R_HEALTH && !authorised(sv, c))
@@ -210,6 +258,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     case R_MODELS: return send_json(sv, c, k->r, 200, models_json(sv));
     case R_HEALTH: return send_json(sv, c, k->r, 200, health_json(sv));
     case R_TOOLS: return send_json(sv, c, k->r, 200, xstrdup(sv->e.tools_json ? sv->e.tools_json : "[]"));
+    case R_COMMAND: return handle_command(sv, c, k);
+    case R_STATE:
+        if (!sv->e.state) return send_error(sv, c, k->r, 404, "this server keeps no state to show");
+        return send_json(sv, c, k->r, 200, sv->e.state(sv->e.ud));
     case R_METRICS: {
         strbuf b = { 0 };
         jobs_metrics(&sv->q, sv->e.model_id, &b);

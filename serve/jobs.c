@@ -161,7 +161,7 @@ static void slot_give(job *j) {
     q->busy = false;
     q->prompt_tokens += (unsigned long)j->res.prompt_tokens;
     q->completion_tokens += (unsigned long)j->res.completion_tokens;
-    if (!j->status) {
+    if (!j->status && j->t0 > 0) {   // a request that ran (not a command)
         double t1 = now_sec();
         if (j->t_first > 0) hist_add(&q->ttft, TIME_BOUNDS, j->t_first - j->t0);
         hist_add(&q->duration, TIME_BOUNDS, t1 - j->t0);
@@ -275,6 +275,19 @@ void job_run(job *j) {
 char *job_whole(job *j) {
     reply_tool t = { j->tool_name, j->tool_args, j->tool_result };
     return reply_whole(&j->meta, j->rq.kind, strbuf_str(&j->content), j->tool_name ? &t : NULL, &j->res);
+}
+
+int jobs_run_exclusive(jobs *q, int (*fn)(void *ud), void *ud, int *result) {
+    job *j = job_new(q, NULL);
+    if (jobs_enter(q, j)) {
+        job_free(j);
+        return -1;
+    }
+    slot_take(j);
+    *result = fn(ud);
+    slot_give(j);
+    job_free(j);
+    return 0;
 }
 
 static void job_unref(job *j) {

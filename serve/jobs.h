@@ -86,6 +86,9 @@ void job_start_thread(job *j);
 int job_wait_started(job *j);
 // The connection lets go of the job (the thread frees it when it ends).
 void job_release(job *j);
+// Runs fn(ud) holding the slot, in its turn in the queue (the caller's thread): fn's result, or
+// -1 without running it when queue_max requests wait already.
+int jobs_run_exclusive(jobs *q, int (*fn)(void *ud), void *ud, int *result);
 // libmicrohttpd's content reader and its end: the events as they come; the client gone.
 ssize_t job_read_stream(void *cls, uint64_t pos, char *buf, size_t max);
 void job_stream_closed(void *cls);

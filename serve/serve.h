@@ -85,6 +85,13 @@ typedef struct serve_engine {
     // The tools the model can call, as the API's "tools" array (JSON text), or NULL: none.
     const char *tools_json;
     bool (*has_tool)(void *ud, const char *name);
+    // POST /v1/cabin/command: one line of the command language, run when the slot is free;
+    // *output (malloc'd) what it printed. 0, or an HTTP status with err (400: the line is bad).
+    // NULL: the route answers 404.
+    int (*command)(void *ud, const char *line, char **output, errbuf *err);
+    // GET /v1/cabin/state: the figures and the car as JSON text (malloc'd), made without
+    // waiting for the slot. NULL: the route answers 404.
+    char *(*state)(void *ud);
 } serve_engine;
 
 typedef struct serve_opts {

@@ -3,8 +3,8 @@
 # with the car's change, a stream that says what the whole answer says, completions, stop
 # sequences, seeds), every kind of bad input answered with one JSON error while the server goes
 # on, the API key, the queue's bound and a client that goes away (on a slow model), a load of
-# concurrent clients, the curl examples of docs/SERVE.md, and the command's own refusals and
-# stop (tests/serve_api.py makes the requests).
+# concurrent clients, the curl examples of docs/SERVE.md, the official openai npm client, and the
+# command's own refusals and stop (tests/serve_api.py makes the requests).
 TAG=serve; . "$(dirname "$0")/lib.sh"
 skip_without_system_python
 if ! command -v curl >/dev/null 2>&1; then
@@ -12,6 +12,7 @@ if ! command -v curl >/dev/null 2>&1; then
 fi
 API="/usr/bin/python3 $(dirname "$0")/serve_api.py"
 LOAD_REQUESTS=${SERVE_LOAD_REQUESTS:-200}
+SOAK_REQUESTS=${SERVE_SOAK_REQUESTS:-2000}
 
 # start_server NAME ARGS...: cabin serve on a free port; PORT and PID set, or a failure counted
 start_server() {
@@ -44,11 +45,54 @@ stop_server() {
     [ $rc = 143 ] && grep -q "^cabin serve: stopped" "$T/$1.out" && ok || { bad "$1: SIGTERM: exit $rc"; cat "$T/$1.err"; }
 }
 
+# openai_client PORT: the official openai npm client (tests/openai_client/, installed once into
+# $BUILD/openai_client from the npm registry) runs a chat completion, a streamed one and a tool call
+openai_client() {
+    if ! command -v node >/dev/null 2>&1; then
+        echo "skipped: the openai npm client: node is not installed (Debian: nodejs)"; skip=$((skip + 1)); return
+    fi
+    if command -v npm >/dev/null 2>&1; then npm="npm"
+    elif [ -f /usr/lib/node_modules/npm/bin/npm-cli.js ]; then npm="node /usr/lib/node_modules/npm/bin/npm-cli.js"
+    else echo "skipped: the openai npm client: npm is not installed"; skip=$((skip + 1)); return; fi
+    dir="$BUILD/openai_client"
+    mkdir -p "$dir" && cp tests/openai_client/package.json tests/openai_client/client.mjs "$dir/"
+    if [ ! -f "$dir/node_modules/openai/package.json" ] &&
+       ! (cd "$dir" && timeout 300 $npm install --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1; then
+        echo "skipped: the openai npm client: npm could not install it (no registry?): $(tail -1 "$T/npm.log")"
+        skip=$((skip + 1)); return
+    fi
+    if timeout 120 node "$dir/client.mjs" "http://127.0.0.1:$1/v1" >"$T/client.json" 2>"$T/client.err"; then ok
+    else bad "the openai client failed:"; tail -5 "$T/client.err"; return; fi
+    /usr/bin/python3 - "$T/client.json" <<'PY' && ok || bad "the openai client's results (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+problems = []
+if r["models"] != ["cabin-tiny"]: problems.append("models %r" % r["models"])
+if not r["chat"]["content"] or r["chat"]["finish"] not in ("stop", "length"): problems.append("chat %r" % r["chat"])
+if r["stream"]["content"] != r["chat"]["content"] or r["stream"]["chunks"] < 3: problems.append("stream %r vs %r" % (r["stream"], r["chat"]))
+t = r["tool"]
+if t["finish"] != "tool_calls" or t["name"] != "climate_set" or t["arguments"].get("temp") != 22: problems.append("tool call %r" % t)
+if r["unknown_model"] != 404: problems.append("an unknown model: %r" % r["unknown_model"])
+print("openai client: models %s; chat %r; stream the same in %d chunks; tool call %s(%s)"
+      % (r["models"], r["chat"]["content"][:40], r["stream"]["chunks"], t["name"], json.dumps(t["arguments"])))
+for p in problems: print("FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+}
+
 start_server embedded -t 1
 if [ -n "$PORT" ]; then
     api embedded "$PORT"
     api docs "$PORT" docs/SERVE.md
+    openai_client "$PORT"
     api load "$PORT" "$LOAD_REQUESTS" 8
+    if grep -q __asan_init "$CABIN"; then   # ASan's quarantine holds freed memory on purpose
+        echo "skipped: the soak's RSS check under AddressSanitizer (its quarantine keeps freed memory); descriptors checked"
+        skip=$((skip + 1))
+        api soak "$PORT" "$SOAK_REQUESTS" "$PID" no-rss
+    else
+        api soak "$PORT" "$SOAK_REQUESTS" "$PID"
+    fi
     stop_server embedded
 fi
 

@@ -8,10 +8,12 @@ usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and
   busy PORT              a server with --queue 0 on a slow model: 503 while a stream runs, and a
                          client that goes away cancels its generation
   load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
+  soak PORT N PID [no-rss]  N more requests after 200: the server's RSS and descriptors grow < 5%
   docs PORT FILE         every curl line of FILE's sh blocks, on this port: 200 and JSON or events
 """
 import http.client
 import json
+import os
 import re
 import shlex
 import socket
@@ -190,6 +192,24 @@ def embedded(port):
         check(is_error(st, obj, code, words), "wanted %d naming %s, got %d %s" % (code, words, st, b[:200]))
     st, h, b = request(port, "GET", "/health")
     check(st == 200, "the server goes on after bad input")
+
+    # the command language over HTTP, and the state the panels draw from
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "precision q8_0"})
+    r = json.loads(b)
+    check(st == 200 and r["output"].startswith("precision: q8_0"), "command precision q8_0: %d %s" % (st, b[:200]))
+    st, h, b = request(port, "GET", "/v1/cabin/state")
+    state = json.loads(b)
+    check(st == 200 and "Q8_0" in state["precision"]["bytes_by_type"] and state["precision"]["switches"] >= 1
+          and state["kv"]["format"] == "f16" and "climate.ac" in state["vehicle"] and state["model"] == "cabin-tiny",
+          "state after the switch: %s" % b[:300])
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "say set the temperature to 20 degrees"})
+    check(st == 200 and "you: set the temperature to 20 degrees" in json.loads(b)["output"], "command say: %s" % b[:200])
+    st, h, b = request(port, "GET", "/v1/cabin/state")
+    check(json.loads(b)["vehicle"]["climate.driver_temp"] == "20", "the car after say: %s" % b[-300:])
+    for body, code, words in (({"command": "quit"}, 400, ["quit"]), ({"command": "precision q9_9"}, 400, ["q9_9"]),
+                              ({"cmd": "stats"}, 400, ["command"])):
+        st, h, b = request(port, "POST", "/v1/cabin/command", body)
+        check(is_error(st, json.loads(b), code, words), "command %s: %d %s" % (body, st, b[:200]))
     st, h, b = request(port, "GET", "/metrics")
     text = b.decode()
     check(st == 200 and re.search(r'^cabin_requests_total\{kind="chat",code="400"\} \d+$', text, re.M)
@@ -240,7 +260,7 @@ def busy(port):
     check(st == 200, "the slot is free again (%d)" % st)
 
 
-def load(port, n, clients):
+def load(port, n, clients, quiet=False):
     lat, errors = [], []
     lock = threading.Lock()
     todo = list(range(n))
@@ -280,9 +300,32 @@ def load(port, n, clients):
         t.join()
     check(not errors and len(lat) == n, "%d requests, %d answered, errors: %s" % (n, len(lat), errors[:3]))
     lat.sort()
-    if lat:
+    if lat and not quiet:
         print("load: %d requests from %d clients: 0 lost; latency p50 %.0f ms, p99 %.0f ms"
               % (n, clients, 1e3 * lat[len(lat) // 2], 1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]))
+
+
+def proc_figures(pid):
+    """(resident KiB, open file descriptors) of process pid"""
+    rss = 0
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1])
+    return rss, len(os.listdir("/proc/%d/fd" % pid))
+
+
+def soak(port, n, pid, rss_too):
+    # a warm-up first (the allocator's and the threads' high-water marks), then n requests: the
+    # server's resident memory and open descriptors must stay flat (grow under 5%)
+    load(port, 200, 8, quiet=True)
+    rss0, fd0 = proc_figures(pid)
+    load(port, n, 8, quiet=True)
+    rss1, fd1 = proc_figures(pid)
+    print("soak: %d requests after 200: RSS %d -> %d KiB (%+.1f%%), open descriptors %d -> %d"
+          % (n, rss0, rss1, 100.0 * (rss1 - rss0) / rss0, fd0, fd1))
+    if rss_too:
+        check(rss1 <= rss0 * 1.05, "RSS grew by more than 5%%: %d -> %d KiB" % (rss0, rss1))
+    check(fd1 <= fd0 * 1.05, "open descriptors grew by more than 5%%: %d -> %d" % (fd0, fd1))
 
 
 def docs(port, path):
@@ -315,6 +358,8 @@ def main():
         busy(port)
     elif what == "load":
         load(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif what == "soak":
+        soak(port, int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:] != ["no-rss"])
     elif what == "docs":
         docs(port, sys.argv[3])
     print("%d passed, %d failed" % (passed, failed))
