@@ -21,6 +21,35 @@ size_t utf8_complete(const char *s, size_t n) {
     return back + 1 >= need ? n : i - 1;
 }
 
+// The length of the well-formed UTF-8 character at s[0..n), or 0 when it is not one (a stray
+// continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short).
+static size_t utf8_char_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n) return 0;
+    unsigned lo = 0x80, hi = 0xBF;   // the second byte's range
+    if (c == 0xE0) lo = 0xA0;
+    else if (c == 0xED) hi = 0x9F;
+    else if (c == 0xF0) lo = 0x90;
+    else if (c == 0xF4) hi = 0x8F;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+char *utf8_clean(const char *s, size_t n) {
+    strbuf b = { 0 };
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_char_len(u + i, n - i);
+        if (k) strbuf_append(&b, s + i, k), i += k;
+        else strbuf_puts(&b, "\xEF\xBF\xBD"), i++;   // U+FFFD for a byte that is no character
+    }
+    return b.s ? b.s : xstrdup("");
+}
+
 static char *print_and_free(cJSON *root) {
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -76,12 +105,16 @@ char *reply_whole(const reply_meta *m, serve_kind kind, const char *content, con
     if (kind == SERVE_CHAT) {
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
+        char *text = utf8_clean(content, strlen(content));
         if (tool && !content[0]) cJSON_AddNullToObject(msg, "content");
-        else cJSON_AddStringToObject(msg, "content", content);
+        else cJSON_AddStringToObject(msg, "content", text);
+        free(text);
         if (tool) cJSON_AddItemToObject(msg, "tool_calls", tool_calls_array(m, tool, false));
         add_cabin_result(msg, tool);
     } else {
-        cJSON_AddStringToObject(ch, "text", content);
+        char *text = utf8_clean(content, strlen(content));
+        cJSON_AddStringToObject(ch, "text", text);
+        free(text);
     }
     cJSON_AddNullToObject(ch, "logprobs");
     cJSON_AddStringToObject(ch, "finish_reason", FINISH[res->finish]);
@@ -116,7 +149,7 @@ void reply_chunk_role(const reply_meta *m, strbuf *out) {
 }
 
 void reply_chunk_content(const reply_meta *m, serve_kind kind, const char *text, size_t n, strbuf *out) {
-    char *t = xstrndup(text, n);
+    char *t = utf8_clean(text, n);
     cJSON *ch, *root = chunk_with(m, kind, &ch);
     if (kind == SERVE_CHAT) cJSON_AddStringToObject(cJSON_AddObjectToObject(ch, "delta"), "content", t);
     else cJSON_AddStringToObject(ch, "text", t);

@@ -26,6 +26,9 @@ typedef struct reply_tool {
 // The bytes of s[0..n) that end on a whole UTF-8 character (a cut one is left for later).
 size_t utf8_complete(const char *s, size_t n);
 
+// s[0..n) as well-formed UTF-8 (malloc'd): each byte that is not part of a character becomes
+// U+FFFD. A model's byte tokens may put out any bytes; JSON text must be UTF-8.
+char *utf8_clean(const char *s, size_t n);
 // malloc'd JSON of a whole answer (tool may be NULL).
 char *reply_whole(const reply_meta *m, serve_kind kind, const char *content, const reply_tool *tool, const serve_result *res);
 // Streamed chunks, appended to out as server-sent events.

@@ -93,6 +93,19 @@ static void utf8_cases(void) {
     CHECK(utf8_complete(s, 5) == 3 && utf8_complete(s, 4) == 3, "a cut euro sign waits");
     CHECK(utf8_complete(s, 2) == 1, "a cut e acute waits");
     CHECK(utf8_complete("abc", 3) == 3, "ascii");
+    static const struct { const char *in, *out; } clean[] = {
+        { "a\xC3\xA9\xE2\x82\xAC", "a\xC3\xA9\xE2\x82\xAC" },        // whole characters kept
+        { "x\xA4y", "x\xEF\xBF\xBDy" },                                 // a stray continuation byte
+        { "\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD" },                    // an overlong '/'
+        { "\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" },  // a surrogate
+        { "\xF0\x9F\x98", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" },  // cut short at the end
+        { "\xF0\x9F\x98\x80!", "\xF0\x9F\x98\x80!" },                  // U+1F600
+    };
+    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
+        char *c = utf8_clean(clean[i].in, strlen(clean[i].in));
+        CHECK(strcmp(c, clean[i].out) == 0, "utf8_clean case %zu", i);
+        free(c);
+    }
 }
 
 static void tool_cases(void) {

@@ -57,3 +57,10 @@ rows = [[float(x) for x in l.split()] for l in sys.stdin if l.strip()]
 b = statistics.median(r[0] for r in rows); s = statistics.median(r[1] for r in rows)
 print('decode tok/s  bench: %s (median %.1f)  session stats: %s (median %.1f)  -> %.1f%% apart (target 5%%)'
       % (' '.join('%.1f' % r[0] for r in rows), b, ' '.join('%.1f' % r[1] for r in rows), s, 100 * abs(s - b) / b))"
+
+# Through cabin serve against cabin bench on the same model (tools/serve_bench.sh): a streamed
+# completion's tok/s as the client sees it, rounds alternating with cabin bench.
+if [ -x /usr/bin/python3 ]; then
+    echo "== through cabin serve: sh tools/serve_bench.sh $BUILD \"\" 128 9 $THREADS"
+    sh tools/serve_bench.sh "$BUILD" "" 128 9 "$THREADS" | tail -1
+fi

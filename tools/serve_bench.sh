@@ -1,0 +1,60 @@
+#!/bin/sh
+# Decode speed through cabin serve against cabin bench on the same model, in the same run: does
+# the HTTP face cost the generation anything? Runs, ROUNDS times and in turn, `cabin bench` (its
+# decode tok/s) and a streamed completion of N tokens through a running `cabin serve` (tok/s
+# from the client's side: tokens after the first over the time from the first event to the last),
+# then prints each round and the medians' ratio.
+# Usage: tools/serve_bench.sh [BUILD] [MODEL] [N] [ROUNDS] [THREADS]
+#   MODEL default: a random-weight Q4_0 model of 1024 wide, 8 layers (made once in /tmp).
+set -e
+BUILD=${1:-build}; MODEL=$2; N=${3:-128}; ROUNDS=${4:-5}; THREADS=${5:-2}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d /tmp/cabin-serve-bench-XXXXXX)
+trap 'kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
+if [ -z "$MODEL" ]; then
+    MODEL=/tmp/cabin-serve-bench-q4_0.gguf
+    [ -f "$MODEL" ] || "$CABIN" make-model -o "$MODEL" --type q4_0 --dim 1024 --ffn 2816 --layers 8 --vocab 4000 >/dev/null
+fi
+"$CABIN" serve -m "$MODEL" -t "$THREADS" --ignore-eos --port 0 >"$T/serve.out" 2>"$T/serve.err" &
+PID=$!
+i=0; PORT=""
+while [ $i -lt 400 ] && [ -z "$PORT" ]; do
+    PORT=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/serve.out"); [ -z "$PORT" ] && sleep 0.05; i=$((i + 1))
+done
+[ -n "$PORT" ] || { echo "serve_bench: the server did not start: $(cat "$T/serve.err")" >&2; exit 1; }
+echo "model $MODEL, $N tokens, $THREADS threads, $ROUNDS rounds"
+r=1
+while [ $r -le "$ROUNDS" ]; do
+    b=$("$CABIN" bench -m "$MODEL" -t "$THREADS" -p 16 -n "$N" -r 1 --json 2>/dev/null \
+        | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['decode_tps'])")
+    s=$(/usr/bin/python3 - "$PORT" "$N" <<'PY'
+import http.client, json, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+c.request("POST", "/v1/completions", json.dumps({"prompt": "one two three four five six seven eight", "max_tokens": n,
+          "stream": True, "temperature": 0}), {"Content-Type": "application/json"})
+r = c.getresponse()
+times, buf = [], b""
+while True:
+    chunk = r.read1(65536)
+    if not chunk:
+        break
+    buf += chunk
+    while b"\n\n" in buf:
+        ev, buf = buf.split(b"\n\n", 1)
+        if ev.startswith(b"data: {") and json.loads(ev[6:])["choices"][0]["text"]:
+            times.append(time.monotonic())
+# pieces, not tokens: a token whose text is empty sends no event, so the count is a floor
+print("%.2f" % ((len(times) - 1) / (times[-1] - times[0])))
+PY
+)
+    echo "round $r: cabin bench decode $b tok/s, through cabin serve $s tok/s"
+    echo "$b $s" >>"$T/pairs"
+    r=$((r + 1))
+done
+/usr/bin/python3 - "$T/pairs" <<'PY'
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1])]
+b, s = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+print("median: cabin bench %.2f tok/s, through cabin serve %.2f tok/s: serve/bench %.3f" % (b, s, s / b))
+PY
