@@ -8,6 +8,7 @@
 #include "base/mem.h"
 #include "base/stopsig.h"
 #include "cli/serve_app.h"
+#include "engine/json_schema.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -127,6 +128,7 @@ int cmd_serve(int argc, char **argv) {
     app_close(&a->c);
     free(a->tools_json);
     free(a->state);
+    json_vocab_free(a->vocab);
     pthread_mutex_destroy(&a->state_mu);
     free(a);
     stopsig_finish();

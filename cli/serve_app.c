@@ -4,6 +4,7 @@
 #include "app/action_tools.h"
 #include "app/cmdlang.h"
 #include "base/mem.h"
+#include "engine/json_schema.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -256,19 +257,41 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
         res->prompt_tokens = n;
     } else {
         strbuf last = { 0 };
+        json_filter *jf = NULL;
+        json_schema *schema = NULL;
         if (check_tools(a, rq, err)) status = 400;
+        else if (rq->format != SERVE_FORMAT_TEXT &&
+                 !(schema = json_schema_compile(rq->format == SERVE_FORMAT_SCHEMA ? rq->json_schema : NULL, err)))
+            status = 400, err_prefix(err, "response_format.json_schema");
         else if (load_conversation(a, rq, &last, &status, err)) rc = -1;
+        if (schema) {   // structured output: the tokens held to the schema, no action line
+            if (!a->vocab) a->vocab = json_vocab_new(s);
+            jf = json_filter_new(schema, a->vocab);
+        }
         if (!status && !rc) {
             int n = session_turn_tokens(s, strbuf_str(&last), err);
             session_get_stats(s, &st);
             if (n < 0) status = 400;
             else if (st.n_past + n + 1 > st.n_ctx && strcmp(st.kv_policy, "none") == 0)
                 status = 400, err_set(err, "the conversation is %d tokens; the context holds %d (cabin serve --ctx)", st.n_past + n, st.n_ctx);
-            else if (a->has_tools ? assistant_generate(&a->c.as, strbuf_str(&last), assistant_token, &r, err)
-                                  : session_chat(s, strbuf_str(&last), plain_token, &r, err))
+            else if (jf) {
+                token_filter tf = json_filter_token_filter(jf);
+                session_set_filter(s, &tf);
+                if (session_chat(s, strbuf_str(&last), plain_token, &r, err)) status = 500;
+                session_set_filter(s, NULL);
+            } else if (a->has_tools ? assistant_generate(&a->c.as, strbuf_str(&last), assistant_token, &r, err)
+                                    : session_chat(s, strbuf_str(&last), plain_token, &r, err))
                 status = 500;
             res->prompt_tokens = n >= 0 ? st.n_past + n : 0;
         }
+        if (jf) {
+            int calls;
+            double secs;
+            json_filter_cost(jf, &calls, &secs);
+            res->grammar_ms_per_token = calls ? secs * 1e3 / calls : 0;
+        }
+        json_filter_free(jf);
+        json_schema_free(schema);
         if (!status && r.is_action && r.sent == 0 && r.text.len)   // the line never closed: say it as it is
             out->content(out->ud, r.text.s, r.text.len);
         strbuf_free(&last);

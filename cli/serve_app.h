@@ -19,6 +19,7 @@ typedef struct serve_app {
     bool has_tools;                // the embedded assistant: the reply grammar and the car
     char *tools_json;
     char model_id[128];
+    struct json_vocab *vocab;      // the vocabulary as structured output reads it (made at first use)
     pthread_mutex_t state_mu;      // guards state: GET /v1/cabin/state reads it while a request runs
     char *state;                   // the figures and the car after the last request or command
 } serve_app;

@@ -1,9 +1,11 @@
 // cabin serve's request decoder: the input as a chat and as a completion request body
-// (serve_request_parse). What it accepts must hold together (a chat's last message is a user's or
+// (serve_request_parse); a response_format's schema compiled (engine/json_schema.h) and the last
+// message's text matched against it. What it accepts must hold together (a chat's last message is a user's or
 // a tool's, every stop sequence 1..SERVE_MAX_STOP_BYTES bytes, numbers in their ranges), and the
 // stop filter, fed the prompt in pieces whose sizes come from the input, must pass on exactly
 // the prompt up to the stop sequence that is complete first, whatever the pieces.
 #include "fuzz/fuzz.h"
+#include "engine/json_schema.h"
 #include "serve/serve.h"
 
 #include <stdint.h>
@@ -60,6 +62,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(n >= 1 && n <= SERVE_MAX_STOP_BYTES, "a stop sequence of %zu bytes", n);
             }
             FUZZ_CHECK(r.max_tokens >= 0 && (!r.has_temperature || (r.temperature >= 0 && r.temperature <= 2)), "ranges");
+            if (kind == SERVE_CHAT && r.format != SERVE_FORMAT_TEXT) {   // the schema compiles or says why;
+                errbuf serr = { { 0 } };                                    // a message is matched against it
+                json_schema *js = json_schema_compile(r.format == SERVE_FORMAT_SCHEMA ? r.json_schema : NULL, &serr);
+                FUZZ_CHECK(js || serr.msg[0], "a schema refused without a reason");
+                if (js) {
+                    json_match m;
+                    json_match_init(&m, js);
+                    const char *t = r.msgs[r.n_msgs - 1].content ? r.msgs[r.n_msgs - 1].content : "";
+                    for (size_t i = 0; t[i] && json_match_feed(&m, t + i, 1); i++) {}
+                    json_schema_free(js);
+                }
+            }
             if (kind == SERVE_CHAT) {
                 FUZZ_CHECK(r.n_msgs > 0, "a chat without messages");
                 const char *last = r.msgs[r.n_msgs - 1].role;

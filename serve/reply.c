@@ -120,6 +120,10 @@ char *reply_whole(const reply_meta *m, serve_kind kind, const char *content, con
     cJSON_AddStringToObject(ch, "finish_reason", FINISH[res->finish]);
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(root, "usage", usage_object(res));
+    if (res->grammar_ms_per_token > 0) {   // cabin's own: what the structured output's mask cost
+        cJSON *c = cJSON_AddObjectToObject(root, "cabin");
+        cJSON_AddNumberToObject(c, "grammar_ms_per_token", res->grammar_ms_per_token);
+    }
     return print_and_free(root);
 }
 

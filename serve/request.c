@@ -218,11 +218,29 @@ static int check_neutral(const cJSON *root, errbuf *err) {
             return err_set(err, "%s: not supported (only false)", off[i]);
     if ((j = cJSON_GetObjectItemCaseSensitive(root, "suffix")) && !cJSON_IsNull(j))
         return err_set(err, "suffix: not supported");
-    if ((j = cJSON_GetObjectItemCaseSensitive(root, "response_format")) && !cJSON_IsNull(j)) {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
-            return err_set(err, "response_format: only {\"type\": \"text\"} is supported");
+    return 0;
+}
+
+// response_format: {"type": "text"}, {"type": "json_object"}, or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}}.
+static int parse_format(const cJSON *root, serve_request *r, errbuf *err) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+    if (!j || cJSON_IsNull(j)) return 0;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+    const char *t = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(t, "text") == 0) return 0;
+    if (strcmp(t, "json_object") == 0) {
+        r->format = SERVE_FORMAT_JSON_OBJECT;
+        return 0;
     }
+    if (strcmp(t, "json_schema") != 0) return err_set(err, "response_format.type: one of text, json_object, json_schema");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(j, "json_schema");
+    const cJSON *schema = js ? cJSON_GetObjectItemCaseSensitive(js, "schema") : NULL;
+    if (!cJSON_IsObject(schema)) return err_set(err, "response_format.json_schema.schema: must be an object");
+    char *text = cJSON_PrintUnformatted(schema);
+    r->json_schema = xstrdup(text ? text : "{}");
+    cJSON_free(text);
+    r->format = SERVE_FORMAT_SCHEMA;
     return 0;
 }
 
@@ -272,7 +290,9 @@ static int parse_root(const cJSON *root, serve_kind kind, serve_request *r, errb
         r->prompt = dup_string(p);
         return 0;
     }
-    if (parse_tools(root, r, err)) return -1;
+    if (parse_tools(root, r, err) || parse_format(root, r, err)) return -1;
+    if (r->format != SERVE_FORMAT_TEXT && (r->n_tools || r->tool_choice_name))
+        return err_set(err, "response_format: a JSON reply and tools cannot be asked for together");
     return parse_messages(root, r, err);
 }
 
@@ -305,5 +325,6 @@ void serve_request_free(serve_request *r) {
     for (int i = 0; i < r->n_tools; i++) free(r->tools[i]);
     free(r->tools);
     free(r->tool_choice_name);
+    free(r->json_schema);
     memset(r, 0, sizeof *r);
 }

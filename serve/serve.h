@@ -16,6 +16,7 @@
 #define SERVE_MAX_STOP_BYTES 256  // bytes of one stop sequence
 
 typedef enum serve_kind { SERVE_CHAT, SERVE_COMPLETION } serve_kind;
+typedef enum serve_format { SERVE_FORMAT_TEXT, SERVE_FORMAT_JSON_OBJECT, SERVE_FORMAT_SCHEMA } serve_format;
 typedef enum serve_tool_choice { SERVE_TOOLS_AUTO, SERVE_TOOLS_NONE, SERVE_TOOLS_REQUIRED } serve_tool_choice;
 
 // One message of a chat request. role: "system" ("developer" is read as it), "user",
@@ -48,6 +49,8 @@ typedef struct serve_request {
     char *tool_choice_name;        // tool_choice {"type": "function", "function": {"name": N}}
     char **tools;                  // the names of the tools the client offered
     int n_tools;
+    serve_format format;           // response_format
+    char *json_schema;             // SERVE_FORMAT_SCHEMA: the schema (JSON text)
 } serve_request;
 
 // Decodes a request body. 0, or -1 with a one-line reason for the client (a 400): malformed
@@ -72,6 +75,7 @@ typedef struct serve_output {
 typedef struct serve_result {
     int prompt_tokens, completion_tokens;
     serve_finish finish;
+    double grammar_ms_per_token;   // structured output: the token mask's cost (0: none)
 } serve_result;
 
 // What answers requests. run is called for one request at a time per slot (the face queues the

@@ -83,6 +83,7 @@ PY
 start_server embedded -t 1
 if [ -n "$PORT" ]; then
     api embedded "$PORT"
+    api structured "$PORT" 5
     api docs "$PORT" docs/SERVE.md
     openai_client "$PORT"
     api load "$PORT" "$LOAD_REQUESTS" 8
@@ -94,6 +95,15 @@ if [ -n "$PORT" ]; then
         api soak "$PORT" "$SOAK_REQUESTS" "$PID"
     fi
     stop_server embedded
+fi
+
+# structured output on a model made by others: a 128,256-token vocabulary (../shared/ref)
+REF_MODEL=../shared/ref/models/llama-bpe-d64-F16.gguf
+if [ -f "$REF_MODEL" ]; then
+    start_server reference -m "$REF_MODEL" -t 1
+    [ -n "$PORT" ] && api structured "$PORT" 3 && stop_server reference
+else
+    echo "skipped: structured output on a reference model: ../shared/ref not present"; skip=$((skip + 1))
 fi
 
 start_server auth -t 1 --api-key s3cret

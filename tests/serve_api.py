@@ -8,6 +8,7 @@ usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and
   busy PORT              a server with --queue 0 on a slow model: 503 while a stream runs, and a
                          client that goes away cancels its generation
   load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
+  structured PORT N      N replies held to a JSON schema, 2 to any object: all parse and validate
   soak PORT N PID [no-rss]  N more requests after 200: the server's RSS and descriptors grow < 5%
   docs PORT FILE         every curl line of FILE's sh blocks, on this port: 200 and JSON or events
 """
@@ -171,7 +172,6 @@ def embedded(port):
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "temperature": "hot"}), 400, ["temperature"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 0}), 400, ["max_tokens"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "n": 2}), 400, ["n:"]),
-        (request(port, "POST", "/v1/chat/completions", {"messages": user, "response_format": {"type": "json_object"}}), 400, ["response_format"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": []}), 400, ["messages"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user + [{"role": "assistant", "content": "x"}]}), 400, ["last"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": [{"role": "pilot", "content": "x"}]}), 400, ["pilot"]),
@@ -192,6 +192,15 @@ def embedded(port):
         check(is_error(st, obj, code, words), "wanted %d naming %s, got %d %s" % (code, words, st, b[:200]))
     st, h, b = request(port, "GET", "/health")
     check(st == 200, "the server goes on after bad input")
+
+    # structured output: refusals first
+    for body, words in (({"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 1}}}}}, ["minimum"]),
+                        ({"type": "json_schema", "json_schema": {"name": "x"}}, ["schema"]),
+                        ({"type": "yaml"}, ["response_format.type"])):
+        st, r = chat(port, {"messages": user, "response_format": body})
+        check(is_error(st, r, 400, words), "response_format %s: %d %s" % (body, st, r))
+    st, r = chat(port, {"messages": user, "response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "climate_set"}}]})
+    check(is_error(st, r, 400, ["together"]), "json and tools together: %s" % r)
 
     # the command language over HTTP, and the state the panels draw from
     st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "precision q8_0"})
@@ -214,6 +223,47 @@ def embedded(port):
     text = b.decode()
     check(st == 200 and re.search(r'^cabin_requests_total\{kind="chat",code="400"\} \d+$', text, re.M)
           and "cabin_ttft_seconds_bucket{le=\"+Inf\"}" in text and "cabin_completion_tokens_total" in text, "/metrics")
+
+
+CAR_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "seats": {"type": "integer"},
+                                              "color": {"enum": ["red", "blue"]}},
+              "required": ["name", "seats", "color"], "additionalProperties": False}
+
+
+def valid_car(v):
+    return (isinstance(v, dict) and set(v) == {"name", "seats", "color"} and isinstance(v["name"], str)
+            and isinstance(v["seats"], int) and not isinstance(v["seats"], bool) and v["color"] in ("red", "blue"))
+
+
+def structured(port, n):
+    """n replies held to a 3-field schema (temperature 1, a seed each) and 2 to any object: every one
+    parses and validates; the mask's cost per token is printed."""
+    costs, good = [], 0
+    for seed in range(1, n + 1):
+        st, r = chat(port, {"messages": [{"role": "user", "content": "describe a car"}], "seed": seed, "temperature": 1.0,
+                            "max_tokens": 400, "response_format": {"type": "json_schema",
+                                                                   "json_schema": {"name": "car", "schema": CAR_SCHEMA, "strict": True}}})
+        text = r.get("choices", [{}])[0].get("message", {}).get("content") if st == 200 else None
+        try:
+            ok = valid_car(json.loads(text))
+        except (TypeError, ValueError):
+            ok = False
+        good += ok
+        check(ok, "seed %d: a reply that does not validate: %s %r" % (seed, st, text if text is not None else r))
+        if ok:
+            costs.append(r["cabin"]["grammar_ms_per_token"])
+    for seed in (1, 2):
+        st, r = chat(port, {"messages": [{"role": "user", "content": "hi"}], "seed": seed, "temperature": 1.0, "max_tokens": 400,
+                            "response_format": {"type": "json_object"}})
+        text = r["choices"][0]["message"]["content"] if st == 200 else None
+        try:
+            ok = isinstance(json.loads(text), dict)
+        except (TypeError, ValueError):
+            ok = False
+        check(ok, "json_object, seed %d: %r" % (seed, text))
+    if costs:
+        print("structured output: %d of %d replies valid; mask %.3f ms per token (mean over the replies, max %.3f)"
+              % (good, n, sum(costs) / len(costs), max(costs)))
 
 
 def auth(port, key):
@@ -358,6 +408,8 @@ def main():
         busy(port)
     elif what == "load":
         load(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif what == "structured":
+        structured(port, int(sys.argv[3]))
     elif what == "soak":
         soak(port, int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:] != ["no-rss"])
     elif what == "docs":
