@@ -115,6 +115,31 @@ static void on_refused(void *ud, const action *a, const char *reason, const char
     snprintf(r->reason, sizeof r->reason, "%s", reason);
 }
 
+// A reply that is a tool call is held, not streamed as text: it is said as a call when whole.
+static bool held_token(void *ud, int32_t token, const char *piece, int len) {
+    (void)token;
+    run_state *r = ud;
+    r->tokens++;
+    strbuf_append(&r->text, piece, (size_t)len);
+    return true;
+}
+
+// {"name": F, "arguments": {...}} -> a tool call; a call cut short (max_tokens) is said as text.
+static void say_tool_call(run_state *r, bool complete) {
+    cJSON *j = complete ? cJSON_Parse(strbuf_str(&r->text)) : NULL;
+    const cJSON *name = j ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
+    const cJSON *args = j ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
+    if (cJSON_IsString(name) && args) {
+        char *a = cJSON_PrintUnformatted(args);
+        r->out->tool_call(r->out->ud, name->valuestring, a ? a : "{}", NULL);
+        cJSON_free(a);
+        r->acted = true;
+    } else if (r->text.len) {
+        r->out->content(r->out->ud, r->text.s, r->text.len);
+    }
+    cJSON_Delete(j);
+}
+
 // The action line is complete: it is carried out (unless tool_choice is none) and said as a
 // tool call, with the car's change or refusal in cabin's own field.
 static void act(run_state *r, const char *line_end) {
@@ -193,9 +218,20 @@ static char *assistant_text(const serve_app *a, const serve_message *m, errbuf *
     return b.s ? b.s : xstrdup("");
 }
 
+// Whether a request's tools are the client's own, called through a tool-call schema: a model
+// without the car's tools, a tool choice that asks for a call.
+static bool client_tool_call(const serve_app *a, const serve_request *rq) {
+    return !a->has_tools && rq->n_tools > 0 && rq->tool_choice != SERVE_TOOLS_NONE;
+}
+
 static int check_tools(const serve_app *a, const serve_request *rq, errbuf *err) {
-    if ((rq->n_tools || rq->tool_choice_name) && !a->has_tools)
-        return err_set(err, "tools: %s has no tools (the car's come with the embedded assistant model)", a->model_id);
+    if (!a->has_tools) {   // the client's own tools: a call when one is asked for
+        if (rq->tool_choice_name && rq->n_tools == 0) return err_set(err, "tool_choice: names a function, but no tools were given");
+        if (rq->n_tools && rq->tool_choice == SERVE_TOOLS_AUTO && !rq->tool_choice_name)
+            return err_set(err, "tool_choice: auto needs a model that says when it calls a tool; %s does not: ask for "
+                           "\"required\" or name a function (or \"none\")", a->model_id);
+        return 0;
+    }
     for (int i = 0; i < rq->n_tools; i++)
         if (!action_tool_known(rq->tools[i]))
             return err_set(err, "tools: '%.60s' is not one of this server's (GET /v1/cabin/tools); tools of the client's own are not supported", rq->tools[i]);
@@ -210,7 +246,16 @@ static int load_conversation(serve_app *a, const serve_request *rq, strbuf *last
     int i = 0;
     const char *system = a->system;
     if (rq->n_msgs && strcmp(rq->msgs[0].role, "system") == 0) system = rq->msgs[i++].content;
-    session_set_system(s, system);
+    if (client_tool_call(a, rq)) {   // the model is told the functions and the form of a call
+        strbuf sys = { 0 };
+        if (system && *system) strbuf_printf(&sys, "%s\n\n", system);
+        strbuf_printf(&sys, "You call one of these functions: %s\nAnswer with a JSON object {\"name\": FUNCTION, \"arguments\": {...}}.",
+                      rq->tools_json);
+        session_set_system(s, strbuf_str(&sys));
+        strbuf_free(&sys);
+    } else {
+        session_set_system(s, system);
+    }
     strbuf user = { 0 };
     int rc = 0;
     for (; i < rq->n_msgs && !rc; i++) {
@@ -263,6 +308,8 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
         else if (rq->format != SERVE_FORMAT_TEXT &&
                  !(schema = json_schema_compile(rq->format == SERVE_FORMAT_SCHEMA ? rq->json_schema : NULL, err)))
             status = 400, err_prefix(err, "response_format.json_schema");
+        else if (client_tool_call(a, rq) && !(schema = json_schema_compile_tools(rq->tools_json, rq->tool_choice_name, err)))
+            status = 400;
         else if (load_conversation(a, rq, &last, &status, err)) rc = -1;
         if (schema) {   // structured output: the tokens held to the schema, no action line
             if (!a->vocab) a->vocab = json_vocab_new(s);
@@ -277,8 +324,10 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
             else if (jf) {
                 token_filter tf = json_filter_token_filter(jf);
                 session_set_filter(s, &tf);
-                if (session_chat(s, strbuf_str(&last), plain_token, &r, err)) status = 500;
+                bool call = client_tool_call(a, rq);
+                if (session_chat(s, strbuf_str(&last), call ? held_token : plain_token, &r, err)) status = 500;
                 session_set_filter(s, NULL);
+                if (!status && call) say_tool_call(&r, json_filter_complete(jf));
             } else if (a->has_tools ? assistant_generate(&a->c.as, strbuf_str(&last), assistant_token, &r, err)
                                     : session_chat(s, strbuf_str(&last), plain_token, &r, err))
                 status = 500;

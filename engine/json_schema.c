@@ -20,6 +20,8 @@ typedef enum jkind { J_OBJECT, J_FREE_OBJECT, J_ARRAY, J_STRING, J_INTEGER, J_NU
 
 typedef struct jnode {
     jkind kind;
+    bool tool_call;         // object: {"name": one of the literals, "arguments": args[the one chosen]}
+    struct jnode **args;
     int n;                  // properties (object) or literals
     char **text;            // object: each key as written, quotes included ("\"name\""); literals: each one
     struct jnode **val;     // object: each property's value
@@ -193,7 +195,45 @@ json_schema *json_schema_compile(const char *schema_json, errbuf *err) {
     return s;
 }
 
+json_schema *json_schema_compile_tools(const char *tools_json, const char *only, errbuf *err) {
+    json_schema *s = json_schema_compile(NULL, err);
+    cJSON *tools = cJSON_Parse(tools_json);
+    jnode *call = new_node(s, J_OBJECT, err), *names = new_node(s, J_LITERALS, err);
+    call->tool_call = true;
+    add_text(call, "\"name\"");
+    add_text(call, "\"arguments\"");
+    call->val = xcalloc(2, sizeof *call->val);
+    call->required = xcalloc(2, sizeof *call->required);
+    call->required[0] = call->required[1] = true;
+    call->val[0] = names;
+    int n_tools = cJSON_GetArraySize(tools);
+    call->args = xcalloc((size_t)n_tools + 1, sizeof *call->args);
+    int i = 0;
+    for (const cJSON *t = tools ? tools->child : NULL; t && i >= 0; t = t->next, i++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = fn ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        const cJSON *params = fn ? cJSON_GetObjectItemCaseSensitive(fn, "parameters") : NULL;
+        if (!cJSON_IsString(name)) { err_set(err, "tools[%d]: a function without a name", i); i = -2; break; }
+        if (only && strcmp(only, name->valuestring) != 0) { i--; continue; }
+        char *q = json_quoted(name->valuestring), where[96];
+        add_text(names, q);
+        free(q);
+        snprintf(where, sizeof where, "tools[%d].parameters", i);
+        call->args[names->n - 1] = params ? compile(s, params, where, 1, err) : &s->free_object;
+        if (!call->args[names->n - 1]) { i = -2; break; }
+    }
+    cJSON_Delete(tools);
+    if (i >= 0 && names->n == 0) err_set(err, only ? "tool_choice: no function '%.60s' among the tools" : "tools: none given", only);
+    if (i < 0 || names->n == 0) {
+        json_schema_free(s);
+        return NULL;
+    }
+    s->root = call;
+    return s;
+}
+
 static void free_node_parts(jnode *n) {
+    free(n->args);
     for (int i = 0; i < n->n; i++) free(n->text[i]);
     free(n->text);
     free(n->val);
@@ -243,6 +283,7 @@ static void pop(json_match *m) {
     }
     json_frame *p = &m->f[m->depth - 1];
     const jnode *pn = p->node;
+    if (pn->tool_call && p->cand == 0) p->chosen = m->f[m->depth].cand;   // the function's name
     if (pn->kind == J_FREE_OBJECT && p->phase == O_KEY) p->phase = O_COLON;   // a free key was a string
     else if (pn->kind == J_ARRAY) p->phase = A_COMMA_OR_END, p->idx++;
     else p->phase = O_COMMA_OR_END;
@@ -342,6 +383,7 @@ static bool feed_byte(json_match *m, unsigned char c) {
             case O_COLON:
                 if (c != ':') return false;
                 f->phase = O_VALUE;
+                if (n->tool_call && f->cand == 1) return push(m, n->args[f->chosen]);   // the chosen function's arguments
                 return push(m, n->kind == J_OBJECT ? n->val[f->cand] : &m->schema->any);
             case O_COMMA_OR_END:
                 if (c == '}') {

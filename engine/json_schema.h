@@ -29,6 +29,10 @@ typedef struct json_schema json_schema;
 // an object with any keys and any values. NULL with err on what is not supported.
 json_schema *json_schema_compile(const char *schema_json, errbuf *err);
 void json_schema_free(json_schema *s);
+// A tool call: {"name": NAME, "arguments": ARGS} where NAME is one of the functions of an API's
+// "tools" array (JSON text; only `only` when it is not NULL) and ARGS holds to that function's
+// "parameters" schema (none: any object).
+json_schema *json_schema_compile_tools(const char *tools_json, const char *only, errbuf *err);
 
 // The matcher's state: small, copied freely.
 typedef struct json_frame {
@@ -37,6 +41,7 @@ typedef struct json_frame {
     uint16_t idx;      // the property, enum candidate, or items written
     uint16_t len;      // bytes of the current key, string, number or literal
     uint16_t cand;     // the key or literal matched so far; \u digits left in a string
+    uint16_t chosen;   // a tool call: the function its name chose
 } json_frame;
 
 typedef struct json_match {

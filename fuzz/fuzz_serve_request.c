@@ -74,6 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     json_schema_free(js);
                 }
             }
+            if (kind == SERVE_CHAT && r.tools_json) {   // the client's tools as a tool-call schema
+                errbuf terr = { { 0 } };
+                json_schema *ts = json_schema_compile_tools(r.tools_json, r.tool_choice_name, &terr);
+                FUZZ_CHECK(ts || terr.msg[0], "tools refused without a reason");
+                json_schema_free(ts);
+            }
             if (kind == SERVE_CHAT) {
                 FUZZ_CHECK(r.n_msgs > 0, "a chat without messages");
                 const char *last = r.msgs[r.n_msgs - 1].role;

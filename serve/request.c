@@ -182,6 +182,9 @@ static int parse_tools(const cJSON *root, serve_request *r, errbuf *err) {
                 return err_set(err, "tools[%d]: must be {\"type\": \"function\", \"function\": {\"name\": ...}}", r->n_tools);
             r->tools[r->n_tools++] = dup_string(name);
         }
+        char *text = cJSON_PrintUnformatted(tools);
+        r->tools_json = xstrdup(text ? text : "[]");
+        cJSON_free(text);
     }
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     if (!tc || cJSON_IsNull(tc)) return 0;
@@ -326,5 +329,6 @@ void serve_request_free(serve_request *r) {
     free(r->tools);
     free(r->tool_choice_name);
     free(r->json_schema);
+    free(r->tools_json);
     memset(r, 0, sizeof *r);
 }

@@ -49,6 +49,7 @@ typedef struct serve_request {
     char *tool_choice_name;        // tool_choice {"type": "function", "function": {"name": N}}
     char **tools;                  // the names of the tools the client offered
     int n_tools;
+    char *tools_json;              // and the whole "tools" array (JSON text)
     serve_format format;           // response_format
     char *json_schema;             // SERVE_FORMAT_SCHEMA: the schema (JSON text)
 } serve_request;

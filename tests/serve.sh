@@ -97,11 +97,12 @@ if [ -n "$PORT" ]; then
     stop_server embedded
 fi
 
-# structured output on a model made by others: a 128,256-token vocabulary (../shared/ref)
+# structured output and the client's own tools on a model made by others: a 128,256-token
+# vocabulary (../shared/ref)
 REF_MODEL=../shared/ref/models/llama-bpe-d64-F16.gguf
 if [ -f "$REF_MODEL" ]; then
     start_server reference -m "$REF_MODEL" -t 1
-    [ -n "$PORT" ] && api structured "$PORT" 3 && stop_server reference
+    [ -n "$PORT" ] && api structured "$PORT" 3 && api tools "$PORT" && stop_server reference
 else
     echo "skipped: structured output on a reference model: ../shared/ref not present"; skip=$((skip + 1))
 fi

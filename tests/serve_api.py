@@ -9,6 +9,7 @@ usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and
                          client that goes away cancels its generation
   load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
   structured PORT N      N replies held to a JSON schema, 2 to any object: all parse and validate
+  tools PORT             the client's own tools on a model without the car's: calls that validate
   soak PORT N PID [no-rss]  N more requests after 200: the server's RSS and descriptors grow < 5%
   docs PORT FILE         every curl line of FILE's sh blocks, on this port: 200 and JSON or events
 """
@@ -266,6 +267,46 @@ def structured(port, n):
               % (good, n, sum(costs) / len(costs), max(costs)))
 
 
+WEATHER_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city", "unit"]}}},
+    {"type": "function", "function": {"name": "play", "parameters": {
+        "type": "object", "properties": {"song": {"type": "string"}}, "required": ["song"]}}},
+]
+
+
+def client_tools(port):
+    """A model without the car's tools, the client's own: required and a named function give a
+    call whose arguments hold to that function's schema, streamed or not; auto is refused."""
+    ask = {"messages": [{"role": "user", "content": "weather in Paris?"}], "tools": WEATHER_TOOLS, "max_tokens": 120, "temperature": 1.0}
+    for seed in (1, 2, 3):
+        st, r = chat(port, dict(ask, tool_choice="required", seed=seed))
+        calls = r.get("choices", [{}])[0].get("message", {}).get("tool_calls") if st == 200 else None
+        ok = bool(calls) and r["choices"][0]["finish_reason"] == "tool_calls"
+        if ok:
+            fn = calls[0]["function"]
+            args = json.loads(fn["arguments"])
+            ok = (fn["name"] == "get_weather" and set(args) == {"city", "unit"} and isinstance(args["city"], str)
+                  and len(args["city"]) <= 20 and args["unit"] in ("c", "f")) or (fn["name"] == "play" and set(args) == {"song"}
+                                                                               and isinstance(args["song"], str))
+        check(ok, "tool_choice required, seed %d: %s %s" % (seed, st, r))
+    st, r = chat(port, dict(ask, tool_choice={"type": "function", "function": {"name": "play"}}, seed=4))
+    calls = r.get("choices", [{}])[0].get("message", {}).get("tool_calls") if st == 200 else None
+    check(calls and calls[0]["function"]["name"] == "play" and "song" in json.loads(calls[0]["function"]["arguments"]),
+          "a named function: %s" % r)
+    st, h, raw = request(port, "POST", "/v1/chat/completions", dict(ask, tool_choice="required", seed=5, stream=True))
+    evs, done = events(raw)
+    scalls = [c for e in evs if e["choices"] for c in e["choices"][0]["delta"].get("tool_calls", [])]
+    check(done and len(scalls) == 1 and scalls[0]["function"]["name"] in ("get_weather", "play"), "a streamed call: %s" % scalls)
+    st, r = chat(port, dict(ask, tool_choice="auto"))
+    check(is_error(st, r, 400, ["auto"]), "tool_choice auto without a call format: %s" % r)
+    st, r = chat(port, dict(ask, tool_choice={"type": "function", "function": {"name": "fly"}}))
+    check(is_error(st, r, 400, ["fly"]), "a named function that is not among the tools: %s" % r)
+    st, r = chat(port, dict(ask, tool_choice="none", max_tokens=8))
+    check(st == 200 and "tool_calls" not in r["choices"][0]["message"], "tool_choice none: text")
+
+
 def auth(port, key):
     user = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
     st, r = chat(port, user)
@@ -410,6 +451,8 @@ def main():
         load(port, int(sys.argv[3]), int(sys.argv[4]))
     elif what == "structured":
         structured(port, int(sys.argv[3]))
+    elif what == "tools":
+        client_tools(port)
     elif what == "soak":
         soak(port, int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:] != ["no-rss"])
     elif what == "docs":
