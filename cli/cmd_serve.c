@@ -106,7 +106,7 @@ int cmd_serve(int argc, char **argv) {
     a->c.front = CMD_IN_HTTP;
     serve_app_update_state(a);
     serve_engine e = { .ud = a, .model_id = a->model_id, .n_ctx = st.n_ctx, .run = serve_app_run,
-                       .tools_json = a->tools_json, .has_tool = serve_app_has_tool, .state = serve_app_state,
+                       .tools_json = a->tools_json, .has_tool = serve_app_has_tool, .state = serve_app_state, .metrics = serve_app_metrics,
                        .command = c.no_commands ? NULL : serve_app_command };
     stopsig_catch(on_stop_signal, false);
     server *sv = serve_start(&so, &e, &err);
@@ -128,6 +128,7 @@ int cmd_serve(int argc, char **argv) {
     app_close(&a->c);
     free(a->tools_json);
     free(a->state);
+    free(a->metrics);
     json_vocab_free(a->vocab);
     pthread_mutex_destroy(&a->state_mu);
     free(a);

@@ -62,11 +62,37 @@ void serve_app_update_state(serve_app *a) {
     }
     char *js = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
+    strbuf m = { 0 };
+    strbuf_printf(&m, "# HELP cabin_weight_bytes Weight bytes by type under the precision plan in force.\n"
+                      "# TYPE cabin_weight_bytes gauge\n");
+    for (int t = 0; t < WT_COUNT; t++)
+        if (st.bytes_by_type[t]) strbuf_printf(&m, "cabin_weight_bytes{type=\"%s\"} %llu\n", wtype_name((uint32_t)t),
+                                               (unsigned long long)st.bytes_by_type[t]);
+    strbuf_printf(&m, "# HELP cabin_precision_switches_total Live precision switches.\n# TYPE cabin_precision_switches_total counter\n"
+                      "cabin_precision_switches_total %d\n", st.switches);
+    strbuf_printf(&m, "# HELP cabin_kv_bytes KV cache bytes allocated, by format and policy.\n# TYPE cabin_kv_bytes gauge\n"
+                      "cabin_kv_bytes{format=\"%s\",policy=\"%s\"} %llu\n", st.kv_format, st.kv_policy, (unsigned long long)st.kv_bytes);
+    strbuf_printf(&m, "# HELP cabin_decode_joules_per_token The last request's decode joules per token (%s).\n"
+                      "# TYPE cabin_decode_joules_per_token gauge\ncabin_decode_joules_per_token %.6g\n",
+                  st.energy.total_from[0] ? st.energy.total_from : "no power source", st.energy.decode_j_per_token);
+    strbuf_printf(&m, "# HELP cabin_governor_on Whether the precision governor holds a target.\n# TYPE cabin_governor_on gauge\n"
+                      "cabin_governor_on %d\n", a->c.as.gov != NULL);
+    strbuf_printf(&m, "# HELP cabin_resident_bytes The server's resident memory.\n# TYPE cabin_resident_bytes gauge\n"
+                      "cabin_resident_bytes %llu\n", (unsigned long long)st.rss_bytes);
     pthread_mutex_lock(&a->state_mu);
     free(a->state);
     a->state = xstrdup(js ? js : "{}");
+    free(a->metrics);
+    a->metrics = m.s;
     pthread_mutex_unlock(&a->state_mu);
     cJSON_free(js);
+}
+
+void serve_app_metrics(void *ud, strbuf *out) {
+    serve_app *a = ud;
+    pthread_mutex_lock(&a->state_mu);
+    strbuf_puts(out, a->metrics ? a->metrics : "");
+    pthread_mutex_unlock(&a->state_mu);
 }
 
 char *serve_app_state(void *ud) {

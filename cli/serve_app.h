@@ -22,11 +22,13 @@ typedef struct serve_app {
     struct json_vocab *vocab;      // the vocabulary as structured output reads it (made at first use)
     pthread_mutex_t state_mu;      // guards state: GET /v1/cabin/state reads it while a request runs
     char *state;                   // the figures and the car after the last request or command
+    char *metrics;                 // the same figures as Prometheus lines
 } serve_app;
 
 int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err);
 int serve_app_command(void *ud, const char *line, char **output, errbuf *err);
 char *serve_app_state(void *ud);
+void serve_app_metrics(void *ud, strbuf *out);
 bool serve_app_has_tool(void *ud, const char *name);
 // Remakes what serve_app_state gives (called in the slot, and once before serving).
 void serve_app_update_state(serve_app *a);

@@ -265,6 +265,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     case R_METRICS: {
         strbuf b = { 0 };
         jobs_metrics(&sv->q, sv->e.model_id, &b);
+        if (sv->e.metrics) sv->e.metrics(sv->e.ud, &b);
         jobs_count(&sv->q, "other", 200);
         return send_text(c, 200, "text/plain; version=0.0.4", b.s ? b.s : xstrdup(""));
     }

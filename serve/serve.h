@@ -7,6 +7,7 @@
 #define CABIN_SERVE_H
 
 #include "base/err.h"
+#include "base/str.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -97,6 +98,9 @@ typedef struct serve_engine {
     // GET /v1/cabin/state: the figures and the car as JSON text (malloc'd), made without
     // waiting for the slot. NULL: the route answers 404.
     char *(*state)(void *ud);
+    // GET /metrics: the engine's own lines in the Prometheus text format (appended to out), made
+    // without waiting for the slot. NULL: none.
+    void (*metrics)(void *ud, strbuf *out);
 } serve_engine;
 
 typedef struct serve_opts {

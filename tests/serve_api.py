@@ -223,7 +223,9 @@ def embedded(port):
     st, h, b = request(port, "GET", "/metrics")
     text = b.decode()
     check(st == 200 and re.search(r'^cabin_requests_total\{kind="chat",code="400"\} \d+$', text, re.M)
-          and "cabin_ttft_seconds_bucket{le=\"+Inf\"}" in text and "cabin_completion_tokens_total" in text, "/metrics")
+          and "cabin_ttft_seconds_bucket{le=\"+Inf\"}" in text and "cabin_completion_tokens_total" in text
+          and re.search(r'^cabin_weight_bytes\{type="F32"\} \d+$', text, re.M) and re.search(r'^cabin_kv_bytes\{format="f16",policy="none"\} \d+$', text, re.M)
+          and "cabin_governor_on 0" in text and "cabin_decode_joules_per_token" in text, "/metrics: %s" % text[-600:])
 
 
 CAR_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "seats": {"type": "integer"},
@@ -408,10 +410,25 @@ def proc_figures(pid):
 def soak(port, n, pid, rss_too):
     # a warm-up first (the allocator's and the threads' high-water marks), then n requests: the
     # server's resident memory and open descriptors must stay flat (grow under 5%)
+    # descriptors are counted at rest: the last connections' threads close their sockets a moment
+    # after the client has its answer, so the count is read again until it settles (up to 3 s)
+    def at_rest():
+        last = None
+        for _ in range(60):
+            now = proc_figures(pid)
+            if last and now[1] == last[1]:
+                return now
+            last = now
+            time.sleep(0.05)
+        return last
     load(port, 200, 8, quiet=True)
-    rss0, fd0 = proc_figures(pid)
+    rss0, fd0 = at_rest()
     load(port, n, 8, quiet=True)
-    rss1, fd1 = proc_figures(pid)
+    rss1, fd1 = at_rest()
+    deadline = time.time() + 3
+    while fd1 > fd0 and time.time() < deadline:
+        time.sleep(0.1)
+        rss1, fd1 = proc_figures(pid)
     print("soak: %d requests after 200: RSS %d -> %d KiB (%+.1f%%), open descriptors %d -> %d"
           % (n, rss0, rss1, 100.0 * (rss1 - rss0) / rss0, fd0, fd1))
     if rss_too:
