@@ -168,7 +168,7 @@ BASE_OBJ   := $(call lib_objs,$(wildcard base/*.c))
 ENGINE_OBJ := $(call lib_objs,$(wildcard engine/*.c engine/cpu/*.c))
 # audio/: wav, vad and clause need no library; the devices, recogniser, synthesiser and the
 # pipeline on them are built with AUDIO=1, audio/audio_off.c stands in for them with AUDIO=0.
-AUDIO_DEV_SRC := audio/device.c audio/asr.c audio/tts.c audio/voice.c
+AUDIO_DEV_SRC := audio/device.c audio/asr.c audio/asr_fsg.c audio/tts.c audio/voice.c
 ifeq ($(AUDIO),1)
 AUDIO_OBJ  := $(call lib_objs,$(filter-out audio/audio_off.c,$(wildcard audio/*.c)))
 else

@@ -1,5 +1,6 @@
 // pocketsphinx wrapper (see asr.h).
 #include "audio/asr.h"
+#include "audio/asr_fsg.h"
 
 #include <pocketsphinx.h>
 #include <sphinxbase/cmn.h>
@@ -56,6 +57,21 @@
 // The phone loop: context-independent phones (context-dependent ones cost RTF 1.6 here against
 // 0.05, and separated commands from free speech no better), narrow beams.
 #define LOOP_ARGS "-allphone_ci yes -lw 2.0 -beam 1e-20 -pbeam 1e-20"
+// Live cepstral mean normalisation starts from the acoustic model's prior (its feat.params
+// -cmninit), which is far from what a given microphone and voice give; pocketsphinx updates the
+// mean only at the end of an utterance, so the first utterance would be decoded with the prior
+// ("set the temperature to twenty two degrees" -> "do the two degrees"). Once the first
+// utterance has COLD_SETTLE_S seconds of audio, the searches start over on it with the mean of
+// what they have seen so far (weighted COLD_SETTLE_WEIGHT against the prior) and catch up while
+// the person is still speaking (asr_feed); again at each point COLD_SETTLE_GROW times the one
+// before, up to COLD_SETTLE_LAST_S (0.6, 0.9, 1.35 s). A later start-over would leave up to
+// ~0.3 s of catching up after the person stops; fewer heard worse (docs/history/VOICE.md, "The
+// first utterance"). A first utterance shorter than COLD_SETTLE_S is decoded again at its end.
+#define COLD_SETTLE_S 0.6f
+#define COLD_SETTLE_WEIGHT 1.0f
+#define COLD_SETTLE_GROW 1.5f
+#define COLD_SETTLE_LAST_S 1.4
+enum { MAXCEP = 64 };   // cepstral vector length the mean is kept for (the en-us model's: 13)
 
 // One search's best path.
 typedef struct hyp_info {
@@ -82,6 +98,9 @@ typedef struct gram_worker {
     bool ending;            // asr_end: finish once every sample is in
     bool done;              // the worker finished the utterance (hyp valid)
     bool quit;
+    bool in_utt;            // the worker's decoders are inside an utterance
+    bool set_cmn;           // at the next start, set both decoders' cepstral mean to cmn first
+    mfcc_t cmn[MAXCEP];
     int rc;                 // -1 if pocketsphinx failed
     hyp_info hyp;
     double cpu;             // the worker's CPU seconds this utterance
@@ -101,6 +120,20 @@ struct asr {
     int16_t *utt;
     size_t n, cap;
     int n_utts;             // utterances finished
+    // the first utterance's early start-over (COLD_SETTLE_S)
+    mfcc_t prior[MAXCEP];   // the acoustic model's cepstral mean (veclen of them; 0: unknown)
+    int veclen;
+    bool cold;              // this utterance began from the prior (the first, or CABIN_ASR_COLD)
+    bool settled;           // ... and its searches started over with its own mean
+    mfcc_t sum0[MAXCEP];    // the n-gram decoder's CMN sum and frames at the utterance's start
+    int32 nframe0;
+    size_t settle_at;       // samples after which the searches start over (0: never)
+    size_t settle_next;     // ... this utterance's next such point (0: none left)
+    float settle_grow;      // each later point this many times the one before (<= 1: one point)
+    size_t settle_last;     // no start-over after this many samples
+    float settle_weight;
+    bool early;             // asr_end may decide on the grammar before the n-gram search's final passes
+    bool lm_pending;        // ... and did: they run at the next asr_start (finish_lm)
     float noise_amp;        // uniform white noise in [-noise_amp, noise_amp] (int16 units; 0: none)
     uint32_t noise_state;   // its xorshift32 state (fixed seed: a run over the same audio decodes the same)
     int16_t *floored;       // asr_feed's input with the noise added
@@ -181,6 +214,12 @@ static int use_grammar(ps_decoder_t *ps, const char *name, jsgf_t *j, float lw, 
             fsg_link_t *l = fsg_arciter_get(it);
             l->logs2prob = (int32)((double)l->logs2prob * arc_scale);
         }
+    fsg_model_t *small = fsg_compact(fsg);
+    if (getenv("CABIN_ASR_DEBUG"))
+        fprintf(stderr, "asr: grammar %s: %d states, %d after merging\n", name, fsg_model_n_state(fsg),
+                small ? fsg_model_n_state(small) : fsg_model_n_state(fsg));
+    if (small && !getenv("CABIN_ASR_NO_COMPACT")) { fsg_model_free(fsg); fsg = small; }
+    else if (small) fsg_model_free(small);
     int rc = ps_set_fsg(ps, name, fsg);
     fsg_model_free(fsg);   // the search holds its own reference
     return rc < 0 || ps_set_search(ps, name) < 0 ? USE_REFUSED : 0;
@@ -237,11 +276,23 @@ static void *gram_main(void *ud) {
             pthread_cond_wait(&w->cond, &w->lock);
         if (w->quit) break;
         double t0 = thread_cpu_sec();
-        if (w->have_utt != w->want_utt) {   // a new utterance (or the first one again)
+        if (w->have_utt != w->want_utt) {   // a new utterance (or the same one over again)
             w->have_utt = w->want_utt;
             w->pos = w->fed = 0;
+            bool restart = w->in_utt, set = w->set_cmn;
+            w->set_cmn = false;
+            w->in_utt = true;
             pthread_mutex_unlock(&w->lock);
-            int rc = ps_start_utt(a->gram);
+            int rc = 0;
+            if (restart) {   // the partial decoding is dropped
+                if (ps_end_utt(a->gram) < 0) rc = -1;
+                if (a->loop && ps_end_utt(a->loop) < 0) rc = -1;
+            }
+            if (set) {
+                cmn_live_set(ps_get_feat(a->gram)->cmn_struct, w->cmn);
+                if (a->loop) cmn_live_set(ps_get_feat(a->loop)->cmn_struct, w->cmn);
+            }
+            if (ps_start_utt(a->gram) < 0) rc = -1;
             if (a->loop && ps_start_utt(a->loop) < 0) rc = -1;
             pthread_mutex_lock(&w->lock);
             if (rc < 0) w->rc = -1;
@@ -270,6 +321,7 @@ static void *gram_main(void *ud) {
             }
             pthread_mutex_lock(&w->lock);
             if (rc < 0) w->rc = -1;
+            w->in_utt = false;
             w->hyp = h;
             w->done = true;
         }
@@ -283,10 +335,16 @@ static void *gram_main(void *ud) {
 static void gram_lock(asr *a) { if (a->w.running) pthread_mutex_lock(&a->w.lock); }
 static void gram_unlock(asr *a) { if (a->w.running) pthread_mutex_unlock(&a->w.lock); }
 
-// Asks the worker for a new utterance over a->utt (asr_start, and the first one's second decoding).
-static void gram_begin(asr *a, bool ending) {
+// Asks the worker for a new utterance over a->utt (asr_start, and the first one's second
+// decoding); an utterance in progress is dropped; with cmn, the decoders' cepstral mean is set
+// to it first.
+static void gram_begin(asr *a, bool ending, const mfcc_t *cmn) {
     if (!a->w.running) return;
     pthread_mutex_lock(&a->w.lock);
+    if (cmn) {
+        memcpy(a->w.cmn, cmn, (size_t)a->veclen * sizeof *cmn);
+        a->w.set_cmn = true;
+    }
     a->w.want_utt++;
     a->w.ending = ending;
     a->w.done = false;
@@ -369,9 +427,34 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
         }
         a->w.running = true;
     }
+    cmn_t *cmn = ps_get_feat(a->lm)->cmn_struct;
+    if (cmn && cmn->veclen <= MAXCEP) {
+        a->veclen = cmn->veclen;
+        cmn_live_get(cmn, a->prior);
+    }
+    const char *cs = getenv("CABIN_ASR_SETTLE_S"), *cw = getenv("CABIN_ASR_SETTLE_W");   // experiments
+    float settle_s = cs ? (float)atof(cs) : COLD_SETTLE_S;
+    a->settle_at = a->veclen && settle_s > 0 ? (size_t)(settle_s * 16000) : 0;
+    a->settle_weight = cw ? (float)atof(cw) : COLD_SETTLE_WEIGHT;
+    const char *ce = getenv("CABIN_ASR_EARLY");   // experiments: 0 always waits for the final passes
+    a->early = !ce || atoi(ce) != 0;
+    const char *cg = getenv("CABIN_ASR_SETTLE_GROW");
+    a->settle_grow = cg ? (float)atof(cg) : COLD_SETTLE_GROW;
+    const char *cl = getenv("CABIN_ASR_SETTLE_LAST");
+    a->settle_last = (size_t)((cl ? atof(cl) : COLD_SETTLE_LAST_S) * 16000);
     snprintf(a->desc, sizeof a->desc, "%s%s%s (%s)%s", o->general ? "general en-us LM" : "domain LM",
              *jsgf ? " + grammar " : "", jsgf, lm, a->loop ? " + phone loop" : "");
     return a;
+}
+
+// The n-gram search's final passes (ps_end_utt: 30-75 ms after a command, most of the time
+// from the end of speech to the transcript) when end_both left them for later.
+static int finish_lm(asr *a) {
+    if (!a->lm_pending) return 0;
+    a->lm_pending = false;
+    int rc = ps_end_utt(a->lm);
+    for (ps_seg_t *sg = rc >= 0 ? ps_seg_iter(a->lm) : NULL; sg; sg = ps_seg_next(sg)) {}
+    return rc;
 }
 
 void asr_close(asr *a) {
@@ -385,7 +468,10 @@ void asr_close(asr *a) {
         pthread_mutex_destroy(&a->w.lock);
         pthread_cond_destroy(&a->w.cond);
     }
-    if (a->lm) ps_free(a->lm);
+    if (a->lm) {
+        finish_lm(a);
+        ps_free(a->lm);
+    }
     if (a->gram) ps_free(a->gram);
     if (a->loop) {
         // pocketsphinx 5prealpha's allphone search frees its last utterance's phone segments
@@ -409,9 +495,26 @@ int asr_start(asr *a, errbuf *err) {
     gram_lock(a);
     a->n = 0;
     gram_unlock(a);
-    a->cpu = 0;
+    double t0 = thread_cpu_sec();
+    if (finish_lm(a) < 0) return err_set(err, "asr: could not end the last utterance");
+    a->cpu = thread_cpu_sec() - t0;   // counted in this utterance: spent while it is spoken
+    cmn_t *cmn = ps_get_feat(a->lm)->cmn_struct;
+    a->cold = a->n_utts == 0 || getenv("CABIN_ASR_COLD");   // CABIN_ASR_COLD: experiments
+    a->settled = false;
+    a->settle_next = a->settle_at;
+    if (a->cold && a->n_utts > 0 && a->veclen) {   // every utterance a first one
+        cmn_live_set(cmn, a->prior);
+        gram_lock(a);
+        cmn_live_set(ps_get_feat(a->gram)->cmn_struct, a->prior);
+        if (a->loop) cmn_live_set(ps_get_feat(a->loop)->cmn_struct, a->prior);
+        gram_unlock(a);
+    }
     if (ps_start_utt(a->lm) < 0) return err_set(err, "asr: could not start an utterance");
-    gram_begin(a, false);
+    if (a->veclen) {
+        memcpy(a->sum0, cmn->sum, (size_t)a->veclen * sizeof *a->sum0);
+        a->nframe0 = cmn->nframe;
+    }
+    gram_begin(a, false, NULL);
     return 0;
 }
 
@@ -430,6 +533,36 @@ static const int16_t *add_noise_floor(asr *a, const int16_t *x, size_t n) {
         a->floored[i] = (int16_t)lrintf(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
     }
     return a->floored;
+}
+
+// The first utterance's start-over (COLD_SETTLE_S): the cepstral mean of the frames seen so
+// far (the n-gram decoder's running sum since the utterance began), weighted against the prior,
+// becomes every decoder's mean; the searches drop what they decoded and go over the
+// utterance's audio again. Returns pocketsphinx's status.
+static int settle(asr *a) {
+    double t0 = thread_cpu_sec();
+    cmn_t *cmn = ps_get_feat(a->lm)->cmn_struct;
+    int32 nf = cmn->nframe - a->nframe0;
+    if (nf <= 0 || cmn->veclen != a->veclen) return 0;
+    mfcc_t mean[MAXCEP];
+    for (int i = 0; i < a->veclen; i++) {
+        float seen = (float)(cmn->sum[i] - a->sum0[i]) / (float)nf;
+        mean[i] = (mfcc_t)(a->settle_weight * seen + (1 - a->settle_weight) * (float)a->prior[i]);
+    }
+    a->settled = true;
+    a->settle_next = a->settle_grow > 1 ? (size_t)((double)a->settle_next * a->settle_grow) : 0;
+    if (a->settle_next > a->settle_last) a->settle_next = 0;
+    gram_begin(a, false, mean);   // the worker drops its utterance, sets the mean, starts over
+    int rc = ps_end_utt(a->lm);
+    cmn_live_set(cmn, mean);
+    if (rc >= 0) rc = ps_start_utt(a->lm);
+    memcpy(a->sum0, cmn->sum, (size_t)a->veclen * sizeof *a->sum0);   // a later start-over's mean:
+    a->nframe0 = cmn->nframe;                                          // the frames from here on
+    for (size_t i = 0; rc >= 0 && i < a->n; i += CHUNK)
+        rc = ps_process_raw(a->lm, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
+    a->cpu += thread_cpu_sec() - t0;
+    if (getenv("CABIN_ASR_DEBUG")) fprintf(stderr, "asr: started over at %.2f s with the mean of %d frames\n", a->n / 16000.0, nf);
+    return rc;
 }
 
 int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
@@ -456,99 +589,69 @@ int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
         if (a->w.rc < 0) rc = -1;
         pthread_mutex_unlock(&a->w.lock);
     }
+    if (rc >= 0 && a->cold && a->settle_next && a->n >= a->settle_next) rc = settle(a);
     return rc < 0 ? err_set(err, "asr: decoding failed") : 0;
 }
 
-// A hypothesis split into words (a copy of its text in buf; at most MAX_HYP_WORDS words kept).
-enum { MAX_HYP_WORDS = 64 };
-typedef struct hyp_words {
-    char buf[512];
-    const char *w[MAX_HYP_WORDS];
-    int n;
-} hyp_words;
-
-static void split_words(hyp_words *h, const char *s) {
-    snprintf(h->buf, sizeof h->buf, "%s", s);
-    h->n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(h->buf, " ", &save); t && h->n < MAX_HYP_WORDS; t = strtok_r(NULL, " ", &save))
-        h->w[h->n++] = t;
-}
-
-// m[i][j] = length of the longest common subsequence of a's words from i on and b's from j on.
-static void lcs_table(const hyp_words *a, const hyp_words *b, int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1]) {
-    for (int i = a->n; i >= 0; i--)
-        for (int j = b->n; j >= 0; j--)
-            m[i][j] = i == a->n || j == b->n ? 0 : strcmp(a->w[i], b->w[j]) == 0 ? m[i + 1][j + 1] + 1
-                    : m[i + 1][j] > m[i][j + 1] ? m[i + 1][j] : m[i][j + 1];
-}
-
-// Share of a's words that b has in the same order: longest common subsequence / words of a.
-static double word_agreement(const char *a, const char *b) {
-    hyp_words wa, wb;
-    split_words(&wa, a);
-    split_words(&wb, b);
-    if (!wa.n) return 0;
-    int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1];
-    lcs_table(&wa, &wb, m);
-    return (double)m[0][0] / wa.n;
-}
-
-// Ends both searches (in parallel: the grammar's on its thread) and reads their best paths.
-static int end_both(asr *a, hyp_info *lm, hyp_info *gram, errbuf *err) {
+// Ends both searches (the grammar's on its thread, from now on) and reads their best paths. With
+// early, the grammar's reading is returned without waiting for the n-gram search's final passes
+// when its first pass's reading so far (the best path of its tree search) already decides it: the
+// grammar parsed, the first pass bears out grammar_min_agree of its words, and the two do not
+// differ only in hesitations (then the final reading decides, asr_end). lm then holds that first
+// pass's reading; the final passes run at the next utterance's start (lm_pending). Returns -1
+// with err, 0, or 1 when the grammar's reading was decided early.
+static int end_both(asr *a, hyp_info *lm, hyp_info *gram, bool early, errbuf *err) {
+    if (a->w.running) {   // the worker ends its searches while this thread ends the n-gram's
+        pthread_mutex_lock(&a->w.lock);
+        a->w.ending = true;
+        pthread_cond_broadcast(&a->w.cond);
+        pthread_mutex_unlock(&a->w.lock);
+    }
+    double cpu = 0;
+    if (early && a->w.running) {
+        path_words(a->lm, lm);
+        int grc = gram_finish(a, gram, &cpu);
+        a->cpu += cpu;
+        if (grc < 0) return err_set(err, "asr: could not end the utterance");
+        if (*gram->text && *lm->text && asr_word_agreement(gram->text, lm->text) >= a->grammar_min_agree &&
+            (strcmp(gram->text, lm->text) == 0 || !asr_same_but_fillers(gram->text, lm->text))) {
+            a->lm_pending = true;
+            return 1;
+        }
+        int rc = ps_end_utt(a->lm);
+        path_words(a->lm, lm);
+        return rc < 0 ? err_set(err, "asr: could not end the utterance") : 0;
+    }
     int rc = ps_end_utt(a->lm);
     path_words(a->lm, lm);
-    double cpu = 0;
     int grc = gram_finish(a, gram, &cpu);
     a->cpu += cpu;
     if (rc < 0 || grc < 0) return err_set(err, "asr: could not end the utterance");
     return 0;
 }
 
-// The two hypotheses as one small grammar: their common words (longest common subsequence) in
-// order, and where they differ either one's words ("turn ( uh | um ) down the music", "[ so ]
-// turn ..."). Decoding the utterance again with it lets the acoustics alone choose.
-static void appendf(char *out, size_t cap, size_t *k, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    *k += (size_t)vsnprintf(out + *k, *k < cap ? cap - *k : 0, fmt, ap);
-    va_end(ap);
+// A decoder's live cepstral mean, kept to be put back.
+typedef struct cmn_snapshot {
+    bool kept;
+    mfcc_t mean[MAXCEP], sum[MAXCEP];
+    int32 nframe;
+} cmn_snapshot;
+
+static void cmn_keep(ps_decoder_t *ps, cmn_snapshot *k) {
+    cmn_t *cmn = ps ? ps_get_feat(ps)->cmn_struct : NULL;
+    k->kept = cmn && cmn->veclen <= MAXCEP;
+    if (!k->kept) return;
+    memcpy(k->mean, cmn->cmn_mean, (size_t)cmn->veclen * sizeof *k->mean);
+    memcpy(k->sum, cmn->sum, (size_t)cmn->veclen * sizeof *k->sum);
+    k->nframe = cmn->nframe;
 }
 
-int asr_union_grammar(const char *g, const char *l, char *out, size_t cap) {
-    hyp_words wg, wl;
-    split_words(&wg, g);
-    split_words(&wl, l);
-    if (wg.n == MAX_HYP_WORDS || wl.n == MAX_HYP_WORDS) return -1;   // (possibly) cut short: no union of parts
-    int m[MAX_HYP_WORDS + 1][MAX_HYP_WORDS + 1];
-    lcs_table(&wg, &wl, m);
-    size_t k = 0;
-    appendf(out, cap, &k, "#JSGF V1.0;\ngrammar pick;\npublic <pick> =");
-    int i = 0, j = 0;
-    while (i < wg.n || j < wl.n) {
-        if (i < wg.n && j < wl.n && strcmp(wg.w[i], wl.w[j]) == 0) {
-            appendf(out, cap, &k, " %s", wg.w[i]);
-            i++, j++;
-            continue;
-        }
-        // the differing stretch: up to the next common word of the LCS
-        int i2 = i, j2 = j;
-        while (i2 < wg.n || j2 < wl.n) {
-            if (i2 < wg.n && j2 < wl.n && strcmp(wg.w[i2], wl.w[j2]) == 0) break;
-            if (i2 < wg.n && (j2 == wl.n || m[i2 + 1][j2] >= m[i2][j2 + 1])) i2++;
-            else j2++;
-        }
-        // "( g's | l's )" where both have words, "[ the one's ]" where one has none
-        bool both = i2 > i && j2 > j;
-        appendf(out, cap, &k, both ? " (" : " [");
-        for (int x = i; x < i2; x++) appendf(out, cap, &k, " %s", wg.w[x]);
-        if (both) appendf(out, cap, &k, " |");
-        for (int x = j; x < j2; x++) appendf(out, cap, &k, " %s", wl.w[x]);
-        appendf(out, cap, &k, both ? " )" : " ]");
-        i = i2, j = j2;
-    }
-    appendf(out, cap, &k, ";\n");
-    return k < cap ? 0 : -1;
+static void cmn_put_back(ps_decoder_t *ps, const cmn_snapshot *k) {
+    if (!k->kept) return;
+    cmn_t *cmn = ps_get_feat(ps)->cmn_struct;
+    memcpy(cmn->cmn_mean, k->mean, (size_t)cmn->veclen * sizeof *k->mean);
+    memcpy(cmn->sum, k->sum, (size_t)cmn->veclen * sizeof *k->sum);
+    cmn->nframe = k->nframe;
 }
 
 // Decodes the kept utterance again on the grammar decoder with asr_union_grammar(g, l); its words
@@ -565,53 +668,16 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
         ps_set_search(a->gram, "cabin");
         return -1;
     }
-    cmn_t *cmn = ps_get_feat(a->gram)->cmn_struct;
-    enum { MAXCEP = 64 };
-    mfcc_t mean[MAXCEP], sum[MAXCEP];
-    int32 nframe = 0;
-    bool keep = cmn && cmn->veclen <= MAXCEP;
-    if (keep) {
-        memcpy(mean, cmn->cmn_mean, (size_t)cmn->veclen * sizeof *mean);
-        memcpy(sum, cmn->sum, (size_t)cmn->veclen * sizeof *sum);
-        nframe = cmn->nframe;
-    }
+    cmn_snapshot keep;
+    cmn_keep(a->gram, &keep);
     int rc = ps_start_utt(a->gram);
     for (size_t i = 0; rc >= 0 && i < a->n; i += CHUNK)
         rc = ps_process_raw(a->gram, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
     if (rc >= 0) rc = ps_end_utt(a->gram);
     if (rc >= 0) path_words(a->gram, h);
-    if (keep) {
-        memcpy(cmn->cmn_mean, mean, (size_t)cmn->veclen * sizeof *mean);
-        memcpy(cmn->sum, sum, (size_t)cmn->veclen * sizeof *sum);
-        cmn->nframe = nframe;
-    }
+    cmn_put_back(a->gram, &keep);
     ps_set_search(a->gram, "cabin");
     return rc < 0 ? -1 : 0;
-}
-
-static bool is_filler(const char *w) {
-    static const char *const fillers[] = { "uh", "um", "er", "hmm", "so" };
-    for (size_t k = 0; k < sizeof fillers / sizeof *fillers; k++)
-        if (strcmp(w, fillers[k]) == 0) return true;
-    return false;
-}
-
-// Whether a and b are the same words once hesitations and a discourse "so" are left out
-// (the two searches often differ only there: the grammar's filler loop puts "uh" or "so" where
-// espeak-ng's voice starts, the n-gram search drops a real "um").
-bool asr_same_but_fillers(const char *a, const char *b) {
-    hyp_words wa, wb;
-    split_words(&wa, a);
-    split_words(&wb, b);
-    if (wa.n == MAX_HYP_WORDS || wb.n == MAX_HYP_WORDS) return false;   // (possibly) cut short
-    int i = 0, j = 0;
-    for (;;) {
-        while (i < wa.n && is_filler(wa.w[i])) i++;
-        while (j < wb.n && is_filler(wb.w[j])) j++;
-        if (i == wa.n || j == wb.n) return i == wa.n && j == wb.n;
-        if (strcmp(wa.w[i], wb.w[j]) != 0) return false;
-        i++, j++;
-    }
 }
 
 int asr_end(asr *a, asr_result *r, errbuf *err) {
@@ -619,17 +685,18 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     memset(r, 0, sizeof *r);
     r->search = "";
     hyp_info lm, gram;
-    if (end_both(a, &lm, &gram, err)) return -1;
-    // Live cepstral mean normalisation starts from the model's prior and adapts after each
-    // utterance; the first one is decoded with a poor estimate (measured: "set the temperature
-    // to twenty two degrees" -> "do the two degrees"). So the first utterance is decoded again,
-    // now that the estimate has seen it: a one-off cost on the first turn.
-    if (a->n_utts++ == 0 && a->n) {
+    bool short_first = a->cold && !a->settled && a->n;
+    int ended = end_both(a, &lm, &gram, a->early && a->policy == POLICY_AGREE && !short_first, err);
+    if (ended < 0) return -1;
+    // A first utterance too short to have started over (COLD_SETTLE_S) was decoded with the
+    // prior's mean: it is decoded again, now that the mean has seen it.
+    a->n_utts++;
+    if (short_first) {
         ps_start_utt(a->lm);
-        gram_begin(a, true);
+        gram_begin(a, true, NULL);
         for (size_t i = 0; i < a->n; i += CHUNK)
             ps_process_raw(a->lm, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
-        if (end_both(a, &lm, &gram, err)) return -1;
+        if (end_both(a, &lm, &gram, false, err) < 0) return -1;
         r->redecoded = true;
     }
     // A grammar pass with the n-gram LM as fallback: the grammar's words when it parsed the
@@ -639,7 +706,7 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     // some command, "stop um um the song" -> "so phone lucas okay"). WER by threshold, clean
     // development set / clean test set / noisy test set: 0: 0.171/0.392/0.304, 0.2:
     // 0.182/0.329/0.190, 0.4: 0.219/0.329/0.215, 0.7 (before): 0.234/0.278/0.228.
-    double agree = *gram.text && *lm.text ? word_agreement(gram.text, lm.text) : 0;
+    double agree = *gram.text && *lm.text ? asr_word_agreement(gram.text, lm.text) : 0;
     bool use_gram = a->policy == POLICY_GRAMMAR ? *gram.text != 0
                   : a->policy == POLICY_LM ? false
                   : *gram.text && agree >= a->grammar_min_agree;
@@ -677,11 +744,37 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
         r->search = "lm";
     }
     r->conf = agree;
+    r->settled = a->settled;
     r->refused = *r->text && !isnan(r->fit) && r->fit < a->refuse_below;
     a->cpu += thread_cpu_sec() - t0;
     r->audio_s = (double)a->n / 16000.0;
     r->cpu_s = a->cpu;
     return 0;
+}
+
+int asr_warm(asr *a, double seconds) {
+    ps_decoder_t *dec[3] = { a->lm, a->gram, a->loop };
+    cmn_snapshot keep[3];
+    uint32_t noise = a->noise_state;
+    size_t n = (size_t)(seconds * 16000);
+    int16_t *zero = xcalloc(n ? n : 1, sizeof *zero);
+    const int16_t *x = add_noise_floor(a, zero, n);
+    int rc = 0;
+    gram_lock(a);   // the worker is idle between utterances; its decoders are used here meanwhile
+    for (int d = 0; d < 3; d++) {
+        if (!dec[d]) continue;
+        cmn_keep(dec[d], &keep[d]);
+        if (ps_start_utt(dec[d]) < 0) { rc = -1; continue; }
+        for (size_t i = 0; i < n; i += CHUNK)
+            if (ps_process_raw(dec[d], x + i, n - i < CHUNK ? n - i : CHUNK, FALSE, FALSE) < 0) rc = -1;
+        if (ps_end_utt(dec[d]) < 0) rc = -1;
+        for (ps_seg_t *sg = ps_seg_iter(dec[d]); sg; sg = ps_seg_next(sg)) {}
+        cmn_put_back(dec[d], &keep[d]);
+    }
+    gram_unlock(a);
+    a->noise_state = noise;   // the same audio decodes the same, warmed or not
+    free(zero);
+    return rc;
 }
 
 int asr_decode(asr *a, const int16_t *x, size_t n, asr_result *r, errbuf *err) {

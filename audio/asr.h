@@ -41,7 +41,9 @@ typedef struct asr_result {
     double conf;           // share of the grammar's words the n-gram search also heard (0..1)
     double audio_s;        // seconds of audio in the utterance
     double cpu_s;          // CPU time spent decoding it, both searches on both threads (feed + end)
-    bool redecoded;        // the first utterance: decoded twice (see asr_end)
+    bool settled;          // a first utterance whose searches started over once its own
+                           // cepstral mean was known (asr.c: COLD_SETTLE_S)
+    bool redecoded;        // a first utterance too short for that: decoded again at its end
     // How well the grammar's best path fits the audio: its acoustic score minus that of a free
     // phone loop over the same frames, per frame (log base of the decoder; 0 = as well as any
     // phone sequence, commands -10 to -35, speech the grammar does not hold far lower); NAN
@@ -59,11 +61,17 @@ int asr_start(asr *a, errbuf *err);
 // 16 kHz mono samples of the current utterance.
 int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err);
 int asr_end(asr *a, asr_result *r, errbuf *err);
+// Runs every search over `seconds` of silence (at the noise floor) so that the first utterance
+// finds the recogniser's memory and code paths as later ones do; the cepstral means and the
+// noise sequence are left as they were (the first utterance still settles: asr.c).
+int asr_warm(asr *a, double seconds);
 // Decodes a whole buffer (start, feed, end).
 int asr_decode(asr *a, const int16_t *x, size_t n, asr_result *r, errbuf *err);
 const char *asr_describe(const asr *a);   // "domain LM + grammar (assets/asr/...)"
 
-// Helpers of asr_end's choice between the two searches (exposed for tests):
+// Helpers of asr_end's choice between the two searches (audio/asr_words.c; exposed for tests):
+// the share of a's words that b has in the same order (longest common subsequence / a's words);
+double asr_word_agreement(const char *a, const char *b);
 // whether a and b are the same words once uh/um/er/hmm/so are left out (false for a reading of
 // 64 words or more);
 bool asr_same_but_fillers(const char *a, const char *b);
