@@ -65,3 +65,5 @@ void voice_ptt_release(voice *v) { (void)v; }
 bool voice_reply_piece(voice *v, const char *piece, int len) { (void)v; (void)piece; (void)len; return false; }
 int voice_last_stats(voice *v, voice_turn_stats *out) { (void)v; (void)out; return -1; }
 const char *voice_describe(voice *v) { (void)v; return AUDIO_OFF_MSG; }
+const char *voice_priority_note(voice *v) { (void)v; return ""; }
+double voice_ready_ms(voice *v) { (void)v; return 0; }

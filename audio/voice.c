@@ -23,6 +23,7 @@ voice_opts voice_opts_default(void) {
     o.asr = asr_opts_default();
     o.clause_max_words = 12;
     o.clause_first_words = 4;
+    o.nice = VOICE_NICE;
     return o;
 }
 
@@ -34,6 +35,10 @@ struct voice {
     asr *asr;
     vad vad;
     char desc[768];
+    char prio_note[200];
+    pid_t prio_tid;                // voice_open's thread, raised to o.nice from prio_prev (0: not)
+    int prio_prev;
+    double ready_ms;
     _Atomic bool stop;
     _Atomic int ptt;               // 1 pressed, 0 released (push-to-talk)
     // pre-roll: the last PREROLL samples (voice_run's thread only)
@@ -255,6 +260,8 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     v->cur.speech_s = r.audio_s;
     v->cur.asr_final_ms = (now_sec() - t_end) * 1000;
     v->cur.asr_rtf = r.audio_s > 0 ? r.cpu_s / r.audio_s : 0;
+    v->cur.asr_settled = r.settled;
+    v->cur.asr_redecoded = r.redecoded;
     v->cur.asr_search = r.search;
     v->cur.asr_conf = r.conf;
     v->cur.asr_fit = r.fit;
@@ -356,6 +363,8 @@ int voice_run(voice *v, errbuf *err) {
     return rc;
 }
 
+static int discard_samples(void *ud, const int16_t *x, size_t n) { (void)ud; (void)x; (void)n; return 0; }
+
 voice *voice_open(const voice_opts *o, const voice_hooks *h, errbuf *err) {
     voice *v = xcalloc(1, sizeof *v);
     v->o = *o;
@@ -365,9 +374,22 @@ voice *voice_open(const voice_opts *o, const voice_hooks *h, errbuf *err) {
     pthread_mutex_init(&v->slock, NULL);
     vad_init(&v->vad, &o->vad, RATE);
     atomic_store(&v->reply_done, true);
+    double t0 = now_sec();
+    // before any thread is started: they inherit it
+    int prev = prio_get_thread(prio_thread_id());
+    if (o->nice != VOICE_NICE_KEEP && prev > o->nice && prio_set_self(o->nice, v->prio_note, sizeof v->prio_note) == 0) {
+        v->prio_tid = prio_thread_id();   // put back by voice_close (lowering is always allowed)
+        v->prio_prev = prev;
+    }
     if (o->out && tts_init(o->tts_voice, o->tts_wpm, err)) goto fail;
     v->asr = asr_open(&o->asr, err);
     if (!v->asr) goto fail;
+    // Warm-up: the searches over half a second of silence, the synthesizer over a word, unheard.
+    asr_warm(v->asr, 0.5);
+    if (o->out) {
+        errbuf ignored = {{0}};
+        tts_speak("ready.", discard_samples, NULL, &ignored);
+    }
     v->in = audio_in_open(o->in, RATE, o->realtime, err);
     if (!v->in) goto fail;
     if (o->out) {
@@ -376,6 +398,7 @@ voice *voice_open(const voice_opts *o, const voice_hooks *h, errbuf *err) {
     }
     pthread_create(&v->tts_thread, NULL, tts_main, v);
     v->tts_started = true;
+    v->ready_ms = (now_sec() - t0) * 1000;
     snprintf(v->desc, sizeof v->desc, "in: %s | out: %s | asr: %s | %s", audio_in_name(v->in),
              v->out ? audio_out_name(v->out) : "(none)", asr_describe(v->asr),
              o->hands_free ? "hands-free (VAD)" : "push-to-talk");
@@ -407,6 +430,7 @@ void voice_close(voice *v) {
     pthread_mutex_destroy(&v->qlock);
     pthread_cond_destroy(&v->qcond);
     pthread_mutex_destroy(&v->slock);
+    if (v->prio_tid) prio_set_thread(v->prio_tid, v->prio_prev, NULL, 0);
     free(v);
 }
 
@@ -414,6 +438,8 @@ void voice_stop(voice *v) { atomic_store(&v->stop, true); }
 void voice_ptt_press(voice *v) { atomic_store(&v->ptt, 1); }
 void voice_ptt_release(voice *v) { atomic_store(&v->ptt, 0); }
 const char *voice_describe(voice *v) { return v->desc; }
+const char *voice_priority_note(voice *v) { return v->prio_note; }
+double voice_ready_ms(voice *v) { return v->ready_ms; }
 
 int voice_last_stats(voice *v, voice_turn_stats *out) {
     pthread_mutex_lock(&v->slock);

@@ -25,6 +25,8 @@ typedef struct voice_turn_stats {
     double first_audio_ms;     // -> first sample played by the device (time to first audio)
     double last_token_ms;      // -> last reply token
     double asr_rtf;            // recognition time / audio time
+    bool asr_settled;          // the first utterance started over with its own mean (asr_result)
+    bool asr_redecoded;        // the first utterance, too short for that, decoded twice
     const char *asr_search;    // "grammar", "lm" or "pick" (asr_result.search)
     double asr_conf;           // share of the grammar's words the n-gram search also heard
     double asr_fit;            // how well the grammar's path fits the audio (asr_result.fit; NAN: none)
@@ -63,12 +65,26 @@ typedef struct voice_opts {
     int tts_wpm;               // 0: 175
     int clause_max_words;      // a clause without punctuation is cut after this many words (12)
     int clause_first_words;    // ... the reply's first clause after this many (4): speech starts sooner
+    int nice;                  // the pipeline's threads' nice value (VOICE_NICE; voice_open's
+                               // caller's and every thread it starts); VOICE_NICE_KEEP: unchanged
 } voice_opts;
+
+// The voice threads run ahead of the model's (cabin voice puts those at -5) and of other
+// processes: capture and recognition must not wait for a core while the person speaks.
+#define VOICE_NICE (-10)
+#define VOICE_NICE_KEEP 100
 
 voice_opts voice_opts_default(void);
 
-// Opens devices, recogniser and synthesizer. No device or a failing one: NULL and one line.
+// Opens devices, recogniser and synthesizer and warms them (every search and the synthesizer
+// run once, unheard: the first turn is as fast as the tenth). No device or a failing one: NULL
+// and one line.
 voice *voice_open(const voice_opts *o, const voice_hooks *h, errbuf *err);
+// Why the pipeline's threads could not be given their priority ("" when they were): to be said
+// once.
+const char *voice_priority_note(voice *v);
+// Milliseconds voice_open took to load and warm everything (voice is ready after them).
+double voice_ready_ms(voice *v);
 void voice_close(voice *v);
 // Runs turns until the input ends (files) or voice_stop. 0 ok, -1 with err.
 int voice_run(voice *v, errbuf *err);

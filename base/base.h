@@ -8,6 +8,7 @@
 #include "base/dirs.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/prio.h"
 #include "base/stopsig.h"
 #include "base/str.h"
 #include "base/threads.h"

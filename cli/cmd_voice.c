@@ -81,10 +81,11 @@ static void app_turn(void *ud, const voice_turn_stats *st) {
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
     char t[5][24];
     if (a->stats)
-        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f | end of speech -> transcript %s, "
+        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f%s | end of speech -> transcript %s, "
                "first token %s, first audio written %s, first audio played %s, last token %s\n",
                st->turn, st->speech_s, st->asr_search, st->asr_refused ? " refused" : "", st->asr_conf, st->asr_fit,
-               st->asr_rtf, ms_text(st->asr_final_ms, t[0], sizeof t[0]), ms_text(st->first_token_ms, t[1], sizeof t[1]),
+               st->asr_rtf, st->asr_settled ? " (first utterance: started over)" : st->asr_redecoded ? " (first utterance: decoded twice)" : "",
+               ms_text(st->asr_final_ms, t[0], sizeof t[0]), ms_text(st->first_token_ms, t[1], sizeof t[1]),
                ms_text(st->first_write_ms, t[2], sizeof t[2]), ms_text(st->first_audio_ms, t[3], sizeof t[3]),
                ms_text(st->last_token_ms, t[4], sizeof t[4]));
     if (st->barged_in && a->stats) printf("barge-in turn %d: generation and playback stopped %.1f ms after onset\n",
@@ -160,7 +161,7 @@ static void *key_thread(void *ud) {
 typedef struct voice_cli_opts {
     voice_opts vo;
     const char *asr_kind;
-    bool stats, hands_free, no_out, fresh;
+    bool stats, hands_free, no_out, fresh, no_priority;
     int n_predict, hang;
     float margin;
 } voice_cli_opts;
@@ -175,6 +176,8 @@ static const opt_def VOICE_OPTS[] = {
     { "--hands-free", NULL, OPT_FLAG, VO(hands_free), NULL, "the VAD takes turns (default with a file)", NULL, NULL, NULL },
     { "--realtime", NULL, OPT_FLAG, VO(vo.realtime), NULL, "WAV devices run at the wall clock's pace (barge-in works)", NULL, NULL, NULL },
     { "--fresh-turns", NULL, OPT_FLAG, VO(fresh), NULL, "every turn starts a new conversation and car", NULL, NULL, NULL },
+    { "--no-priority", NULL, OPT_FLAG, VO(no_priority), NULL, "leave every thread at the priority it starts with\n"
+      "(else voice threads nice -10, the model's -5, where allowed)", NULL, NULL, NULL },
     { "--asr", NULL, OPT_STR, VO(asr_kind), "domain|general", "recogniser LM: the assistant's domain or en-us", NULL, NULL, NULL },
     { "--asr-lm", NULL, OPT_STR, VO(vo.asr.lm), "F", "recogniser language model", "assets/asr/cabin.lm", NULL, NULL },
     { "--asr-dict", NULL, OPT_STR, VO(vo.asr.dict), "F", "recogniser dictionary", "assets/asr/cabin.dict", NULL, NULL },
@@ -197,6 +200,8 @@ static const cmd_spec VOICE_SPEC = {
     "pressing it while cabin speaks interrupts), q leaves. With --audio-in FILE.wav the\n"
     "turns the VAD finds in the file are answered one after another, then it exits.\n",
 };
+
+#define MODEL_NICE (-5)   // the model's threads under cabin voice (VOICE_NICE: the pipeline's)
 
 static void say_governor(void *ud, const char *line) { (void)ud; printf("%s\n", line); fflush(stdout); }
 
@@ -231,6 +236,11 @@ int cmd_voice(int argc, char **argv) {
     app.stats = stats;
     errbuf err = {{0}};
     r.s.model_path = run_opts_model(&r);
+    // The model's threads (started by assistant_open, from this one) run behind the voice
+    // pipeline's and ahead of other processes; voice_open then raises this thread to VOICE_NICE.
+    char prio_why[200] = "";
+    if (o.no_priority) vo.nice = VOICE_NICE_KEEP;
+    else if (prio_get_thread(prio_thread_id()) > MODEL_NICE) prio_set_self(MODEL_NICE, prio_why, sizeof prio_why);
     if (assistant_open(&app.as, &r.s, r.free_actions, &err)) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
     if (r.governor && gov_run_start(app.as.s, &r.s, r.governor, NULL, say_governor, NULL, &app.as.gov, &err)) {
         fprintf(stderr, "cabin voice: --governor: %s\n", err.msg);
@@ -247,6 +257,9 @@ int cmd_voice(int argc, char **argv) {
     }
     app.v = v;
     printf("cabin voice — %s\n", voice_describe(v));
+    if (*voice_priority_note(v) || *prio_why)
+        fprintf(stderr, "cabin voice: threads at normal priority: %s\n", *prio_why ? prio_why : voice_priority_note(v));
+    if (stats) printf("voice ready in %.0f ms (recogniser, synthesizer and devices loaded and warmed)\n", voice_ready_ms(v));
     pthread_t kt;
     key_ctx kc = { v, false };
     bool keys = !vo.hands_free && isatty(STDIN_FILENO);

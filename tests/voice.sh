@@ -79,6 +79,18 @@ l=$(echo "$line" | sed -n 's/.*last token \(-*[0-9]*\) ms.*/\1/p')
 if [ -n "$w" ] && [ -n "$l" ] && [ "$w" -ge 0 ] && [ "$w" -lt "$l" ] && [ -s "$T/reply.wav" ]; then ok
 else bad "streaming: first audio written ($w ms) not before the last token ($l ms): $line"; fi
 
+# --- the first turn after start, at a microphone's pace: recognition starts over on it once its
+# own cepstral mean is known (docs/VOICE.md, "The first utterance"), and is right
+if [ $have_model = 1 ]; then
+    "$CABIN" voice -m "$MODEL" --temp 0 -n 48 --audio-in "$T/one.wav" --no-audio-out --realtime --stats \
+        >"$T/first.out" 2>&1
+    want=$(head -n 1 "$T/ref.tsv" | cut -f 2)
+    got=$(sed -n 's/^action: //p' "$T/first.out" | head -n 1)
+    grep -q '^voice ready in [0-9]* ms' "$T/first.out" && grep -q '^latency turn 1: .*(first utterance: started over)' "$T/first.out" &&
+        [ "$got" = "$want" ] && ok || bad "first turn: wanted $want, got '$got': $(grep -E '^(you|latency)' "$T/first.out")"
+    echo "first turn: $(grep '^voice ready' "$T/first.out" | sed 's/ (.*//'); $(grep '^latency turn 1' "$T/first.out" | sed 's/.*| end of speech/end of speech/')"
+fi
+
 # --- barge-in: the second utterance starts while the first reply is being spoken
 sox "$T/one.wav" "$T/one.wav" "$T/barge.wav" 2>/dev/null
 "$CABIN" voice -m "$T/m2.gguf" -n 400 --audio-in "$T/barge.wav" --audio-out "$T/reply2.wav" --realtime --stats \
@@ -90,7 +102,7 @@ else bad "barge-in: $(grep -E 'barge|cabin:' "$T/barge.out" | head -3)"; fi
 
 # --- free speech (not a command, not held by the grammar): refused, not acted on
 # Six sentences written for this test (none from the corpus), one voice; docs/VOICE.md "Free
-# speech". Measured: 3 of 6 acted on, 3 refused; without the refusal (CABIN_ASR_REFUSE_BELOW=-1e9)
+# speech". Measured: 1 to 3 of 6 acted on, 3 or 4 refused; without the refusal (CABIN_ASR_REFUSE_BELOW=-1e9)
 # 5 of 6 acted on, which this bound (4) fails.
 if [ $have_model = 1 ]; then
     list=""
@@ -130,6 +142,14 @@ while [ $waited -lt 180 ] && kill -0 $pa_pid 2>/dev/null && ! grep -q '^you: ' "
     sleep 0.5; waited=$((waited + 1))
 done
 sleep 0.5   # the reply's line after the transcript, when it comes quickly
+# Priorities (docs/VOICE.md): the pipeline's threads at nice -10, the model's at -5, where this
+# process may raise them (root, CAP_SYS_NICE, ulimit -e); else the one line that says why.
+nices=$(cat /proc/$pa_pid/task/*/stat 2>/dev/null | awk '{print $19}' | sort -n | uniq | tr '\n' ' ')
+if grep -q 'threads at normal priority' "$T/pa.out"; then
+    echo "priorities: not allowed here: $(grep -m1 'threads at normal priority' "$T/pa.out")"; ok
+elif echo " $nices" | grep -q ' -10 ' && echo " $nices" | grep -q ' -5 '; then ok
+    echo "priorities: thread nice values $nices"
+else bad "priorities: thread nice values '$nices', and no line saying why they were not raised"; fi
 kill $pa_pid 2>/dev/null; wait $pa_pid 2>/dev/null || true
 want=$(head -n 1 "$T/ref.tsv" | cut -f 1)
 got=$(sed -n 's/^you: //p' "$T/pa.out" | head -n 1)

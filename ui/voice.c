@@ -377,8 +377,13 @@ static void *dev_main(void *ud) {
     }
     tv->tap = audio_in_open(spec, RATE, false, &err);   // the level meter; a device may refuse it
     if (tv->tap) tv->tap_started = pthread_create(&tv->tap_th, NULL, tap_main, tv) == 0;
+    if (*voice_priority_note(v)) {   // said once
+        snprintf(line, sizeof line, "voice threads at normal priority: %.250s", voice_priority_note(v));
+        worker_post_line(tv->w, MSG_INFO, line);
+    }
     pthread_mutex_lock(&tv->mu);
-    snprintf(line, sizeof line, "%.239s%.59s", voice_describe(v), note);
+    // open, loaded and warmed: the first push-to-talk is answered as fast as the tenth
+    snprintf(line, sizeof line, "ready (%.0f ms) | %.220s%.59s", voice_ready_ms(v), voice_describe(v), note);
     tv->ptt_inst = in;
     rest(tv, TV_IDLE, line);
     snprintf(tv->view.line, sizeof tv->view.line, "%.239s", line);
