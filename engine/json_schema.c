@@ -2,6 +2,7 @@
 #include "engine/json_schema.h"
 #include "base/clock.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
 
@@ -420,19 +421,23 @@ static bool feed_byte(json_match *m, unsigned char c) {
             case S_IN:   // len counts characters, as maxLength does
                 if (c == '"') { pop(m); return true; }
                 if (c < 0x20 || f->len >= n->max_len) return false;
-                if (c >= 0x80) {   // a UTF-8 lead byte, and how many continuation bytes follow
-                    int more = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-                    if (!more) return false;
-                    f->cand = (uint16_t)more;
+                if (c >= 0x80) {   // a UTF-8 lead byte: cand = lead << 2 | continuation bytes to come
+                    int more = utf8_lead_more(c);
+                    if (more <= 0) return false;
+                    f->cand = (uint16_t)(c << 2 | more);
                     f->phase = S_UTF8;
                 }
                 f->len++;
                 if (c == '\\') f->phase = S_ESC;
                 return true;
-            case S_UTF8:
-                if ((c & 0xC0) != 0x80) return false;
-                if (--f->cand == 0) f->phase = S_IN;
+            case S_UTF8: {
+                unsigned char lead = (unsigned char)(f->cand >> 2);
+                int left = f->cand & 3;
+                if (left == utf8_lead_more(lead) ? !utf8_second_ok(lead, c) : (c & 0xC0) != 0x80) return false;
+                f->cand = (uint16_t)(lead << 2 | (left - 1));
+                if (left == 1) f->phase = S_IN;
                 return true;
+            }
             case S_ESC:
                 if (c == 'u') { f->phase = S_HEX; f->cand = 4; return true; }
                 if (!strchr("\"\\/bfnrt", c) || c == 0) return false;
@@ -532,11 +537,9 @@ json_vocab *json_vocab_new(session *sess) {
         bool plain = true;
         for (int k = 0; k < n && plain;) {
             unsigned char c = (unsigned char)buf[k];
-            int more = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
-            if (c == '"' || c == '\\' || c < 0x20 || more < 0 || k + more >= n + (more ? 0 : 1)) plain = false;
-            for (int j = 1; j <= more && plain; j++)
-                if (((unsigned char)buf[k + j] & 0xC0) != 0x80) plain = false;
-            k += 1 + (more > 0 ? more : 0);
+            size_t len = utf8_valid_len(buf + k, (size_t)(n - k));
+            if (c == '"' || c == '\\' || c < 0x20 || !len) plain = false;
+            k += len ? (int)len : 1;
         }
         f->plain[id] = plain;
         count[(unsigned char)buf[0]]++;

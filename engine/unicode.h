@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
+
 // General category, one value per Unicode category (order fixed by the generator).
 enum ucat {
     UCAT_CN = 0,                                    // unassigned
@@ -32,24 +34,6 @@ enum {
     UFLAG_UNASSIGNED = 1u << 7,  // Cn, and values past U+10FFFF
     UFLAG_WHITESPACE = 1u << 8,  // the White_Space property (\s in Unicode regexes)
 };
-
-#define UNICODE_MAX 0x10FFFFu
-#define UNICODE_REPLACEMENT 0xFFFDu
-
-// Length of the UTF-8 sequence that first byte c starts, from its high bits alone (1 for a
-// continuation or invalid byte); nothing is validated (utf8_decode does that).
-static inline int utf8_len_from_first(unsigned char c) {
-    static const int8_t lens[16] = { 1,1,1,1,1,1,1,1, 1,1,1,1, 2,2, 3, 4 };
-    return lens[c >> 4];
-}
-
-// Decodes one code point from s (n > 0 bytes available). Returns the bytes used (1..4) and sets
-// *cp. A malformed sequence (bad continuation, overlong form, surrogate, past U+10FFFF, truncated)
-// uses 1 byte and gives U+FFFD, so every byte of the input belongs to exactly one code point.
-int utf8_decode(const char *s, size_t n, uint32_t *cp);
-// Encodes cp (<= U+10FFFF) into out (4 bytes room). Returns the length (1..4); 0 for cp past
-// U+10FFFF.
-int utf8_encode(uint32_t cp, char *out);
 
 enum ucat unicode_category(uint32_t cp);
 unsigned unicode_flags(uint32_t cp);

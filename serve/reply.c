@@ -2,6 +2,7 @@
 // error object. serve/http.c sends them.
 #include "serve/reply.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -16,34 +17,14 @@ size_t utf8_complete(const char *s, size_t n) {
     size_t i = n, back = 0;
     while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--, back++;
     if (i == 0) return n;   // continuation bytes only: not ours to judge
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    size_t need = (size_t)utf8_len_from_first((unsigned char)s[i - 1]);
     return back + 1 >= need ? n : i - 1;
-}
-
-// The length of the well-formed UTF-8 character at s[0..n), or 0 when it is not one (a stray
-// continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short).
-static size_t utf8_char_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (len == 0 || len > n) return 0;
-    unsigned lo = 0x80, hi = 0xBF;   // the second byte's range
-    if (c == 0xE0) lo = 0xA0;
-    else if (c == 0xED) hi = 0x9F;
-    else if (c == 0xF0) lo = 0x90;
-    else if (c == 0xF4) hi = 0x8F;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    return len;
 }
 
 char *utf8_clean(const char *s, size_t n) {
     strbuf b = { 0 };
-    const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_char_len(u + i, n - i);
+        size_t k = utf8_valid_len(s + i, n - i);
         if (k) strbuf_append(&b, s + i, k), i += k;
         else strbuf_puts(&b, "\xEF\xBF\xBD"), i++;   // U+FFFD for a byte that is no character
     }

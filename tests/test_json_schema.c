@@ -99,6 +99,13 @@ int main(void) {
     CHECK(!prefix_ok(s, "{\"name\":\"1234567890123\""), "past maxLength");
     CHECK(!prefix_ok(s, "{\"name\":\"a\nb\""), "a raw newline in a string");
     CHECK(accepts(s, "{\"name\":\"\xC3\xA9t\xC3\xA9 \xE2\x82\xAC\",\"seats\":1,\"color\":\"red\"}"), "UTF-8 in a string");
+    // base/utf8.h's rule, byte by byte: no overlong form, surrogate, or code point past U+10FFFF
+    CHECK(accepts(s, "{\"name\":\"\xF0\x9F\x9A\x97\xF4\x8F\xBF\xBF\",\"seats\":1,\"color\":\"red\"}"), "4-byte characters");
+    CHECK(!prefix_ok(s, "{\"name\":\"\xE0\x80\xAF"), "an overlong form refused");
+    CHECK(!prefix_ok(s, "{\"name\":\"\xED\xA0\x80"), "a surrogate refused");
+    CHECK(!prefix_ok(s, "{\"name\":\"\xF4\x90\x80\x80"), "past U+10FFFF refused");
+    CHECK(!prefix_ok(s, "{\"name\":\"\xC0\xAF"), "a C0 lead refused");
+    CHECK(!prefix_ok(s, "{\"name\":\"\xE2\x82\x41"), "a character cut short refused");
     CHECK(!prefix_ok(s, "{\"name\":\"\xA9") && !prefix_ok(s, "{\"name\":\"\xC3\"") && !prefix_ok(s, "{\"name\":\"\xFF"),
           "a stray continuation byte, a cut character, a byte that is never UTF-8");
     CHECK(prefix_ok(s, "{\"name\":\"\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\""),
