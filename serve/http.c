@@ -46,7 +46,8 @@ typedef enum route { R_NONE, R_CHAT, R_COMPLETION, R_MODELS, R_HEALTH, R_METRICS
 typedef struct conn {
     route r;
     strbuf body;
-    bool too_big;
+    bool wrong_method;   // the route exists, not for this method (405)
+    bool too_big;        // the body passed the limit (413)
 } conn;
 
 static const struct { const char *path; route r; bool post; } ROUTES[] = {
@@ -71,14 +72,14 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
     return ret;
 }
 
-static enum MHD_Result send_error(server *sv, struct MHD_Connection *c, route r, int status, const char *msg) {
-    jobs_count(&sv->q, r == R_CHAT ? "chat" : r == R_COMPLETION ? "completion" : "other", status);
-    return send_text(c, status, "application/json", reply_error(status, msg));
-}
-
+// JSON json (taken) with the status, counted under the route's kind in /metrics.
 static enum MHD_Result send_json(server *sv, struct MHD_Connection *c, route r, int status, char *json) {
     jobs_count(&sv->q, r == R_CHAT ? "chat" : r == R_COMPLETION ? "completion" : "other", status);
     return send_text(c, status, "application/json", json);
+}
+
+static enum MHD_Result send_error(server *sv, struct MHD_Connection *c, route r, int status, const char *msg) {
+    return send_json(sv, c, r, status, reply_error(status, msg));
 }
 
 // Constant-time comparison of the presented key with ours.
@@ -115,9 +116,10 @@ static void make_meta(server *sv, serve_kind kind, reply_meta *m) {
     static _Atomic unsigned long counter;
     unsigned long n = ++counter;
     memset(m, 0, sizeof *m);
-    snprintf(m->id, sizeof m->id, "%s-%lx%04lx", kind == SERVE_CHAT ? "chatcmpl" : "cmpl", (unsigned long)time(NULL), n & 0xffff);
-    snprintf(m->call_id, sizeof m->call_id, "call_%lx%04lx", (unsigned long)time(NULL), n & 0xffff);
-    m->created = (long)time(NULL);
+    unsigned long now = (unsigned long)time(NULL);   // one instant for the id, the call id and created
+    snprintf(m->id, sizeof m->id, "%s-%lx%04lx", kind == SERVE_CHAT ? "chatcmpl" : "cmpl", now, n & 0xffff);
+    snprintf(m->call_id, sizeof m->call_id, "call_%lx%04lx", now, n & 0xffff);
+    m->created = (long)now;
     m->model = sv->e.model_id;
     m->fingerprint = sv->fingerprint;
 }
@@ -229,7 +231,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         } else {
             k->r = ROUTES[i].r;
             bool post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-            if (ROUTES[i].post ? !post : !get) k->r = R_NONE, k->too_big = true;   // wrong method (405 below)
+            if (ROUTES[i].post ? !post : !get) k->r = R_NONE, k->wrong_method = true;   // 405 below
         }
         return MHD_YES;
     }
@@ -241,9 +243,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (k->r == R_NONE) {
         char msg[400];
-        if (k->too_big) snprintf(msg, sizeof msg, "%s is not allowed on %.200s", method, url);
+        if (k->wrong_method) snprintf(msg, sizeof msg, "%s is not allowed on %.200s", method, url);
         else snprintf(msg, sizeof msg, "no route %.200s (POST /v1/chat/completions, /v1/completions, /v1/cabin/command; GET /v1/models, /health, /metrics, /v1/cabin/tools, /v1/cabin/state)", url);
-        return send_error(sv, c, R_NONE, k->too_big ? 405 : 404, msg);
+        return send_error(sv, c, R_NONE, k->wrong_method ? 405 : 404, msg);
     }
     if (k->r != R_HEALTH && !authorised(sv, c))
         return send_error(sv, c, k->r, 401, "a valid API key is needed (Authorization: Bearer KEY)");
