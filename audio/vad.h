@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 typedef struct vad_params {
-    float margin_db;      // speech: frame energy this far above the noise floor (default 10)
+    float margin_db;      // speech: frame energy this far above the noise floor (default 6)
     float min_db;         // ... and above this absolute level, dBFS (default -50)
     float zcr_min;        // a frame with zero-crossing rate above this (crossings per sample)
     float zcr_margin_db;  //   counts as speech at this smaller margin (defaults 0.25, 5)

@@ -185,7 +185,7 @@ static const opt_def VOICE_OPTS[] = {
     { "--asr-fdict", NULL, OPT_STR, VO(vo.asr.fdict), "F", "noise dictionary", "assets/asr/cabin.filler", NULL, NULL },
     { "--asr-floor", NULL, OPT_FLOAT, VO(vo.asr.noise_floor_db), "DB", "white noise added before recognition, dBFS\n"
       "(-200: none; docs/VOICE.md)", NULL, NULL, NULL, OPT_RANGE(-200, 0) },
-    { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "10", NULL, NULL, OPT_RANGE(0, 100) },
+    { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "6", NULL, NULL, OPT_RANGE(0, 100) },
     { "--vad-hangover", NULL, OPT_INT, VO(hang), "MS", "silence that ends a turn", "400", NULL, NULL, OPT_RANGE(10, 10000) },
     { "--tts-voice", NULL, OPT_STR, VO(vo.tts_voice), "NAME", "espeak-ng voice", "en-us", NULL, NULL },
     { "--tts-wpm", NULL, OPT_INT, VO(vo.tts_wpm), "N", "speaking speed in words per minute", "175", NULL, NULL, OPT_RANGE(80, 500) },
