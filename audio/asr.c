@@ -535,6 +535,14 @@ static const int16_t *add_noise_floor(asr *a, const int16_t *x, size_t n) {
     return a->floored;
 }
 
+// Feeds x[0..n) to one decoder in CHUNK pieces (an utterance already started); pocketsphinx's
+// status, stopping at the first failure.
+static int feed_chunks(ps_decoder_t *ps, const int16_t *x, size_t n) {
+    int rc = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i += CHUNK) rc = ps_process_raw(ps, x + i, n - i < CHUNK ? n - i : CHUNK, FALSE, FALSE);
+    return rc;
+}
+
 // The first utterance's start-over (COLD_SETTLE_S): the cepstral mean of the frames seen so
 // far (the n-gram decoder's running sum since the utterance began), weighted against the prior,
 // becomes every decoder's mean; the searches drop what they decoded and go over the
@@ -558,8 +566,7 @@ static int settle(asr *a) {
     if (rc >= 0) rc = ps_start_utt(a->lm);
     memcpy(a->sum0, cmn->sum, (size_t)a->veclen * sizeof *a->sum0);   // a later start-over's mean:
     a->nframe0 = cmn->nframe;                                          // the frames from here on
-    for (size_t i = 0; rc >= 0 && i < a->n; i += CHUNK)
-        rc = ps_process_raw(a->lm, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
+    if (rc >= 0) rc = feed_chunks(a->lm, a->utt, a->n);
     a->cpu += thread_cpu_sec() - t0;
     if (getenv("CABIN_ASR_DEBUG")) fprintf(stderr, "asr: started over at %.2f s with the mean of %d frames\n", a->n / 16000.0, nf);
     return rc;
@@ -671,8 +678,7 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     cmn_snapshot keep;
     cmn_keep(a->gram, &keep);
     int rc = ps_start_utt(a->gram);
-    for (size_t i = 0; rc >= 0 && i < a->n; i += CHUNK)
-        rc = ps_process_raw(a->gram, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
+    if (rc >= 0) rc = feed_chunks(a->gram, a->utt, a->n);
     if (rc >= 0) rc = ps_end_utt(a->gram);
     if (rc >= 0) path_words(a->gram, h);
     cmn_put_back(a->gram, &keep);
@@ -694,8 +700,7 @@ int asr_end(asr *a, asr_result *r, errbuf *err) {
     if (short_first) {
         ps_start_utt(a->lm);
         gram_begin(a, true, NULL);
-        for (size_t i = 0; i < a->n; i += CHUNK)
-            ps_process_raw(a->lm, a->utt + i, a->n - i < CHUNK ? a->n - i : CHUNK, FALSE, FALSE);
+        feed_chunks(a->lm, a->utt, a->n);   // a failure shows in end_both
         if (end_both(a, &lm, &gram, false, err) < 0) return -1;
         r->redecoded = true;
     }
@@ -765,8 +770,7 @@ int asr_warm(asr *a, double seconds) {
         if (!dec[d]) continue;
         cmn_keep(dec[d], &keep[d]);
         if (ps_start_utt(dec[d]) < 0) { rc = -1; continue; }
-        for (size_t i = 0; i < n; i += CHUNK)
-            if (ps_process_raw(dec[d], x + i, n - i < CHUNK ? n - i : CHUNK, FALSE, FALSE) < 0) rc = -1;
+        if (feed_chunks(dec[d], x, n) < 0) rc = -1;
         if (ps_end_utt(dec[d]) < 0) rc = -1;
         for (ps_seg_t *sg = ps_seg_iter(dec[d]); sg; sg = ps_seg_next(sg)) {}
         cmn_put_back(dec[d], &keep[d]);

@@ -146,13 +146,17 @@ static void prune_dead(graph *g) {
     free(cls); free(stack); free(fwd); free(bwd); free(first);
 }
 
+// Every arc turned around (start and final keep their names: the caller knows which it reads).
+static void reverse(graph *g) {
+    for (size_t i = 0; i < g->na; i++) { int32_t t = g->a[i].from; g->a[i].from = g->a[i].to; g->a[i].to = t; }
+}
+
 // One merging pass. forward = false: states with the same finality and the same outgoing arcs
 // (word, log-probability, class of the target), classes settled from the final state back;
 // forward = true: the same on the reversed graph (start-ness, incoming arcs). Returns the
 // number of classes, or -1 on a cycle.
 static int merge_pass(graph *g, bool forward) {
-    if (forward)
-        for (size_t i = 0; i < g->na; i++) { int32_t t = g->a[i].from; g->a[i].from = g->a[i].to; g->a[i].to = t; }
+    if (forward) reverse(g);
     int mark = forward ? g->start : g->final;
     dedupe(g);
     size_t *first = offsets_by_from(g);
@@ -189,8 +193,7 @@ static int merge_pass(graph *g, bool forward) {
         quotient(g, cls, n_cls);
         free(cls);
     }
-    if (forward)
-        for (size_t i = 0; i < g->na; i++) { int32_t t = g->a[i].from; g->a[i].from = g->a[i].to; g->a[i].to = t; }
+    if (forward) reverse(g);
     free(order); free(first);
     return n_cls;
 }
