@@ -376,11 +376,8 @@ voice *voice_open(const voice_opts *o, const voice_hooks *h, errbuf *err) {
     atomic_store(&v->reply_done, true);
     double t0 = now_sec();
     // before any thread is started: they inherit it
-    int prev = prio_get_thread(prio_thread_id());
-    if (o->nice != VOICE_NICE_KEEP && prev > o->nice && prio_set_self(o->nice, v->prio_note, sizeof v->prio_note) == 0) {
+    if (o->nice != VOICE_NICE_KEEP && prio_raise_self(o->nice, &v->prio_prev, v->prio_note, sizeof v->prio_note) == 1)
         v->prio_tid = prio_thread_id();   // put back by voice_close (lowering is always allowed)
-        v->prio_prev = prev;
-    }
     if (o->out && tts_init(o->tts_voice, o->tts_wpm, err)) goto fail;
     v->asr = asr_open(&o->asr, err);
     if (!v->asr) goto fail;

@@ -33,3 +33,10 @@ int prio_set_thread(pid_t tid, int nice, char *why, size_t n) {
 }
 
 int prio_set_self(int nice, char *why, size_t n) { return prio_set_thread(prio_thread_id(), nice, why, n); }
+
+int prio_raise_self(int nice, int *prev, char *why, size_t n) {
+    int now = prio_get_thread(prio_thread_id());
+    if (prev) *prev = now;
+    if (now <= nice) return 0;
+    return prio_set_self(nice, why, n) == 0 ? 1 : -1;
+}

@@ -14,6 +14,9 @@ pid_t prio_thread_id(void);
 // priority to nice -10 needs CAP_SYS_NICE or RLIMIT_NICE >= 30 (ulimit -e: 0)").
 int prio_set_thread(pid_t tid, int nice, char *why, size_t n);
 int prio_set_self(int nice, char *why, size_t n);
+// Raises the calling thread to nice (never lowers it): 1 when it was raised (its value before
+// in *prev), 0 when it already ran at nice or ahead, -1 with why when it was not allowed.
+int prio_raise_self(int nice, int *prev, char *why, size_t n);
 // Thread tid's nice value (0 if it cannot be read).
 int prio_get_thread(pid_t tid);
 

@@ -4,24 +4,19 @@
 int utf8_decode(const char *s, size_t n, uint32_t *cp) {
     const unsigned char *u = (const unsigned char *)s;
     unsigned char c = u[0];
-    if (c < 0x80) { *cp = c; return 1; }
-    int len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF)      { len = 2; v = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
-    else { *cp = UNICODE_REPLACEMENT; return 1; }   // continuation byte, C0/C1, F5..FF
-    if ((size_t)len > n) { *cp = UNICODE_REPLACEMENT; return 1; }
-    for (int i = 1; i < len; i++) {
-        if ((u[i] & 0xC0) != 0x80) { *cp = UNICODE_REPLACEMENT; return 1; }
+    int more = utf8_lead_more(c);
+    *cp = UNICODE_REPLACEMENT;   // until the character proves well-formed
+    if (more == 0) { *cp = c; return 1; }
+    // a byte that leads nothing, a character cut short, or a second byte outside the lead's range
+    // (overlong, surrogate, past U+10FFFF): one byte, U+FFFD
+    if (more < 0 || (size_t)more >= n || !utf8_second_ok(c, u[1])) return 1;
+    uint32_t v = c & (0x7Fu >> (more + 1));
+    for (int i = 1; i <= more; i++) {
+        if ((u[i] & 0xC0) != 0x80) return 1;
         v = v << 6 | (u[i] & 0x3F);
     }
-    if (v < min || v > UNICODE_MAX || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = UNICODE_REPLACEMENT;
-        return 1;
-    }
     *cp = v;
-    return len;
+    return more + 1;
 }
 
 int utf8_encode(uint32_t cp, char *out) {

@@ -34,7 +34,7 @@ static inline int utf8_lead_more(unsigned char c) {
 }
 // Whether b may follow lead byte `lead` as its second byte: a continuation byte, in the narrower
 // range that keeps out overlong forms (after E0, F0), surrogates (ED) and code points past
-// U+10FFFF (F4). For a byte-at-a-time matcher; utf8_decode applies the same rule.
+// U+10FFFF (F4). utf8_decode and the byte-at-a-time matcher (engine/json_schema.c) both use it.
 static inline int utf8_second_ok(unsigned char lead, unsigned char b) {
     unsigned lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
     unsigned hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;

@@ -240,7 +240,7 @@ int cmd_voice(int argc, char **argv) {
     // pipeline's and ahead of other processes; voice_open then raises this thread to VOICE_NICE.
     char prio_why[200] = "";
     if (o.no_priority) vo.nice = VOICE_NICE_KEEP;
-    else if (prio_get_thread(prio_thread_id()) > MODEL_NICE) prio_set_self(MODEL_NICE, prio_why, sizeof prio_why);
+    else prio_raise_self(MODEL_NICE, NULL, prio_why, sizeof prio_why);
     if (assistant_open(&app.as, &r.s, r.free_actions, &err)) { fprintf(stderr, "cabin voice: %s\n", err.msg); return 1; }
     if (r.governor && gov_run_start(app.as.s, &r.s, r.governor, NULL, say_governor, NULL, &app.as.gov, &err)) {
         fprintf(stderr, "cabin voice: --governor: %s\n", err.msg);
