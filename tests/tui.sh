@@ -145,7 +145,7 @@ rows=cols[0].split('\n')[1:]
 assert rows and all(' | ' in r for r in rows if r), rows" && ok || bad ":compare: the first prompt's replies are not side by side"
 # help, then resize to 80x24: chat and status bar only
 tmux send-keys -t "$S" F1
-wait_for "Help" 3 && grep -q "F2" "$T/screen" && grep -q ":precision" "$T/screen" && ok || bad "F1 help missing"
+wait_for "Help" 15 && grep -q "F2" "$T/screen" && grep -q ":precision" "$T/screen" && ok || bad "F1 help missing"
 clean 120 && ok || bad "garbage in help"
 shot help-120x40
 # the help wraps at spaces, never inside a word, and scrolls when it is longer than the screen
