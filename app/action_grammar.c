@@ -466,6 +466,7 @@ struct action_grammar {
     char **piece;        // n_vocab pieces as generation delivers them (NUL-terminated)
     int *piece_len;
     bool *special;       // control/unknown tokens: never inside an action line
+    bool *byte_twin;     // tokenizer_byte_twins: never in the action line or a refusal's sentence
     bool *eog;           // end-of-generation tokens: end the reply
     bool *ok;            // scratch: the tokens the sentence's rule allows now
     words req;
@@ -480,6 +481,8 @@ struct action_grammar {
     double last_temp;    // the conversation's last action was climate.set to this (NAN: it was not)
     char forced[320];    // that sentence (" The temperature can be set between ..."); "" if none
     size_t forced_len, forced_at;   // its length, and how much of it the reply already holds
+    float *probe;        // n_vocab: the mask grammar_forced found (0 or -INFINITY), if probe_valid:
+    bool probe_valid;    // the next grammar_mask applies it instead of checking every piece again
 };
 
 action_grammar *action_grammar_new(session *s) {
@@ -494,6 +497,9 @@ action_grammar *action_grammar_new(session *s) {
     g->special = xcalloc((size_t)g->n_vocab, sizeof *g->special);
     g->eog = xcalloc((size_t)g->n_vocab, sizeof *g->eog);
     g->ok = xcalloc((size_t)g->n_vocab, sizeof *g->ok);
+    g->probe = xcalloc((size_t)g->n_vocab, sizeof *g->probe);
+    g->byte_twin = xcalloc((size_t)g->n_vocab, sizeof *g->byte_twin);
+    tokenizer_byte_twins(tok, g->byte_twin);
     char buf[256];
     for (int i = 0; i < g->n_vocab; i++) {
         int n = tokenizer_piece(tok, i, false, buf, sizeof buf - 1);
@@ -517,6 +523,8 @@ void action_grammar_free(action_grammar *g) {
     free(g->special);
     free(g->eog);
     free(g->ok);
+    free(g->probe);
+    free(g->byte_twin);
     free(g);
 }
 
@@ -606,24 +614,75 @@ static void forced_mask(action_grammar *g, float *logits, int n_vocab) {
     size_t left = g->forced_len - g->forced_at;
     for (int i = 0; i < n_vocab; i++) {
         bool ok = i < g->n_vocab && (left == 0 ? g->eog[i]
-                                               : !g->special[i] && g->piece_len[i] > 0 &&
+                                               : !g->special[i] && !g->byte_twin[i] && g->piece_len[i] > 0 &&
                                                      (size_t)g->piece_len[i] <= left &&
                                                      memcmp(g->piece[i], rest, (size_t)g->piece_len[i]) == 0);
         if (!ok) logits[i] = -INFINITY;
     }
 }
 
-static void grammar_mask(void *ud, float *logits, int n_vocab) {
-    action_grammar *g = ud;
-    if (g->done) return;
-    if (g->forced_len) { forced_mask(g, logits, n_vocab); return; }
-    if (g->in_sentence) { sentence_mask(g, logits, n_vocab); return; }
+// Does the action line so far go on with text[0..n) whatever comes: is each of its characters
+// the only one the grammar takes there (up to the line's close)?
+static bool line_forces(const action_grammar *g, const char *text, size_t n) {
+    char cand[sizeof g->reply + 256];
+    size_t len = g->len;
+    memcpy(cand, g->reply, len);
+    for (size_t k = 0; k < n; k++) {
+        if (len + 1 >= sizeof cand) return false;
+        int takes = 0;
+        for (int c = 32; c < 127 && takes < 2; c++) {
+            cand[len] = (char)c;
+            takes += check_reply(cand, len + 1, &g->req) >= 0;
+        }
+        cand[len] = text[k];
+        int r = check_reply(cand, len + 1, &g->req);
+        if (takes != 1 || r < 0) return false;
+        len++;
+        if (r == 1) return k + 1 == n;   // "</act>" closed it: what follows is the sentence's
+    }
+    return true;
+}
+
+// Where the line must go on with a slot's key ("temp=" after "zone=all ") and the pieces left
+// are starts of the longest ("t", "temp"), only the longest stays: the key is spelled as the
+// model was trained to read it, and the token is then forced (grammar_forced). Values copied
+// from the request ("copper") a model may spell piece by piece, and are left alone.
+static void whole_key(const action_grammar *g, float *logits, int n_vocab) {
+    int nv = n_vocab < g->n_vocab ? n_vocab : g->n_vocab;
+    int longest = -1, n_left = 0;
+    for (int i = 0; i < nv; i++) {
+        if (logits[i] == -INFINITY) continue;
+        n_left++;
+        if (longest < 0 || g->piece_len[i] > g->piece_len[longest]) longest = i;
+    }
+    if (n_left < 2) return;
+    const char *p = g->piece[longest];
+    size_t pl = (size_t)g->piece_len[longest];
+    for (int i = 0; i < nv; i++)   // every other piece a shorter start of the longest
+        if (logits[i] != -INFINITY && i != longest &&
+            ((size_t)g->piece_len[i] == pl || memcmp(g->piece[i], p, (size_t)g->piece_len[i]) != 0))
+            return;
+    char key[sizeof g->reply];
+    if (pl + 1 >= sizeof key) return;
+    memcpy(key, p, pl);
+    key[pl] = '=';
+    if (!line_forces(g, key, pl + 1)) return;
+    for (int i = 0; i < nv; i++)
+        if (i != longest) logits[i] = -INFINITY;
+}
+
+// In the action line: every piece that keeps the reply on the grammar (and, when it closes the
+// line, starts a sentence the action's rule allows).
+static void line_mask(action_grammar *g, float *logits, int n_vocab) {
     char cand[sizeof g->reply + 256];
     memcpy(cand, g->reply, g->len);
     for (int i = 0; i < n_vocab && i < g->n_vocab; i++) {
         if (logits[i] == -INFINITY) continue;
         int pl = g->piece_len[i];
-        if (g->special[i] || pl == 0 || g->len + (size_t)pl > sizeof g->reply) { logits[i] = -INFINITY; continue; }
+        if (g->special[i] || g->byte_twin[i] || pl == 0 || g->len + (size_t)pl > sizeof g->reply) {
+            logits[i] = -INFINITY;
+            continue;
+        }
         memcpy(cand + g->len, g->piece[i], (size_t)pl);
         int r = check_reply(cand, g->len + (size_t)pl, &g->req);
         if (r == 1) {   // the piece closes the action line: what it brings after "</act>" starts the sentence
@@ -634,6 +693,40 @@ static void grammar_mask(void *ud, float *logits, int n_vocab) {
         }
         if (r < 0) logits[i] = -INFINITY;
     }
+    whole_key(g, logits, n_vocab);
+}
+
+static void grammar_mask(void *ud, float *logits, int n_vocab) {
+    action_grammar *g = ud;
+    if (g->done) return;
+    if (g->probe_valid) {   // what grammar_forced found for this very state
+        g->probe_valid = false;
+        for (int i = 0; i < n_vocab; i++)
+            if (i < g->n_vocab && g->probe[i] == -INFINITY) logits[i] = -INFINITY;
+        return;
+    }
+    if (g->forced_len) { forced_mask(g, logits, n_vocab); return; }
+    if (g->in_sentence) { sentence_mask(g, logits, n_vocab); return; }
+    line_mask(g, logits, n_vocab);
+}
+
+// The one token the grammar allows next, or -1. The action line and a refusal's sentence are
+// masked by their text alone; the spoken sentence's mask reads the logits (sentence_mask), so
+// nothing is forced there. A probe that leaves more than one token is kept for grammar_mask.
+static int32_t grammar_forced(void *ud) {
+    action_grammar *g = ud;
+    g->probe_valid = false;
+    if (g->done || (g->in_sentence && !g->forced_len)) return -1;
+    memset(g->probe, 0, (size_t)g->n_vocab * sizeof *g->probe);
+    if (g->forced_len) forced_mask(g, g->probe, g->n_vocab);
+    else line_mask(g, g->probe, g->n_vocab);
+    int32_t only = -1;
+    for (int i = 0; i < g->n_vocab; i++) {
+        if (g->probe[i] == -INFINITY) continue;
+        if (only >= 0) { g->probe_valid = true; return -1; }
+        only = i;
+    }
+    return only;   // (none at all: -1, and the session's fallback samples unmasked, as ever)
 }
 
 // The action line is complete: a temperature setting is kept for the next turn. "Also the rear"
@@ -661,6 +754,7 @@ static void action_line_done(action_grammar *g) {
 static void grammar_accept(void *ud, int32_t token, const char *piece, int len) {
     (void)token;
     action_grammar *g = ud;
+    g->probe_valid = false;
     if (g->done) return;
     if (g->in_sentence) {
         if (g->slen + (size_t)len > sizeof g->sentence) { g->done = true; return; }
@@ -699,7 +793,8 @@ int action_grammar_chat(action_grammar *g, session *s, const char *user_text, to
     g->in_sentence = false;
     g->done = false;
     g->forced_len = g->forced_at = 0;
-    token_filter f = { grammar_mask, grammar_accept, g };
+    g->probe_valid = false;
+    token_filter f = { grammar_mask, grammar_accept, g, grammar_forced };
     session_set_filter(s, &f);
     int rc = session_chat(s, user_text, cb, ud, err);
     session_set_filter(s, NULL);

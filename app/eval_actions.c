@@ -66,14 +66,27 @@ static int score_replies(session *s, const chat_template *tmpl, int32_t header, 
     return rc;
 }
 
+static void count_decode(decode_counts *d, const session_stats *st) {
+    d->replies++;
+    d->tokens += st->gen_tokens;
+    d->passes += st->decode_passes;
+    d->forced += st->forced_tokens;
+}
+
 // One turn: the model's reply against the reference. -1 with err on a generation error.
 static int eval_turn(eval_run *e, int line_no, const char *user, const char *want_text, errbuf *err) {
     eval_counts *c = &e->c;
     strbuf reply = { 0 };
+    session_stats st;
+    session_get_stats(e->s, &st);
+    bool first = st.n_past == 0;
     if (action_grammar_chat(e->grammar, e->s, user, session_collect_text, &reply, err)) {
         strbuf_free(&reply);
         return -1;
     }
+    session_get_stats(e->s, &st);
+    count_decode(&c->decode, &st);
+    if (first) count_decode(&c->first, &st);
     char *got = reply.s ? reply.s : xcalloc(1, 1);
     if (e->replies) {   // one line per turn: a tab or newline the model wrote becomes a space
         for (char *p = got; *p; p++) if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';

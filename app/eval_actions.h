@@ -12,10 +12,18 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+// Generated tokens, the forward passes that fed them, and those the grammar forced (fed with
+// the token before them: session_opts.no_jump_forward makes passes == tokens).
+typedef struct decode_counts {
+    int replies;
+    long tokens, passes, forced;
+} decode_counts;
+
 typedef struct eval_counts {
     int turns, exact, intent_ok, slots_total, slots_ok, malformed;
     int named, named_ok;   // right actions with a contact or place; those whose sentence names it
     double nll; long nll_tokens;
+    decode_counts decode, first;   // every reply; each dialogue's first reply
 } eval_counts;
 
 // One evaluation over a held-out file: the session, what it has counted, and where per-turn

@@ -48,7 +48,7 @@ struct voice {
     bool in_utt;
     double t_onset;
     voice_turn_stats cur;          // being filled (several threads; fields set once each)
-    _Atomic double t_end, t_first_token, t_last_token, t_first_write;
+    _Atomic double t_end, t_first_token, t_last_token, t_first_write, t_first_clause;
     _Atomic bool trim_lead;        // drop the reply's leading silence (TTS thread clears it)
     int turn_no;
     // reply thread
@@ -130,7 +130,7 @@ static void emit_clause(void *ud, const char *clause) {
     pthread_mutex_lock(&v->qlock);
     size_t sl = strlen(v->spoken);
     snprintf(v->spoken + sl, sizeof v->spoken - sl, "%s%s", sl ? " " : "", clause);
-    v->clauses++;
+    if (v->clauses++ == 0) atomic_store(&v->t_first_clause, now_sec());
     if (v->qtail - v->qhead < MAX_CLAUSES) {
         v->queue[v->qtail % MAX_CLAUSES] = xstrdup(clause);
         v->qtail++;
@@ -194,7 +194,9 @@ static void finish_turn(voice *v) {
     double te = atomic_load(&v->t_end);
     double tf = atomic_load(&v->t_first_token), tl = atomic_load(&v->t_last_token);
     double tw = atomic_load(&v->t_first_write), tp = v->out ? audio_out_first_played(v->out) : 0;
+    double tc = atomic_load(&v->t_first_clause);
     s->first_token_ms = tf > 0 ? (tf - te) * 1000 : -1;
+    s->token_to_clause_ms = tf > 0 && tc >= tf ? (tc - tf) * 1000 : -1;
     s->last_token_ms = tl > 0 ? (tl - te) * 1000 : -1;
     s->first_write_ms = tw > 0 ? (tw - te) * 1000 : -1;
     s->first_audio_ms = tp > 0 ? (tp - te) * 1000 : -1;
@@ -271,6 +273,7 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     // the reply
     atomic_store(&v->t_end, t_end);
     atomic_store(&v->t_first_token, 0.0);
+    atomic_store(&v->t_first_clause, 0.0);
     atomic_store(&v->t_last_token, 0.0);
     atomic_store(&v->t_first_write, 0.0);
     atomic_store(&v->trim_lead, true);

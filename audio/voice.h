@@ -21,6 +21,7 @@ typedef struct voice_turn_stats {
     double speech_s;           // utterance length (audio seconds, from onset to end)
     double asr_final_ms;       // -> final transcript
     double first_token_ms;     // -> first reply token
+    double token_to_clause_ms; // first reply token -> first clause handed to the synthesizer (-1: none)
     double first_write_ms;     // -> first synthesized sample handed to the device
     double first_audio_ms;     // -> first sample played by the device (time to first audio)
     double last_token_ms;      // -> last reply token

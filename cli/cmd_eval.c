@@ -182,6 +182,13 @@ static int eval_report(eval_run *e, const eval_opts *o, const run_opts *r, doubl
         if (c->named > 0)
             printf("spoken sentences naming the contact or place acted on: %d of %d right actions with one (%.1f%%)\n",
                    c->named_ok, c->named, 100.0 * c->named_ok / c->named);
+        const decode_counts *d[2] = { &c->decode, &c->first };
+        for (int k = 0; k < 2; k++)
+            if (d[k]->replies > 0 && d[k]->tokens > 0)
+                printf("%s: %.2f tokens per reply in %.2f forward passes (%.1f%% of the tokens forced by the grammar, "
+                       "fed with the one before them%s)\n", k ? "first replies of dialogues" : "replies",
+                       (double)d[k]->tokens / d[k]->replies, (double)d[k]->passes / d[k]->replies,
+                       100.0 * (double)d[k]->forced / (double)d[k]->tokens, r->s.no_jump_forward ? "; off: --no-jump-forward" : "");
         if (e->reply_tokens > 0)
             printf("reference replies (teacher-forced, given the dialogue so far): %ld tokens, PPL %.4f\n",
                    e->reply_tokens, reply_ppl);
@@ -209,11 +216,13 @@ static int eval_report(eval_run *e, const eval_opts *o, const run_opts *r, doubl
     FILE *f = opts_open_out(o->json_out, &err);
     if (f) {
         fprintf(f, "{\"precision\": \"%s\", \"grammar\": %s, \"dialogues\": %d, \"turns\": %d, \"exact\": %.4f, "
-                "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"named\": %.4f, \"ppl\": %.5f, \"reply_ppl\": %.5f}\n",
+                "\"intent\": %.4f, \"slots\": %.4f, \"malformed\": %d, \"named\": %.4f, \"ppl\": %.5f, \"reply_ppl\": %.5f, "
+                "\"reply_tokens\": %ld, \"reply_passes\": %ld, \"forced_tokens\": %ld}\n",
                 prec, e->grammar ? "true" : "false", e->dialogues,
                 c->turns, (double)c->exact / c->turns, (double)c->intent_ok / c->turns,
                 c->slots_total ? (double)c->slots_ok / c->slots_total : 1.0, c->malformed,
-                c->named ? (double)c->named_ok / c->named : 1.0, pr.ppl, reply_ppl);
+                c->named ? (double)c->named_ok / c->named : 1.0, pr.ppl, reply_ppl, c->decode.tokens,
+                c->decode.passes, c->decode.forced);
         if (opts_close_out(f, o->json_out, &err) == 0) return 0;
     }
     fprintf(stderr, "cabin eval-assistant: %s\n", err.msg);

@@ -79,7 +79,14 @@ static const char *ms_text(double ms, char *buf, size_t n) {
 static void app_turn(void *ud, const voice_turn_stats *st) {
     voice_app *a = ud;
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
-    char t[5][24];
+    char t[6][24];
+    if (a->stats && st->first_token_ms >= 0) {   // (the reply thread has ended: its stats are this turn's)
+        session_stats ss;
+        session_get_stats(a->as.s, &ss);
+        printf("reply turn %d: %d tokens in %d forward passes (%d forced by the grammar, fed with the one before them), "
+               "first token -> first clause %s\n", st->turn, ss.gen_tokens, ss.decode_passes, ss.forced_tokens,
+               ms_text(st->token_to_clause_ms, t[5], sizeof t[5]));
+    }
     if (a->stats)
         printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f%s | end of speech -> transcript %s, "
                "first token %s, first audio written %s, first audio played %s, last token %s\n",
@@ -118,6 +125,7 @@ static void print_summary(const voice_app *a) {
     static const struct { const char *name; size_t off; } rows[] = {
         { "end of speech -> transcript (ms)", offsetof(voice_turn_stats, asr_final_ms) },
         { "end of speech -> first token (ms)", offsetof(voice_turn_stats, first_token_ms) },
+        { "first token -> first clause (ms)", offsetof(voice_turn_stats, token_to_clause_ms) },
         { "end of speech -> first audio written (ms)", offsetof(voice_turn_stats, first_write_ms) },
         { "end of speech -> first audio played (ms)", offsetof(voice_turn_stats, first_audio_ms) },
         { "recognition real-time factor", offsetof(voice_turn_stats, asr_rtf) },

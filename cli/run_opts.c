@@ -90,6 +90,8 @@ static const opt_def RUN_OPT_DEFS[] = {
     { "--ignore-eos", NULL, OPT_FLAG, RO(s.ignore_eog), NULL, "keep generating past end-of-generation tokens (benchmarks)", NULL, NULL, NULL },
     { "--mmap", NULL, OPT_FLAG, RO(s.mmap_weights), NULL, "cpu: read the weights from the mapped file (no copy into 2 MiB pages:\n"
       "less anonymous memory, slower decode)", NULL, NULL, NULL },
+    { "--no-jump-forward", NULL, OPT_FLAG, RO(s.no_jump_forward), NULL, "feed every generated token in a forward pass of its own, also those\n"
+      "the action grammar or a JSON schema forces (the same text, more passes)", NULL, NULL, NULL },
     { "--free-actions", NULL, OPT_FLAG, RO(free_actions), NULL, "do not constrain the assistant's <act> lines to the action grammar\n"
       "nor its spoken sentence to what the action holds (the model's raw\noutput; docs/ASSISTANT.md)", NULL, NULL, NULL },
 };

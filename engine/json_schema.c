@@ -499,7 +499,7 @@ bool json_match_feed(json_match *m, const char *s, size_t n) {
 // ---- the token filter ----
 struct json_vocab {
     int n_vocab;
-    char **piece;           // each token's text (NULL: none, a special token)
+    char **piece;           // each token's text (NULL: none, a special token or a byte twin)
     uint16_t *len;
     uint8_t *plain;         // the text has no '"', '\\' or control byte: it may stand inside a string
     uint8_t *eog;
@@ -513,6 +513,8 @@ struct json_filter {
     bool broken;            // a token outside the language was taken (the mask left nothing)
     int calls;
     double secs;
+    float *probe;           // v->n_vocab: the mask json_forced found (0 or -INFINITY), if probe_valid:
+    bool probe_valid;       // the next json_mask applies it
 };
 
 json_vocab *json_vocab_new(session *sess) {
@@ -526,10 +528,12 @@ json_vocab *json_vocab_new(session *sess) {
     f->by_first = xmalloc((size_t)nv * sizeof *f->by_first);
     int count[257] = { 0 };
     char buf[256];
+    bool *twin = xcalloc((size_t)nv, sizeof *twin);
+    tokenizer_byte_twins(mdl->tok, twin);
     for (int32_t id = 0; id < nv; id++) {
         f->eog[id] = tokenizer_is_eog(mdl->tok, id);
         int32_t n = tokenizer_piece(mdl->tok, id, false, buf, (int32_t)sizeof buf);
-        if (n <= 0 || n > (int32_t)sizeof buf) continue;
+        if (n <= 0 || n > (int32_t)sizeof buf || twin[id]) continue;   // (a byte twin: tokenizer_byte_twins)
         f->piece[id] = xstrndup(buf, (size_t)n);
         f->len[id] = (uint16_t)n;
         // plain: it may stand inside a string as it is (no quote, backslash or control byte, and
@@ -549,6 +553,7 @@ json_vocab *json_vocab_new(session *sess) {
     memcpy(at, f->first_at, sizeof at);
     for (int32_t id = 0; id < nv; id++)
         if (f->piece[id]) f->by_first[at[(unsigned char)f->piece[id][0]]++] = id;
+    free(twin);
     return f;
 }
 
@@ -570,13 +575,23 @@ json_filter *json_filter_new(const json_schema *s, const json_vocab *v) {
     return f;
 }
 
-void json_filter_free(json_filter *f) { free(f); }
+void json_filter_free(json_filter *f) {
+    if (!f) return;
+    free(f->probe);
+    free(f);
+}
 
 static void json_mask(void *ud, float *logits, int n_vocab) {
     json_filter *f = ud;
     const json_vocab *v = f->v;
-    double t0 = now_sec();
     int nv = n_vocab < v->n_vocab ? n_vocab : v->n_vocab;
+    if (f->probe_valid) {   // what json_forced found for this very state
+        f->probe_valid = false;
+        for (int i = 0; i < nv; i++)
+            if (f->probe[i] == -INFINITY) logits[i] = -INFINITY;
+        return;
+    }
+    double t0 = now_sec();
     if (f->m.done || f->broken) {   // the value is whole: only the end
         for (int i = 0; i < nv; i++)
             if (!v->eog[i]) logits[i] = -INFINITY;
@@ -632,11 +647,31 @@ static void json_mask(void *ud, float *logits, int n_vocab) {
 static void json_accept(void *ud, int32_t token, const char *piece, int len) {
     json_filter *f = ud;
     (void)token;
+    f->probe_valid = false;
     if (f->m.done || f->broken) return;
     if (!json_match_feed(&f->m, piece, (size_t)len)) f->broken = true;
 }
 
-token_filter json_filter_token_filter(json_filter *f) { return (token_filter){ json_mask, json_accept, f }; }
+// The one token the language allows next (a key's rest, a closing bracket, the end), or -1; a
+// probe that leaves more is kept for the next json_mask, which then costs nothing more.
+static int32_t json_forced(void *ud) {
+    json_filter *f = ud;
+    int nv = f->v->n_vocab;
+    f->probe_valid = false;
+    if (!f->probe) f->probe = try_malloc((size_t)nv * sizeof *f->probe);
+    if (!f->probe) return -1;
+    memset(f->probe, 0, (size_t)nv * sizeof *f->probe);
+    json_mask(f, f->probe, nv);
+    int32_t only = -1;
+    for (int i = 0; i < nv; i++) {
+        if (f->probe[i] == -INFINITY) continue;
+        if (only >= 0) { f->probe_valid = true; return -1; }
+        only = i;
+    }
+    return only;
+}
+
+token_filter json_filter_token_filter(json_filter *f) { return (token_filter){ json_mask, json_accept, f, json_forced }; }
 
 void json_filter_cost(const json_filter *f, int *calls, double *secs) {
     *calls = f->calls;

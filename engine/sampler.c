@@ -102,6 +102,10 @@ static void top_k_sort(float *val, int32_t *idx, int n, int k) {
     }
 }
 
+void sampler_skip(sampler *s) {
+    if (s->p.temp > 0.0f) (void)rand_unit(s);   // sampler_sample's one draw
+}
+
 int32_t sampler_sample(sampler *s, float *logits) {
     const sampler_params *p = &s->p;
     if (p->repeat_penalty != 1.0f && p->repeat_penalty > 0.0f) {

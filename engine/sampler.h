@@ -26,6 +26,10 @@ void sampler_reset(sampler *s, uint64_t seed);
 void sampler_accept(sampler *s, int32_t token);
 // Picks the next token from logits (n_vocab floats; modified in place by penalties).
 int32_t sampler_sample(sampler *s, float *logits);
+// A token chosen for the sampler (the only one a filter allows): the random stream advances as
+// sampler_sample over logits with one finite entry would advance it, so that what is sampled
+// after is what it would have been.
+void sampler_skip(sampler *s);
 // Index of the largest logit (lowest index on ties).
 int32_t argmax_f32(const float *x, int n);
 

@@ -403,7 +403,21 @@ static void apply_filter(session *s, float *logits) {
     memcpy(logits, s->logits, (size_t)nv * sizeof(float));
 }
 
-// Prefills `tokens`, then samples and feeds up to n_predict tokens.
+// Tokens one forward pass may feed after a sample: the sampled one and up to JUMP_MAX - 1 forced.
+#define JUMP_MAX 64
+
+// The token the filter forces after n_run tokens waiting to be fed (i generated so far), or -1:
+// none, jump-forward is off, or the run must be fed first (n_predict reached, the run full, or the
+// cache without room for one more: plain decoding's own checks then run on a sampled token).
+static int32_t next_forced(session *s, int i, int n_predict, int n_run, bool evicting) {
+    if (!s->filter.forced || s->opts.no_jump_forward || i >= n_predict || n_run >= JUMP_MAX || evicting ||
+        s->kv.n_used + n_run >= s->kv.n_ctx || atomic_load(&s->cancel))
+        return -1;
+    return s->filter.forced(s->filter.ud);
+}
+
+// Prefills `tokens`, then samples and feeds up to n_predict tokens; a run of tokens the filter
+// forces is fed with the sampled token before it in one forward pass (next_forced).
 static int run_generation(session *s, const int32_t *tokens, int n, int n_predict, token_cb cb,
                           void *ud, bool *ended_on_eog, errbuf *err) {
     atomic_store(&s->cancel, false);
@@ -418,6 +432,8 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     s->st.gen_tokens = 0;
     s->st.decode_ms = 0;
     s->st.decode_tps = 0;
+    s->st.decode_passes = 0;
+    s->st.forced_tokens = 0;
     s->st.tok_ms_count = 0;
     s->st.decode_tps_last32 = 0;
     memset(&s->st.energy, 0, sizeof s->st.energy);
@@ -433,45 +449,59 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
     if (s->power) power_monitor_mark(s->power, &pm1);
     if (s->profiling) s->b->profile_read(s->b, op_prefilled, calls_prefilled);
-    int n_decoded = 0;       // decode forward passes
+    int n_decoded = 0;       // generated tokens fed to the model
     double t_prev = 0.0;
     double t_first = 0.0;
     int rc = 0;
     char piece[256];
-    for (int i = 0; i < n_predict; i++) {
+    int32_t run[JUMP_MAX];   // the tokens of one forward pass: a sampled one and those forced after it
+    for (int i = 0; i < n_predict;) {
         if (atomic_load(&s->cancel)) break;
         session_poll_switch(s);
         memcpy(scratch, s->logits, (size_t)s->m->hp.n_vocab * sizeof(float));
         if (s->filter.mask) apply_filter(s, scratch);
         int32_t tok = sampler_sample(s->smp, scratch);
-        if (i == 0) { t_first = t_prev = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
-        else { double t = now_sec(); record_token_ms(&s->st, (t - t_prev) * 1e3); t_prev = t; }
-        s->st.gen_tokens++;
-        if (!s->opts.ignore_eog && tokenizer_is_eog(s->m->tok, tok)) {
-            *ended_on_eog = true;
-            // Keep the closing token in the cache so the next turn follows a complete reply.
-            if (evicting || s->kv.n_used < s->kv.n_ctx) {
-                if (session_eval(s, &tok, 1, NULL, err)) rc = -1;
-                else n_decoded++;
+        int n_run = 0;
+        bool stop = false;
+        for (;;) {   // tok, then each token forced after it
+            if (i == 0) { t_first = t_prev = now_sec(); s->st.ttft_ms = (t_first - t0) * 1e3; }
+            else { double t = now_sec(); record_token_ms(&s->st, (t - t_prev) * 1e3); t_prev = t; }
+            s->st.gen_tokens++;
+            i++;
+            if (!s->opts.ignore_eog && tokenizer_is_eog(s->m->tok, tok)) {
+                *ended_on_eog = true;
+                // Keep the closing token in the cache so the next turn follows a complete reply.
+                if (evicting || s->kv.n_used + n_run < s->kv.n_ctx) run[n_run++] = tok;
+                stop = true;
+                break;
             }
-            break;
+            int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
+            if (len > (int)sizeof piece) len = sizeof piece;
+            if (s->filter.accept) s->filter.accept(s->filter.ud, tok, piece, len);
+            bool go_on = cb ? cb(ud, tok, piece, len) : true;
+            if (!evicting && s->kv.n_used + n_run >= s->kv.n_ctx) {
+                rc = err_set(err, "context full at %d tokens (%s)", s->kv.n_ctx, context_hint(s));
+                stop = true;
+                break;
+            }
+            run[n_run++] = tok;
+            if (!go_on) { stop = true; break; }
+            tok = next_forced(s, i, n_predict, n_run, evicting);
+            if (tok < 0) break;
+            sampler_skip(s->smp);
+            s->st.forced_tokens++;
         }
-        int len = tokenizer_piece(s->m->tok, tok, false, piece, sizeof piece);
-        if (len > (int)sizeof piece) len = sizeof piece;
-        if (s->filter.accept) s->filter.accept(s->filter.ud, tok, piece, len);
-        bool go_on = cb ? cb(ud, tok, piece, len) : true;
-        if (!evicting && s->kv.n_used >= s->kv.n_ctx) {
-            rc = err_set(err, "context full at %d tokens (%s)", s->kv.n_ctx, context_hint(s));
-            break;
+        if (n_run > 0) {
+            if (session_eval(s, run, n_run, NULL, err)) { rc = -1; break; }
+            n_decoded += n_run;
+            s->st.decode_passes++;
         }
-        if (session_eval(s, &tok, 1, NULL, err)) { rc = -1; break; }
-        n_decoded++;
-        if (!go_on) break;
+        if (stop) break;
     }
     double t2 = now_sec();
     if (s->st.gen_tokens > 0) {
         s->st.decode_ms = (t2 - t_first) * 1e3;
-        // every decode forward pass in the window [first sample, end] counts
+        // every generated token fed in the window [first sample, end] counts
         s->st.decode_tps = n_decoded > 0 && t2 > t_first ? n_decoded / (t2 - t_first) : 0.0;
         if (n_decoded >= s->st.gen_tokens) record_token_ms(&s->st, (t2 - t_prev) * 1e3);  // the last pass
     }

@@ -34,6 +34,8 @@ typedef struct session_opts {
     int kv_recent;               // slots kept F16 by the quantized formats (0: 32)
     bool mmap_weights;           // cpu: read weights from the mapped file instead of a copy in
                                  // 2 MiB pages (model_copy_weights)
+    bool no_jump_forward;        // feed every token on its own, even those a filter forces
+                                 // (token_filter.forced): the plain decoding, for comparison
 } session_opts;
 
 session_opts session_opts_default(void);
@@ -45,7 +47,9 @@ typedef struct session_stats {
     double prefill_ms;
     double ttft_ms;              // from the request to the first generated token
     double decode_ms;            // generating tokens after the first
-    double prefill_tps, decode_tps;  // decode: decode forward passes / decode_ms
+    double prefill_tps, decode_tps;  // decode: tokens fed after the first sample / decode_ms
+    int decode_passes;           // forward passes that fed generated tokens (a forced run is one)
+    int forced_tokens;           // generated tokens a filter forced (token_filter.forced)
     // telemetry (engine/telemetry.h): per decoded token, ms from one sampled token to the next
     // (its forward pass + sampling); a ring, the newest at (tok_ms_count - 1) % SESSION_TOK_RING
 #define SESSION_TOK_RING 128
@@ -103,10 +107,16 @@ bool session_collect_text(void *ud, int32_t token, const char *piece, int len);
 // the sampler then uses); `accept` is told the token chosen and its text piece. If a mask
 // leaves no finite logit the session samples from the unmasked logits instead. The filter's
 // owner (e.g. app/action_grammar.c) keeps its own state between turns.
+// Jump-forward: `forced` (optional) is asked after each accepted token for the one token that
+// must come next whatever the logits (the mask would leave it alone), or -1. The session then
+// accepts it without sampling (the sampler's random stream advances as a sample over one
+// candidate would) and feeds the whole forced run in one forward pass: the reply is the one
+// plain decoding gives, in fewer passes (session_opts.no_jump_forward turns it off).
 typedef struct token_filter {
     void (*mask)(void *ud, float *logits, int n_vocab);
     void (*accept)(void *ud, int32_t token, const char *piece, int len);
     void *ud;
+    int32_t (*forced)(void *ud);
 } token_filter;
 
 session *session_open(const session_opts *o, errbuf *err);

@@ -352,6 +352,15 @@ int tokenizer_token_type(const tokenizer *t, int32_t id) {
     return id >= 0 && id < t->n_vocab ? t->types[id] : TT_UNDEFINED;
 }
 
+void tokenizer_byte_twins(const tokenizer *t, bool *twin) {
+    bool spelled[256] = { false };   // bytes a normal token spells alone
+    char c;
+    for (int32_t id = 0; id < t->n_vocab; id++)
+        if (t->types[id] == TT_NORMAL && tokenizer_piece(t, id, false, &c, 1) == 1) spelled[(unsigned char)c] = true;
+    for (int32_t id = 0; id < t->n_vocab; id++)
+        twin[id] = t->types[id] == TT_BYTE && tokenizer_piece(t, id, false, &c, 1) == 1 && spelled[(unsigned char)c];
+}
+
 const char *tokenizer_token_text(const tokenizer *t, int32_t id) {
     return id >= 0 && id < t->n_vocab ? tok_text(t, id) : "";
 }

@@ -55,6 +55,11 @@ int32_t tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool 
 // BPE byte-level chars map back to bytes). Control tokens give nothing unless render_special.
 // Returns the number of bytes the piece has (may exceed n; writes at most n bytes, no NUL).
 int32_t tokenizer_piece(const tokenizer *t, int32_t id, bool render_special, char *buf, int32_t n);
+// Marks in twin[0..n_vocab) the byte tokens ("<0x2E>") whose byte a normal token spells on its
+// own ("."): a second spelling of the same text, which the tokenizer never writes. Constrained
+// decoding leaves them out where it masks by text, so that a text with one way to go on has one
+// token to go on with (a token it can force: token_filter.forced).
+void tokenizer_byte_twins(const tokenizer *t, bool *twin);
 // Raw vocabulary text of a token (as stored in the file), NUL-terminated.
 const char *tokenizer_token_text(const tokenizer *t, int32_t id);
 

@@ -393,6 +393,24 @@ if [ -f "$TINY" ]; then
     expect_rc 0 "eval-assistant --json" -- "$CABIN" eval-assistant -m "$TINY" -f "$T/six.jsonl" -t 1 --json
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['turns'] > 0" "$T/out" 2>"$T/pyerr" && ok ||
         { bad "eval-assistant --json on stdout is JSON"; cat "$T/out" "$T/pyerr"; }
+    # jump-forward: the first 300 held-out dialogues' replies byte for byte as plain greedy decoding
+    # gives them (a token per forward pass), in fewer passes (docs/ASSISTANT.md has the whole set)
+    head -n 300 assets/eval/heldout.jsonl >"$T/h300.jsonl"
+    "$CABIN" eval-assistant -m "$TINY" -f "$T/h300.jsonl" -t 2 --replies "$T/jump.tsv" >"$T/jump.out" 2>&1 &&
+        "$CABIN" eval-assistant -m "$TINY" -f "$T/h300.jsonl" -t 2 --no-jump-forward --replies "$T/plain.tsv" >"$T/plain.out" 2>&1 &&
+        [ "$(wc -l <"$T/jump.tsv")" -gt 600 ] && cmp -s "$T/jump.tsv" "$T/plain.tsv" && ok ||
+        { bad "jump-forward changes held-out replies"; diff "$T/jump.tsv" "$T/plain.tsv" | head -6; }
+    passes() { sed -n 's/^first replies of dialogues: \([0-9.]*\) tokens per reply in \([0-9.]*\) forward passes (\([0-9.]*\)%.*/\1 \2 \3/p' "$1"; }
+    read -r tok pj fj <<EOF2
+$(passes "$T/jump.out")
+EOF2
+    read -r tok2 pp fp <<EOF2
+$(passes "$T/plain.out")
+EOF2
+    # passes drop by the share of forced tokens: jump = tokens x (1 - forced share); plain = tokens
+    /usr/bin/python3 -c "import sys; t,pj,fj,t2,pp=map(float,sys.argv[1:]); sys.exit(not (t==t2 and pp==t and fj>10 and abs(pj-t*(1-fj/100))<0.02))" \
+        "${tok:-0}" "${pj:-0}" "${fj:-0}" "${tok2:-0}" "${pp:-0}" && ok ||
+        { bad "jump-forward: passes per first reply $pj against $pp for $tok tokens, $fj% forced"; cat "$T/jump.out" "$T/plain.out"; }
     # ppl, heatmap and sweep on the embedded model without -f: its held-out dialogues in its chat layout
     expect_rc 0 "ppl without -f" -- "$CABIN" ppl -m "$TINY" -t 1 --window 128 --chunks 3
     grep -q "heldout.jsonl (held-out dialogues, chat layout): [0-9]* tokens, 3 windows of 128" "$T/out" && grep -q "^PPL = " "$T/out" &&

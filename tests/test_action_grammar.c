@@ -6,7 +6,7 @@
 #include "tests/rng.h"
 #include "app/action_grammar.h"
 #include "app/assistant.h"
-#include "engine/modelgen.h"
+#include "tests/random_vocab_model.h"
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
@@ -200,36 +200,29 @@ static bool spelled_in(const char *req, const char *digits) {
 }
 
 static void random_model_replies(void) {
-    const char *vocab = "assets/models/cabin-tiny.gguf";
-    if (access(vocab, R_OK) != 0) { SKIP("%s is not there (its vocabulary is needed)", vocab); return; }
+    if (access(RANDOM_VOCAB_FROM, R_OK) != 0) { SKIP("%s is not there (its vocabulary is needed)", RANDOM_VOCAB_FROM); return; }
     char path[] = "/tmp/cabin-test-grammar-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    if (fd < 0) return;
-    close(fd);
     uint64_t seed = test_seed();
-    modelgen_opts mo = modelgen_defaults();
-    mo.dim = 64; mo.n_layer = 1; mo.n_head = 2; mo.n_kv_head = 1; mo.ffn_dim = 128; mo.n_ctx = 1024;
-    mo.vocab_from = vocab;
-    mo.seed = seed;
     errbuf err = {{0}};
-    CHECK(modelgen_write(&mo, path, &err) == 0, "modelgen: %s", err.msg);
-    session_opts so = session_opts_default();
-    so.model_path = path;
-    so.backend.n_threads = 1;
-    so.sampling.temp = 1.0f;
-    so.sampling.top_k = 0;
-    so.sampling.top_p = 1.0f;
-    so.sampling.min_p = 0.0f;
-    so.sampling.seed = seed;
+    session_opts so;
+    CHECK(random_vocab_model(path, 1, 1024, seed, &so, &err) == 0, "random model: %s", err.msg);
+    if (err.msg[0]) return;
     so.max_reply_tokens = 64;
     session *s = session_open(&so, &err);
     CHECK(s != NULL, "session_open: %s", err.msg);
     if (!s) { unlink(path); return; }
-    action_grammar *g = action_grammar_new(s);
-    CHECK(g != NULL, "a grammar for the assistant's vocabulary");
+    // the same replies decoded plainly, a token per forward pass: jump-forward must not change a byte
+    so.no_jump_forward = true;
+    session *plain = session_open(&so, &err);
+    CHECK(plain != NULL, "session_open: %s", err.msg);
+    if (!plain) { session_close(s); unlink(path); return; }
+    action_grammar *g = action_grammar_new(s), *gp = action_grammar_new(plain);
+    CHECK(g != NULL && gp != NULL, "a grammar for the assistant's vocabulary");
     vehicle *car = vehicle_new();   // a fresh car each run: its refusals become the sentence
     action_grammar_set_car(g, car);
+    action_grammar_set_car(gp, car);
+    long tokens = 0, passes = 0, forced = 0;
+    strbuf pb = { 0 };
     static const char *const requests[] = {
         "call aunt maria please", "take me to the riverside clinic", "set it to twenty two and a half",
         "volume 27", "two degrees warmer on my side", "open the window fifteen percent",
@@ -243,6 +236,16 @@ static void random_model_replies(void) {
         session_reset(s);
         vehicle_reset(car);
         CHECK(action_grammar_chat(g, s, req, session_collect_text, &b, &err) == 0, "chat: %s", err.msg);
+        session_stats st;
+        session_get_stats(s, &st);
+        tokens += st.gen_tokens;
+        passes += st.decode_passes;
+        forced += st.forced_tokens;
+        strbuf_clear(&pb);
+        session_reset(plain);
+        CHECK(gp && action_grammar_chat(gp, plain, req, session_collect_text, &pb, &err) == 0, "chat: %s", err.msg);
+        CHECK(strcmp(strbuf_str(&b), strbuf_str(&pb)) == 0, "seed %llu: '%s' -> '%s' with jump-forward, '%s' without",
+              (unsigned long long)seed, req, strbuf_str(&b), strbuf_str(&pb));
         // 64 tokens may end inside the action: then it must still be a valid prefix
         int r = action_grammar_check(strbuf_str(&b), b.len, req);
         CHECK(r >= 0, "seed %llu: '%s' -> '%s' left the grammar", (unsigned long long)seed, req, strbuf_str(&b));
@@ -289,7 +292,7 @@ static void random_model_replies(void) {
         if (strpbrk(after, "0123456789")) sentence_numbers++;
     }
     // A filter that forbids every token: the session falls back to the unmasked logits.
-    token_filter none = { forbid_all, NULL, NULL };
+    token_filter none = { forbid_all, NULL, NULL, NULL };
     session_set_filter(s, &none);
     session_reset(s);
     strbuf_clear(&b);
@@ -299,12 +302,19 @@ static void random_model_replies(void) {
     CHECK(st.gen_tokens > 0, "a filter that forbids everything stopped generation");
     session_set_filter(s, NULL);
     CHECK(complete >= runs / 4, "only %d of %d random replies closed their action within 64 tokens", complete, runs);
+    CHECK(forced > 0 && passes == tokens - forced, "jump-forward: %ld tokens, %ld forced, in %ld forward passes", tokens,
+          forced, passes);
     printf("random model (seed %llu): %d of %d replies complete valid actions, %d of them with numbers in the sentence, "
-           "%d refused by the car and saying its reason\n", (unsigned long long)seed, complete, runs, sentence_numbers, refused_runs);
+           "%d refused by the car and saying its reason; %ld tokens, %ld forced, in %ld forward passes, the same text "
+           "as a token per pass\n", (unsigned long long)seed, complete, runs, sentence_numbers, refused_runs, tokens,
+           forced, passes);
     strbuf_free(&b);
+    strbuf_free(&pb);
     action_grammar_free(g);
+    action_grammar_free(gp);
     vehicle_free(car);
     session_close(s);
+    session_close(plain);
     unlink(path);
 }
 
