@@ -113,6 +113,7 @@ struct asr {
                             // no phone LM, or no grammar); how well the grammar fits (asr_end)
     cmd_ln_t *cfg_lm, *cfg_gram, *cfg_loop;
     float refuse_below;     // asr_opts.refuse_below
+    float gram_scale;       // the grammar's log-probabilities were multiplied by this (load_grammar)
     float grammar_min_agree;
     int policy;             // how the two results are combined (see asr_end)
     // the current utterance's audio, 16 kHz (kept: the worker reads it, and the first
@@ -203,6 +204,7 @@ static ps_decoder_t *open_decoder(cmd_ln_t **cfg, const char *hmm, const char *d
 // it), the grammar's own transition log-probabilities then multiplied by arc_scale.
 // Returns 0, or USE_NO_RULE, USE_NO_NETWORK, USE_REFUSED.
 enum { USE_NO_RULE = -1, USE_NO_NETWORK = -2, USE_REFUSED = -3 };
+#define GRAMMAR_SEARCH "cabin"   // the grammar search's name in its decoder
 static int use_grammar(ps_decoder_t *ps, const char *name, jsgf_t *j, float lw, float arc_scale) {
     jsgf_rule_t *rule = jsgf_get_public_rule(j);
     fsg_model_t *fsg = rule ? jsgf_build_fsg(j, rule, ps_get_logmath(ps), lw) : NULL;
@@ -228,7 +230,7 @@ static int use_grammar(ps_decoder_t *ps, const char *name, jsgf_t *j, float lw, 
 static int load_grammar(ps_decoder_t *ps, const char *path, float scale, errbuf *err) {
     jsgf_t *j = jsgf_parse_file(path, NULL);
     if (!j) return err_set(err, "asr: %s: not a JSGF grammar pocketsphinx can read", path);
-    switch (use_grammar(ps, "cabin", j, scale, scale)) {
+    switch (use_grammar(ps, GRAMMAR_SEARCH, j, scale, scale)) {
     case USE_NO_RULE: return err_set(err, "asr: %s: no public rule", path);
     case USE_NO_NETWORK: return err_set(err, "asr: %s: could not build the grammar network", path);
     case USE_REFUSED:
@@ -411,6 +413,7 @@ asr *asr_open(const asr_opts *o, errbuf *err) {
         const char *sc = getenv("CABIN_ASR_GRAM_SCALE");   // experiments
         float scale = sc ? (float)atof(sc) : GRAMMAR_SCALE;
         if (load_grammar(a->gram, jsgf, scale, err)) { asr_close(a); return NULL; }
+        a->gram_scale = scale;
         // The phone loop is for the acoustic model it was made for; without it (another model,
         // or the file missing) nothing is refused.
         if (!o->hmm && readable(PHONE_LM)) {
@@ -600,6 +603,19 @@ int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err) {
     return rc < 0 ? err_set(err, "asr: decoding failed") : 0;
 }
 
+int asr_reading_so_far(asr *a, char *text, size_t cap) {
+    if (!a->gram || !a->w.running) return -1;
+    hyp_info h;
+    pthread_mutex_lock(&a->w.lock);   // (asr_feed left the worker idle: every sample decoded)
+    bool ok = a->w.in_utt && a->w.have_utt == a->w.want_utt && a->w.fed == a->n;
+    if (ok) path_words(a->gram, &h);
+    pthread_mutex_unlock(&a->w.lock);
+    if (!ok) return -1;
+    if (text && cap) snprintf(text, cap, "%s", h.text);
+    fsg_model_t *fsg = ps_get_fsg(a->gram, GRAMMAR_SEARCH);
+    return fsg && h.text[0] ? fsg_reading(fsg, h.text, a->gram_scale) : 0;
+}
+
 // Ends both searches (the grammar's on its thread, from now on) and reads their best paths. With
 // early, the grammar's reading is returned without waiting for the n-gram search's final passes
 // when its first pass's reading so far (the best path of its tree search) already decides it: the
@@ -672,7 +688,7 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     // further scaling), without its leak: pocketsphinx 5prealpha never frees the parsed grammar.
     jsgf_t *j = jsgf_parse_string(jsgf, NULL);
     if (!j || use_grammar(a->gram, "pick", j, cmd_ln_float32_r(a->cfg_gram, "-lw"), 1.0f) < 0) {
-        ps_set_search(a->gram, "cabin");
+        ps_set_search(a->gram, GRAMMAR_SEARCH);
         return -1;
     }
     cmn_snapshot keep;
@@ -682,7 +698,7 @@ static int pick_pass(asr *a, const char *g, const char *l, hyp_info *h) {
     if (rc >= 0) rc = ps_end_utt(a->gram);
     if (rc >= 0) path_words(a->gram, h);
     cmn_put_back(a->gram, &keep);
-    ps_set_search(a->gram, "cabin");
+    ps_set_search(a->gram, GRAMMAR_SEARCH);
     return rc < 0 ? -1 : 0;
 }
 

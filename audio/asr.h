@@ -61,6 +61,11 @@ int asr_start(asr *a, errbuf *err);
 // 16 kHz mono samples of the current utterance.
 int asr_feed(asr *a, const int16_t *x, size_t n, errbuf *err);
 int asr_end(asr *a, asr_result *r, errbuf *err);
+// The grammar search's best reading of the utterance so far (into text, cap bytes, if text) and
+// where it leads in the grammar: FSG_WHOLE (a whole command) and/or FSG_MORE (a word may follow;
+// audio/asr_fsg.h), 0 when it is no command's start, -1 without a grammar search or outside an
+// utterance. For ending a turn at a short pause once a command is whole (voice.c).
+int asr_reading_so_far(asr *a, char *text, size_t cap);
 // Runs every search over `seconds` of silence (at the noise floor) so that the first utterance
 // finds the recogniser's memory and code paths as later ones do; the cepstral means and the
 // noise sequence are left as they were (the first utterance still settles: asr.c).

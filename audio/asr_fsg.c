@@ -3,8 +3,10 @@
 
 #include "base/mem.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,4 +231,118 @@ fsg_model_t *fsg_compact(fsg_model_t *f) {
     glist_free(fsg_model_null_trans_closure(c, NULL));
     free(g.a);
     return c;
+}
+
+// A word arc the reading may take: not silence or a filler, and not a pronunciation alternate
+// (its base word's arc stands beside it).
+static bool word_arc(fsg_model_t *f, const fsg_link_t *l) {
+    return l->wid >= 0 && !fsg_model_is_filler(f, l->wid) && !fsg_model_is_alt(f, l->wid);
+}
+
+// Each arc's natural-log probability given its state: the network's weights (JSGF weights need
+// not sum to one; here scaled by `scale`) made a distribution over each state's arcs.
+static double *arc_logp(fsg_model_t *f, double scale, int *n_arcs) {
+    int n = fsg_model_n_state(f), k = 0;
+    for (int s = 0; s < n; s++)
+        for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it)) k++;
+    double *lp = xmalloc((size_t)(k ? k : 1) * sizeof *lp);
+    k = 0;
+    for (int s = 0; s < n; s++) {
+        int first = k;
+        double mx = -INFINITY, z = 0;
+        for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it), k++) {
+            fsg_link_t *l = fsg_arciter_get(it);
+            lp[k] = l->wid < 0 || word_arc(f, l) ? logmath_log_to_ln(f->lmath, (int)(l->logs2prob / scale)) : -INFINITY;
+            if (lp[k] > mx) mx = lp[k];
+        }
+        for (int i = first; i < k; i++) z += exp(lp[i] - mx);
+        for (int i = first; i < k && z > 0; i++) lp[i] -= mx + log(z);
+    }
+    *n_arcs = k;
+    return lp;
+}
+
+// Best path log-probabilities carried along null arcs (in place).
+static void null_closure(fsg_model_t *f, const double *lp, double *score) {
+    for (bool grew = true; grew;) {
+        grew = false;
+        int k = 0;
+        for (int s = 0; s < fsg_model_n_state(f); s++)
+            for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it), k++) {
+                fsg_link_t *l = fsg_arciter_get(it);
+                if (l->wid < 0 && score[s] + lp[k] > score[l->to_state] + 1e-12)
+                    score[l->to_state] = score[s] + lp[k], grew = true;
+            }
+    }
+}
+
+// FSG_ENDS: the reading ending now at least four times as likely as its likeliest way on. (Whole
+// commands the grammar lets a suffix follow are 8-9 times as likely to end; "less", which
+// "volume" follows as often, about as likely.)
+#define ENDS_MARGIN 1.3863   // ln 4
+
+int fsg_reading(fsg_model_t *f, const char *words, double scale) {
+    int n = fsg_model_n_state(f), n_arcs;
+    double *lp = arc_logp(f, scale, &n_arcs);
+    double *at = xmalloc((size_t)n * sizeof *at), *next = xmalloc((size_t)n * sizeof *next);
+    for (int s = 0; s < n; s++) at[s] = -INFINITY;
+    at[fsg_model_start_state(f)] = 0;
+    null_closure(f, lp, at);
+    bool on = true;
+    char w[128];
+    for (const char *p = words; on && *p;) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, " ");
+        if (!len) break;
+        snprintf(w, sizeof w, "%.*s", (int)(len < sizeof w ? len : sizeof w - 1), p);
+        p += len;
+        int wid = fsg_model_word_id(f, w);
+        if (wid < 0 || fsg_model_is_filler(f, wid)) continue;   // a hesitation the search put between words
+        on = false;
+        for (int s = 0; s < n; s++) next[s] = -INFINITY;
+        int k = 0;
+        for (int s = 0; s < n; s++)
+            for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it), k++) {
+                fsg_link_t *l = fsg_arciter_get(it);
+                if (l->wid == wid && at[s] > -INFINITY && at[s] + lp[k] > next[l->to_state])
+                    next[l->to_state] = at[s] + lp[k], on = true;
+            }
+        null_closure(f, lp, next);
+        double *t = at;
+        at = next;
+        next = t;
+    }
+    int r = 0;
+    if (on) {
+        // the best way from each state to the end (into next), then: the reading ending now
+        // against its best way to a longer command (a word, then whatever the end needs)
+        double *to_end = next;
+        for (int s = 0; s < n; s++) to_end[s] = -INFINITY;
+        to_end[fsg_model_final_state(f)] = 0;
+        for (bool grew = true; grew;) {
+            grew = false;
+            int k = 0;
+            for (int s = 0; s < n; s++)
+                for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it), k++) {
+                    fsg_link_t *l = fsg_arciter_get(it);
+                    if (lp[k] > -INFINITY && to_end[l->to_state] + lp[k] > to_end[s] + 1e-12)
+                        to_end[s] = to_end[l->to_state] + lp[k], grew = true;
+                }
+        }
+        double end = at[fsg_model_final_state(f)], more = -INFINITY;
+        int k = 0;
+        for (int s = 0; s < n; s++)
+            for (fsg_arciter_t *it = fsg_model_arcs(f, s); it; it = fsg_arciter_next(it), k++) {
+                fsg_link_t *l = fsg_arciter_get(it);
+                if (!word_arc(f, l) || at[s] == -INFINITY) continue;
+                r |= FSG_MORE;
+                if (at[s] + lp[k] + to_end[l->to_state] > more) more = at[s] + lp[k] + to_end[l->to_state];
+            }
+        if (end > -INFINITY) r |= FSG_WHOLE;
+        if (end > -INFINITY && end >= more + ENDS_MARGIN) r |= FSG_ENDS;
+    }
+    free(lp);
+    free(at);
+    free(next);
+    return r;
 }

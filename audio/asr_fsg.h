@@ -18,4 +18,14 @@
 // grammar's own loops: it is then searched as it is). The caller frees both.
 fsg_model_t *fsg_compact(fsg_model_t *f);
 
+// Where a reading (words separated by spaces; words the network lacks, hesitations, are passed
+// over) leads in the network: 0 off it (no path takes those words in that order), else
+// FSG_WHOLE when it can end there (a whole command), FSG_MORE when a word may follow (silence
+// and filler loops are not words), FSG_ENDS when it is whole and ending there is at least four
+// times as likely as its likeliest way on to a longer command (each state's weights taken as a
+// distribution; the network's log-probabilities are divided by `scale` first, the factor they
+// were multiplied by).
+enum { FSG_WHOLE = 1, FSG_MORE = 2, FSG_ENDS = 4 };
+int fsg_reading(fsg_model_t *f, const char *words, double scale);
+
 #endif

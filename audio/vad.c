@@ -11,7 +11,7 @@ vad_params vad_params_default(void) {
     // utterances (development sets); at 6 dB, 49 and 96, and the 10 dB and clean sets the same
     // actions (docs/history/VOICE.md).
     vad_params p = { .margin_db = 6, .min_db = -50, .zcr_min = 0.25f, .zcr_margin_db = 5,
-                     .onset_ms = 40, .hangover_ms = 400, .min_speech_ms = 200 };
+                     .onset_ms = 40, .hangover_ms = 400, .pause_ms = 0, .min_speech_ms = 200 };
     return p;
 }
 
@@ -67,14 +67,20 @@ static vad_event vad_frame(vad *v, const int16_t *x) {
     }
     v->speech_frames++;
     v->run_silence = speech ? 0 : v->run_silence + 1;
-    if (v->run_silence >= vad_hangover_frames(v)) {
-        v->in_speech = false;
-        v->run_speech = 0;
-        int voiced = v->speech_frames - v->run_silence;
-        return voiced * 10 < v->p.min_speech_ms ? VAD_DROP : VAD_END;
-    }
+    if (v->run_silence >= vad_hangover_frames(v)) return vad_end_now(v);
+    if (v->p.pause_ms > 0 && v->run_silence * 10 == v->p.pause_ms) return VAD_PAUSE;
     return VAD_NONE;
 }
+
+vad_event vad_end_now(vad *v) {
+    if (!v->in_speech) return VAD_NONE;
+    v->in_speech = false;
+    v->run_speech = 0;
+    int voiced = v->speech_frames - v->run_silence;
+    return voiced * 10 < v->p.min_speech_ms ? VAD_DROP : VAD_END;
+}
+
+int vad_silence_ms(const vad *v) { return v->run_silence * 10; }
 
 vad_event vad_feed(vad *v, const int16_t *x, size_t n, size_t *consumed) {
     size_t i = 0;

@@ -14,12 +14,14 @@ typedef struct vad_params {
     float zcr_margin_db;  //   counts as speech at this smaller margin (defaults 0.25, 5)
     int onset_ms;         // speech this long starts an utterance (default 40)
     int hangover_ms;      // silence this long ends it (default 400)
+    int pause_ms;         // silence this long inside it is reported (VAD_PAUSE) once, so that the
+                          // caller may end it there (vad_end_now; default 0: never)
     int min_speech_ms;    // utterances shorter than this are dropped as clicks (default 200)
 } vad_params;
 
 vad_params vad_params_default(void);
 
-typedef enum vad_event { VAD_NONE, VAD_ONSET, VAD_END, VAD_DROP } vad_event;
+typedef enum vad_event { VAD_NONE, VAD_ONSET, VAD_END, VAD_DROP, VAD_PAUSE } vad_event;
 
 typedef struct vad {
     vad_params p;
@@ -44,5 +46,10 @@ vad_event vad_feed(vad *v, const int16_t *x, size_t n, size_t *consumed);
 // Frames of onset delay: an onset is reported this many frames after speech began.
 int vad_onset_frames(const vad *v);
 int vad_hangover_frames(const vad *v);
+// Ends the utterance now (after a VAD_PAUSE the caller judged the end of a turn): VAD_END, or
+// VAD_DROP when too little of it was speech; VAD_NONE outside an utterance.
+vad_event vad_end_now(vad *v);
+// Silence after the last speech frame of the utterance under way, or of the last one, ms.
+int vad_silence_ms(const vad *v);
 
 #endif

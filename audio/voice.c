@@ -1,5 +1,6 @@
 // The voice pipeline (see voice.h).
 #include "audio/voice.h"
+#include "audio/asr_fsg.h"
 #include "audio/device.h"
 #include "audio/tts.h"
 
@@ -34,6 +35,8 @@ struct voice {
     audio_out *out;
     asr *asr;
     vad vad;
+    int end_silence_ms;            // the silence heard after the speech when the VAD ended it
+    bool ended_at_pause;           // ... at a pause, the command whole (pause_ends_turn)
     char desc[768];
     char prio_note[200];
     pid_t prio_tid;                // voice_open's thread, raised to o.nice from prio_prev (0: not)
@@ -239,6 +242,8 @@ static void start_utterance(voice *v, errbuf *err, int *rc) {
     else if (v->cur.turn) finish_turn(v);
     v->in_utt = true;
     v->t_onset = now_sec();
+    v->end_silence_ms = -1;   // (push-to-talk, the recording's end: no silence was waited for)
+    v->ended_at_pause = false;
     state(v, "hearing");
     if (asr_start(v->asr, err)) { *rc = -1; return; }
     // the pre-roll, oldest first (it holds the onset frames too)
@@ -268,6 +273,8 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     v->cur.asr_conf = r.conf;
     v->cur.asr_fit = r.fit;
     v->cur.asr_refused = r.refused;
+    v->cur.end_silence_ms = v->end_silence_ms;
+    v->cur.ended_at_pause = v->ended_at_pause;
     snprintf(v->cur.transcript, sizeof v->cur.transcript, "%s", r.text);
     if (v->h.on_transcript) v->h.on_transcript(v->h.ud, r.text);
     // the reply
@@ -289,6 +296,15 @@ static void end_utterance(voice *v, bool drop, errbuf *err, int *rc) {
     state(v, "thinking");
     pthread_create(&v->reply_thread, NULL, reply_main, v);
     v->reply_running = true;
+}
+
+// Hands-free, at a short pause (vad_params.pause_ms, when set): is what was said so far a whole
+// command of the grammar, and much likelier to end there than to go on (FSG_ENDS)? Then the
+// turn ends here rather than after the full hangover; a pause in the middle of a command ("set
+// the temperature to ... 22", "less ... volume") waits.
+static bool pause_ends_turn(voice *v) {
+    int r = asr_reading_so_far(v->asr, NULL, 0);
+    return r > 0 && (r & FSG_ENDS);
 }
 
 static void preroll_push(voice *v, const int16_t *x, size_t n) {
@@ -344,7 +360,12 @@ int voice_run(voice *v, errbuf *err) {
             preroll_push(v, x + off, k);
             if (ev == VAD_ONSET) start_utterance(v, err, &rc);
             else if (v->in_utt && asr_feed(v->asr, x + off, k, err)) rc = -1;
-            if (ev == VAD_END || ev == VAD_DROP) end_utterance(v, ev == VAD_DROP, err, &rc);
+            v->ended_at_pause = ev == VAD_PAUSE && v->in_utt && rc == 0 && pause_ends_turn(v);
+            if (v->ended_at_pause) ev = vad_end_now(&v->vad);
+            if (ev == VAD_END || ev == VAD_DROP) {
+                v->end_silence_ms = vad_silence_ms(&v->vad);
+                end_utterance(v, ev == VAD_DROP, err, &rc);
+            }
             off += k;
             if (ev == VAD_END && v->o.half_duplex) {   // listen again only after the reply
                 while (reply_active(v) && !atomic_load(&v->stop)) sleep_ms(2);

@@ -33,6 +33,10 @@ typedef struct voice_turn_stats {
     double asr_fit;            // how well the grammar's path fits the audio (asr_result.fit; NAN: none)
     bool asr_refused;          // not a command (asr_result.refused): not sent to the model,
                                // "Sorry, I didn't catch that." spoken instead
+    double end_silence_ms;     // hands-free: the silence after the speech when the turn ended
+                               // (vad_params.pause_ms or hangover_ms; not in the times above,
+                               // which start at the turn's end); -1 push-to-talk
+    bool ended_at_pause;       // ... ended at a short pause, the command whole (voice.c)
     bool barged_in;            // this turn's reply was cut off by the next one
     double barge_stop_ms;      // barge-in: onset detected -> generation and playback stopped
     int clauses;               // clauses spoken (or started)

@@ -76,10 +76,17 @@ static const char *ms_text(double ms, char *buf, size_t n) {
     return buf;
 }
 
+// Hands-free, how the turn's end was found: " (ended 200 ms into a pause, the command whole)".
+static const char *end_text(const voice_turn_stats *st, char *buf, size_t n) {
+    if (st->end_silence_ms < 0) snprintf(buf, n, "%s", "");
+    else snprintf(buf, n, " (ended %.0f ms into %s)", st->end_silence_ms, st->ended_at_pause ? "a pause, the command whole" : "silence");
+    return buf;
+}
+
 static void app_turn(void *ud, const voice_turn_stats *st) {
     voice_app *a = ud;
     printf("cabin: %s%s\n", st->spoken, st->barged_in ? " [cut off: barge-in]" : "");
-    char t[6][24];
+    char t[6][24], how[80];
     if (a->stats && st->first_token_ms >= 0) {   // (the reply thread has ended: its stats are this turn's)
         session_stats ss;
         session_get_stats(a->as.s, &ss);
@@ -88,9 +95,9 @@ static void app_turn(void *ud, const voice_turn_stats *st) {
                ms_text(st->token_to_clause_ms, t[5], sizeof t[5]));
     }
     if (a->stats)
-        printf("latency turn %d: speech %.2f s | asr %s%s agree %.2f, fit %.1f, RTF %.2f%s | end of speech -> transcript %s, "
+        printf("latency turn %d: speech %.2f s%s | asr %s%s agree %.2f, fit %.1f, RTF %.2f%s | end of speech -> transcript %s, "
                "first token %s, first audio written %s, first audio played %s, last token %s\n",
-               st->turn, st->speech_s, st->asr_search, st->asr_refused ? " refused" : "", st->asr_conf, st->asr_fit,
+               st->turn, st->speech_s, end_text(st, how, sizeof how), st->asr_search, st->asr_refused ? " refused" : "", st->asr_conf, st->asr_fit,
                st->asr_rtf, st->asr_settled ? " (first utterance: started over)" : st->asr_redecoded ? " (first utterance: decoded twice)" : "",
                ms_text(st->asr_final_ms, t[0], sizeof t[0]), ms_text(st->first_token_ms, t[1], sizeof t[1]),
                ms_text(st->first_write_ms, t[2], sizeof t[2]), ms_text(st->first_audio_ms, t[3], sizeof t[3]),
@@ -123,6 +130,7 @@ static double pct(const voice_app *a, size_t off, double p, int *n_out) {
 
 static void print_summary(const voice_app *a) {
     static const struct { const char *name; size_t off; } rows[] = {
+        { "silence heard before the turn ended (ms)", offsetof(voice_turn_stats, end_silence_ms) },
         { "end of speech -> transcript (ms)", offsetof(voice_turn_stats, asr_final_ms) },
         { "end of speech -> first token (ms)", offsetof(voice_turn_stats, first_token_ms) },
         { "first token -> first clause (ms)", offsetof(voice_turn_stats, token_to_clause_ms) },
@@ -170,7 +178,7 @@ typedef struct voice_cli_opts {
     voice_opts vo;
     const char *asr_kind;
     bool stats, hands_free, no_out, fresh, no_priority;
-    int n_predict, hang;
+    int n_predict, hang, pause;
     float margin;
 } voice_cli_opts;
 
@@ -195,6 +203,8 @@ static const opt_def VOICE_OPTS[] = {
       "(-200: none; docs/VOICE.md)", NULL, NULL, NULL, OPT_RANGE(-200, 0) },
     { "--vad-margin", NULL, OPT_FLOAT, VO(margin), "DB", "speech: this far above the noise floor", "6", NULL, NULL, OPT_RANGE(0, 100) },
     { "--vad-hangover", NULL, OPT_INT, VO(hang), "MS", "silence that ends a turn", "400", NULL, NULL, OPT_RANGE(10, 10000) },
+    { "--vad-pause", NULL, OPT_INT, VO(pause), "MS", "silence that ends a turn once what was said is a whole command\n"
+      "of the grammar (0: only the hangover; docs/VOICE.md)", "0", NULL, NULL, OPT_RANGE(0, 10000) },
     { "--tts-voice", NULL, OPT_STR, VO(vo.tts_voice), "NAME", "espeak-ng voice", "en-us", NULL, NULL },
     { "--tts-wpm", NULL, OPT_INT, VO(vo.tts_wpm), "N", "speaking speed in words per minute", "175", NULL, NULL, OPT_RANGE(80, 500) },
     { "--n-predict", "-n", OPT_INT, VO(n_predict), "N", "most tokens per reply", "512", NULL, NULL, OPT_RANGE(1, HUGE_VAL) },
@@ -216,7 +226,7 @@ static void say_governor(void *ud, const char *line) { (void)ud; printf("%s\n", 
 int cmd_voice(int argc, char **argv) {
     run_opts r;
     run_opts_init(&r);
-    voice_cli_opts o = { .vo = voice_opts_default(), .asr_kind = "domain", .hang = -1, .margin = -1 };
+    voice_cli_opts o = { .vo = voice_opts_default(), .asr_kind = "domain", .hang = -1, .pause = -1, .margin = -1 };
     opt_table own = OPT_TABLE(VOICE_OPTS, &o);
     opt_table tables[3] = { own, run_opts_governor_table(&r), run_opts_table(&r) };
     int prc = opts_parse(&VOICE_SPEC, tables, 3, argc, argv);
@@ -228,12 +238,13 @@ int cmd_voice(int argc, char **argv) {
     voice_opts vo = o.vo;
     const char *asr_kind = o.asr_kind;
     bool stats = o.stats, no_out = o.no_out;
-    int n_predict = o.n_predict, hang = o.hang;
+    int n_predict = o.n_predict, hang = o.hang, pause = o.pause;
     float margin = o.margin;
     if (strcmp(asr_kind, "general") == 0) vo.asr.general = true;
     else if (strcmp(asr_kind, "domain") != 0) { fprintf(stderr, "cabin voice: --asr: domain or general, not '%s'\n", asr_kind); return 2; }
     if (margin >= 0) vo.vad.margin_db = margin;
     if (hang >= 0) vo.vad.hangover_ms = hang;
+    if (pause >= 0) vo.vad.pause_ms = pause;
     if (n_predict > 0) r.s.max_reply_tokens = n_predict;
     size_t inl = vo.in ? strlen(vo.in) : 0;
     bool file_in = inl > 4 && strcasecmp(vo.in + inl - 4, ".wav") == 0;

@@ -118,7 +118,7 @@ int main(void) {
     // A small grammar: weighted alternatives, optional parts, a rule used twice, a stutter.
     const char *small =
         "#JSGF V1.0;\ngrammar t;\n"
-        "public <c> = [ /0.7/ hey | /0.3/ okay ] <body> [ please ];\n"
+        "public <c> = [ /0.7/ hey | /0.3/ okay ] <body> [ please ] | stop ( /0.95/ <NULL> | /0.05/ now );\n"
         "<n> = one | two | ( /0.9/ three | /0.1/ three three );\n"
         "<body> = /2/ set the fan to <n> | /1/ set the fan speed to <n> | turn the fan <n> | turn it up;\n";
     fsg_model_t *f = build(jsgf_parse_string(small, NULL), lm);
@@ -133,6 +133,25 @@ int main(void) {
             same_paths(c, f, 300, "small: compacted's paths in the original");
             const char *no[] = { "set", "the", "fan", "up" };
             CHECK(best_score(c, no, 4) == NEG, "a sequence outside the grammar stays outside");
+            // where readings lead (voice's end of turn at a pause): whole, more may follow, off
+            static const struct { const char *words; int want; } readings[] = {
+                { "hey set the fan to two", FSG_WHOLE | FSG_MORE },   // [ please ] as likely as not
+                { "turn it up please", FSG_WHOLE | FSG_ENDS },
+                { "okay set the fan to three three please", FSG_WHOLE | FSG_ENDS },
+                { "set the fan to", FSG_MORE },
+                { "set the fan to three", FSG_WHOLE | FSG_MORE },     // "three" again, or please
+                { "", FSG_MORE },
+                { "set the fan up", 0 },
+                { "turn um it up", FSG_WHOLE | FSG_MORE },            // a word the network lacks: passed over
+                { "stop", FSG_WHOLE | FSG_MORE | FSG_ENDS },          // "now" follows 1 time in 20
+                { "stop now", FSG_WHOLE | FSG_ENDS },
+            };
+            for (size_t k = 0; k < sizeof readings / sizeof readings[0]; k++) {
+                CHECK(fsg_reading(f, readings[k].words, 1.0) == readings[k].want, "'%s' in the original: %d, not %d",
+                      readings[k].words, fsg_reading(f, readings[k].words, 1.0), readings[k].want);
+                CHECK(fsg_reading(c, readings[k].words, 1.0) == readings[k].want, "'%s' in the compacted: %d, not %d",
+                      readings[k].words, fsg_reading(c, readings[k].words, 1.0), readings[k].want);
+            }
             fsg_model_free(c);
         }
         fsg_model_free(f);
@@ -162,6 +181,12 @@ int main(void) {
                   fsg_model_n_state(f), fsg_model_n_state(c));
             same_paths(f, c, 60, "cabin.gram: original's paths in the compacted");
             same_paths(c, f, 60, "cabin.gram: compacted's paths in the original");
+            // ending a turn at a pause: whole commands end, a command's start or one that a longer
+            // command continues as often ("less" ... "volume") does not
+            CHECK(fsg_reading(c, "okay drive home", 1.0) & FSG_ENDS, "'okay drive home' ends");
+            CHECK(fsg_reading(c, "it is way too cold in here", 1.0) & FSG_ENDS, "'it is way too cold in here' ends");
+            CHECK(!(fsg_reading(c, "set the temperature to", 1.0) & (FSG_WHOLE | FSG_ENDS)), "'set the temperature to' is no command");
+            CHECK((fsg_reading(c, "alright less", 1.0) & (FSG_WHOLE | FSG_ENDS)) == FSG_WHOLE, "'alright less' may go on");
             fsg_model_free(c);
         }
         if (f) fsg_model_free(f);

@@ -127,6 +127,41 @@ int main(void) {
     CHECK(onsets == 1 && ends == 1, "onsets %d ends %d", onsets, ends);
     vad_free(&v);
 
+    // VAD pauses: tone, 0.3 s gap, tone, silence. Each silence run reports VAD_PAUSE once, at
+    // pause_ms; the caller that ends the utterance at the second pause (vad_end_now) gets
+    // VAD_END there, 200 ms into the silence, and no hangover end after; pause_ms 0 (the
+    // default): no pauses.
+    for (int mode = 0; mode < 3; mode++) {   // 0: pauses reported; 1: the second ends it; 2: pause_ms 0
+        vad_params pp = p;
+        pp.pause_ms = mode == 2 ? 0 : 200;
+        vad_init(&v, &pp, 16000);
+        int pauses = 0, pause_blk[4] = { 0 }, end_at = -1, n_ends = 0;
+        for (int blk = 0; blk < 250; blk++) {
+            bool tone = (blk >= 50 && blk < 100) || (blk >= 130 && blk < 180);
+            int16_t b[160];
+            for (int i = 0; i < 160; i++)
+                b[i] = (int16_t)((tone ? 6000 * sin(2 * M_PI * 300 * (blk * 160 + i) / 16000.0) : 0) + (rand() % 41 - 20));
+            size_t off = 0;
+            while (off < 160) {
+                size_t k;
+                vad_event e = vad_feed(&v, b + off, 160 - off, &k);
+                if (e == VAD_PAUSE && pauses < 4) pause_blk[pauses++] = blk;
+                if (e == VAD_PAUSE && mode == 1 && pauses == 2) {
+                    CHECK(vad_silence_ms(&v) == 200, "silence at the pause: %d ms", vad_silence_ms(&v));
+                    e = vad_end_now(&v);
+                }
+                if (e == VAD_END) { n_ends++; end_at = blk; }
+                off += k;
+            }
+        }
+        if (mode == 2) CHECK(pauses == 0 && n_ends == 1, "pause_ms 0: %d pauses, %d ends", pauses, n_ends);
+        else CHECK(pauses == 2 && pause_blk[0] == 119 && pause_blk[1] == 199 && n_ends == 1 &&
+                   end_at == (mode == 1 ? 199 : 219), "mode %d: %d pauses at %d, %d; %d ends, at %d", mode, pauses,
+                   pause_blk[0], pause_blk[1], n_ends, end_at);
+        CHECK(vad_end_now(&v) == VAD_NONE, "vad_end_now outside an utterance");
+        vad_free(&v);
+    }
+
     // VAD in noise: loud speech, a weak stretch below the speech threshold (0.3 s, shorter than
     // the hangover), medium, loud again -> one utterance to the end of the last loud part. (With
     // the floor rising as fast inside an utterance as outside, it rose onto the weak stretch,

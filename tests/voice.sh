@@ -63,6 +63,17 @@ for set in clean noisy; do
     fi
 done
 
+# --- end of turn at a pause (--vad-pause): most of the 16 commands end 200 ms after the speech,
+# the command whole, and none is lost; without it every turn waits for the 400 ms hangover
+"$CABIN" voice -m "$MODEL" --temp 0 -n 48 --audio-in "$T/clean.wav" --no-audio-out --fresh-turns --stats --vad-pause 200 \
+    >"$T/pause.out" 2>&1 || bad "--vad-pause: cabin voice failed: $(tail -n 2 "$T/pause.out")"
+at_pause=$(grep -c '^latency turn .*(ended 200 ms into a pause, the command whole)' "$T/pause.out")
+[ "$(grep -c '^you:' "$T/pause.out")" = 16 ] && [ "$at_pause" -ge 10 ] && ok ||
+    bad "--vad-pause 200: $(grep -c '^you:' "$T/pause.out") turns, $at_pause ended at the pause"
+grep -q '^latency turn 1: speech [0-9.]* s (ended 400 ms into silence)' "$T/clean.out" && ok ||
+    bad "without --vad-pause the hangover ends a turn: $(grep -m1 '^latency turn' "$T/clean.out")"
+echo "end of turn: $at_pause of 16 turns ended 200 ms into a pause with --vad-pause 200"
+
 # --- streaming TTS: the first sample is handed to the device before the last token exists.
 # The reply must take longer than the first phrase's synthesis whatever the load: 400 tokens
 # (past end-of-generation) of an 8-layer model take 200-350 ms here, where the first audio is

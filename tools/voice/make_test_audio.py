@@ -8,7 +8,7 @@ action is not `none`. Reference words are normalised as the recogniser writes (b
 numbers spelled, one spelling per spoken form, "ok" -> "okay"); espeak-ng speaks the text's
 own words.
 
-usage: make_test_audio.py --out DIR [--n 16] [--snr 10] [--skip K]
+usage: make_test_audio.py --out DIR [--n 16] [--snr 10] [--skip K] [--pause-ms MS]
 out: DIR/clean.wav, DIR/noisy.wav (16 kHz mono), DIR/ref.tsv (words<TAB>action per turn),
 DIR/ref.jsonl and DIR/typed.jsonl (the same turns as one-turn dialogues, the words as a perfect
 recogniser would give them / as typed: `cabin eval-assistant -f` gives the model's own accuracy
@@ -16,6 +16,8 @@ on them, the ceiling for actions from speech).
 --skip K leaves out the first K commands: `--skip 16 --n 48` is a development set disjoint from
 the test set (tests/voice.sh uses the first 16), to tune the recogniser on without tuning it to
 the test.
+--pause-ms MS speaks each command in two halves (split at its middle word boundary) with MS of
+silence between them: a turn-taking test, a hands-free turn must not end inside the pause.
 """
 import argparse
 import json
@@ -47,6 +49,7 @@ def main():
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--snr", type=float, default=10.0)
     ap.add_argument("--skip", type=int, default=0, help="leave out the first K commands")
+    ap.add_argument("--pause-ms", type=int, default=0, help="a pause of MS in the middle of each command")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     picked, skipped = [], 0
@@ -73,9 +76,29 @@ def main():
         voice, wpm = VOICES[i % len(VOICES)]
         raw = os.path.join(a.out, "u%02d_raw.wav" % i)
         u = os.path.join(a.out, "u%02d.wav" % i)
-        sh("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, spoken)
-        sh("sox", "-R", raw, "-r", "16000", "-c", "1", "-b", "16", u)
-        os.remove(raw)
+        words = spoken.split()
+        halves = [spoken] if not a.pause_ms else [" ".join(words[:len(words) // 2]), " ".join(words[len(words) // 2:])]
+        pieces = []
+        for k, text in enumerate(halves):
+            piece = os.path.join(a.out, "u%02d_%d.wav" % (i, k))
+            sh("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, text)
+            sh("sox", "-R", raw, "-r", "16000", "-c", "1", "-b", "16", piece)
+            os.remove(raw)
+            pieces.append(piece)
+        if len(pieces) == 1:
+            os.rename(pieces[0], u)
+        else:
+            gap = os.path.join(a.out, "gap.wav")
+            sh("sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", gap, "trim", "0", "%.3f" % (a.pause_ms / 1000))
+            # espeak-ng pads each piece with its own silence: trimmed, so that the pause is MS
+            trimmed = []
+            for k, piece in enumerate(pieces):
+                t = piece[:-4] + "_t.wav"
+                sh("sox", "-R", piece, t, "silence", "1", "0.01", "0.5%", "reverse", "silence", "1", "0.01", "0.5%", "reverse")
+                trimmed.append(t)
+            sh("sox", "-R", trimmed[0], gap, trimmed[1], u)
+            for f in pieces + trimmed + [gap]:
+                os.remove(f)
         parts += [u, sil]
     clean = os.path.join(a.out, "clean.wav")
     sh("sox", "-R", *parts, clean)
@@ -101,7 +124,8 @@ def main():
             for words, _, t, _ in picked:
                 turn = {"user": words if spoken else t["user"], "reply": t["reply"]}
                 f.write(json.dumps({"turns": [turn]}) + "\n")
-    print("make_test_audio: %d turns, %.1f s, noise at %.0f dB SNR -> %s" % (len(picked), dur, a.snr, a.out))
+    print("make_test_audio: %d turns, %.1f s, noise at %.0f dB SNR%s -> %s"
+          % (len(picked), dur, a.snr, ", a %d ms pause inside each" % a.pause_ms if a.pause_ms else "", a.out))
 
 
 if __name__ == "__main__":
