@@ -212,14 +212,16 @@ static void check_q8_k(void) {
 }
 
 // Random bytes with sane fp16 super-scales (cf. tests/op_checks.h): enough to exercise every bit.
-static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) {
+// Random blocks (full: every byte but the fp16 scales 0xFF, which puts each code at the top of
+// its range: the largest sums an integer kernel adds up).
+static void rand_blocks_as(uint32_t type, uint8_t *p, size_t n_blocks, bool full) {
     static const struct { uint32_t type; int off[2], n; } f16_at[] = {
         { WT_Q4_0, { 0 }, 1 }, { WT_Q8_0, { 0 }, 1 }, { WT_Q4_1, { 0, 2 }, 2 }, { WT_Q5_0, { 0 }, 1 },
         { WT_Q5_1, { 0, 2 }, 2 }, { WT_IQ4_NL, { 0 }, 1 }, { WT_IQ4_XS, { 0 }, 1 }, { WT_Q2_K, { 80, 82 }, 2 },
         { WT_Q3_K, { 108 }, 1 }, { WT_Q4_K, { 0, 2 }, 2 }, { WT_Q5_K, { 0, 2 }, 2 }, { WT_Q6_K, { 208 }, 1 },
     };
     const wtype_info *ti = wtype_get(type);
-    for (size_t i = 0; i < n_blocks * ti->block_bytes; i++) p[i] = (uint8_t)rng_int(256);
+    for (size_t i = 0; i < n_blocks * ti->block_bytes; i++) p[i] = full ? 0xFF : (uint8_t)rng_int(256);
     for (size_t k = 0; k < sizeof f16_at / sizeof f16_at[0]; k++)
         if (f16_at[k].type == type)
             for (size_t b = 0; b < n_blocks; b++)
@@ -228,11 +230,14 @@ static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) {
                     memcpy(p + b * ti->block_bytes + f16_at[k].off[j], &h, 2);
                 }
 }
+static void rand_blocks(uint32_t type, uint8_t *p, size_t n_blocks) { rand_blocks_as(type, p, n_blocks, false); }
 
 // Each type's fast-table kernel against Σ w·x in double over the dequantized weights and the
 // dequantized activation blocks it was given: only float summation separates them. A type the
 // table also packs (cpu_pack_r16) is checked the same way through its matmul_packed kernel, on
-// 19 rows (a group of 16 and a padded one) and on a range that starts and ends inside a group.
+// 19 rows (a group of 16 and a padded one) and on a range that starts and ends inside a group;
+// then once more with every code at its largest against activations all at +-127 (the largest
+// sums: an int16 partial sum that could overflow would show here).
 static void check_table(const cpu_kernels *ks);
 static void check_kernels(void) {
     static const char *const names[] = { "avx512", "avx2" };
@@ -244,9 +249,10 @@ static void check_kernels(void) {
 }
 
 static void check_table(const cpu_kernels *ks) {
-    static const uint32_t types[] = { WT_Q4_1, WT_Q5_0, WT_Q5_1, WT_IQ4_NL, WT_IQ4_XS,
+    static const uint32_t types[] = { WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0, WT_Q5_1, WT_IQ4_NL, WT_IQ4_XS,
                                       WT_Q2_K, WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K };
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (int full = 0; full < 2; full++) {
         const uint32_t t = types[ti];
         const wtype_info *info = wtype_get(t);
         const enum act_format af = ks->act_format[t];
@@ -264,8 +270,8 @@ static void check_table(const cpu_kernels *ks) {
             uint8_t *w = xmalloc(wrb * M), *xq = xmalloc(xrb * N);
             float *wf = xmalloc(sizeof(float) * (size_t)(K * M)), *xf = xmalloc(sizeof(float) * (size_t)(K * N));
             float y[6 * 40];
-            rand_blocks(t, w, (size_t)(K / info->block_size * M));
-            for (int64_t i = 0; i < K * N; i++) xf[i] = rng_uniform();
+            rand_blocks_as(t, w, (size_t)(K / info->block_size * M), full);
+            for (int64_t i = 0; i < K * N; i++) xf[i] = full ? (i / K % 2 ? -1.0f : 1.0f) : rng_uniform();
             for (int64_t r = 0; r < N; r++) {
                 cpu_act_prepare(ks, af, xf + r * K, 0, K, 1, xq + r * xrb);
                 for (int64_t i = 0; i < K; i++) {   // the activation as the kernel sees it
@@ -297,8 +303,8 @@ static void check_table(const cpu_kernels *ks) {
                     double q = fabs(y[n * M + r] - s) / (2.0 * (double)(K + 2) * 0x1p-24 * sa + 1e-30);
                     if (q > worst) worst = q;
                 }
-            CHECK(worst <= 1.0, "%s %s%s K=%lld N=%lld: kernel vs double dot: |diff| / float bound %g", ks->name,
-                  info->name, packed ? " packed" : "", (long long)K, (long long)N, worst);
+            CHECK(worst <= 1.0, "%s %s%s%s K=%lld N=%lld: kernel vs double dot: |diff| / float bound %g", ks->name,
+                  info->name, packed ? " packed" : "", full ? " (largest codes)" : "", (long long)K, (long long)N, worst);
             free(w); free(xq); free(wf); free(xf);
         }
     }

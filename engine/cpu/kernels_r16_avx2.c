@@ -22,7 +22,7 @@
 
 enum {
     R16 = 16,
-    TMK = 2,   // tokens per tile: two halves of 16 rows x 2 tokens of sums fill the 16 registers
+    TMK = 4,   // tokens per tile at most (each type's own limit: MATMUL_FN)
     Q2K_UNIT = 1344, Q3K_UNIT = 1856, Q4K_UNIT = 2368, Q5K_UNIT = 2880, Q6K_UNIT = 3392, IQ4XS_UNIT = 2240,
     PF_K = 8192,   // the weight stream prefetched this far ahead, a quarter of a unit at a time
 };
@@ -33,8 +33,35 @@ INLINE __m256i bcast4(const int8_t *p) {
     return _mm256_set1_epi32(v);
 }
 // acc + Σ of each int32 lane's four products a*b (a unsigned <= 127, b signed).
+// v as it is, but a point GCC may not move additions across: left free, it re-associates a
+// chain of sums into a tree of products that it spills to the stack (half the speed).
+INLINE __m256i in_order(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
 INLINE __m256i dot4(__m256i acc, __m256i a, __m256i b) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+    return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1))));
+}
+// acc + each int16 pair's two products a*b (a unsigned, b signed), summed in int16: the caller
+// bounds how many it adds up (n sums of pairs <= 2 * max(a) * 127 must stay under 32768).
+INLINE __m256i dot4_16(__m256i acc, __m256i a, __m256i b) { return in_order(_mm256_add_epi16(acc, _mm256_maddubs_epi16(a, b))); }
+// Each int32 lane's low int16 copied into its high one: a row's scale for both halves of the
+// lane, as vpmaddwd takes it (values that fit an int16).
+INLINE __m256i pair16(__m256i v) {
+    return _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                                   0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+}
+// The int8 scales of 8 rows for two groups (a, b) as int16 pairs, one int32 lane per row.
+INLINE __m256i scale_pairs(const uint8_t *a, const uint8_t *b) {
+    const __m128i va = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
+    const __m128i vb = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)b));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(va, vb), _mm_unpacklo_epi16(va, vb));
+}
+// The same for unsigned bytes.
+INLINE __m256i u8_pairs(const uint8_t *a, const uint8_t *b) {
+    const __m128i va = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
+    const __m128i vb = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)b));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(va, vb), _mm_unpacklo_epi16(va, vb));
 }
 INLINE __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 INLINE __m256i i8x8(const uint8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
@@ -66,15 +93,9 @@ INLINE void store16(float *y, __m256 a0, __m256 a1, unsigned store) {
 #define TILE_END \
     UNROLL for (int t = 0; t < T; t++) store16(y + (size_t)t * (size_t)ldy, acc[t][0], acc[t][1], store);
 
-// acc += isum * d * x.d (- msum * dmin * x.d when dmin_at is not NULL), per half.
-INLINE void finish(__m256 acc[2], const __m256i isum[2], const __m256i *msum, const uint8_t *u, const uint8_t *dmin_at,
-                   float xd) {
-    const __m256 dx = _mm256_set1_ps(xd);
-    UNROLL for (int h = 0; h < 2; h++) {
-        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(f16x8(u + 16 * h), dx), acc[h]);
-        if (dmin_at)
-            acc[h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[h]), _mm256_mul_ps(f16x8(dmin_at + 16 * h), dx), acc[h]);
-    }
+// acc + isum x the rows' scales dw x the token's scale xd (one half of a row group).
+INLINE __m256 add_scaled(__m256 acc, __m256i isum, __m256 dw, float xd) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xd)), acc);
 }
 
 // Q4_K and Q5_K: pairs of groups of 32 (low nibbles: group 2jp, high: 2jp+1) under 6-bit scales
@@ -85,45 +106,54 @@ INLINE void tile_q45_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t 
     TILE_BEGIN
     const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
     const size_t unit = five ? Q5K_UNIT : Q4K_UNIT;
+    // A group's pair sums add up in int16 over 8 lines for Q4_K (8 x 2*15*127 < 32768) and over
+    // 4 for Q5_K (4 x 2*31*127), then go to int32 times the rows' scales (vpmaddwd).
+    const int run = five ? 4 : 8;
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *u = gw + (size_t)sb * unit, *sc = u + 64, *mn = u + 192, *qs = u + 320, *qh = u + 2368;
+        // One group (the low nibbles of 8 lines, then their high ones) at a time, both halves of
+        // the row group against each activation broadcast.
         __m256i isum[TMK][2];
         UNROLL for (int t = 0; t < T; t++) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
-        for (int jp = 0; jp < 4; jp++) {
-            prefetch_unit(u, unit, jp);
-            const __m128i shift = _mm_cvtsi32_si128(2 * jp);
-            UNROLL for (int h = 0; h < 2; h++) {
-                __m256i slo[TMK], shi[TMK];
-                UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm256_setzero_si256();
-                UNROLL for (int c = 0; c < 8; c++) {
+        for (int j = 0; j < 8; j++) {
+            const int jp = j / 2, hi = j % 2;
+            if (!hi) prefetch_unit(u, unit, jp);
+            const __m128i shift = _mm_cvtsi32_si128(j);
+            __m256i s16[TMK][2];
+            UNROLL for (int c = 0; c < 8; c++) {
+                __m256i q[2];
+                UNROLL for (int h = 0; h < 2; h++) {
                     const __m256i v = load(qs + (size_t)(8 * jp + c) * 64 + 32 * h);
-                    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                    if (five) {
-                        const __m256i hb = _mm256_srl_epi16(load(qh + (size_t)c * 64 + 32 * h), shift);
-                        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), b4));
-                        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), b4));
-                    }
-                    UNROLL for (int t = 0; t < T; t++) {
-                        slo[t] = dot4(slo[t], lo, bcast4(xr[t][sb].qs + 64 * jp + 4 * c));
-                        shi[t] = dot4(shi[t], hi, bcast4(xr[t][sb].qs + 64 * jp + 32 + 4 * c));
-                    }
+                    q[h] = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m4);
+                    if (five)   // the fifth bit: bit j of the qh byte, moved to bit 4
+                        q[h] = _mm256_or_si256(q[h], _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(load(qh + (size_t)c * 64 + 32 * h), shift), 4), b4));
                 }
-                const __m256i s0 = u8x8(sc + 2 * jp * 16 + 8 * h), s1 = u8x8(sc + (2 * jp + 1) * 16 + 8 * h);
-                UNROLL for (int t = 0; t < T; t++)
-                    isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_add_epi32(_mm256_mullo_epi32(slo[t], s0),
-                                                                                _mm256_mullo_epi32(shi[t], s1)));
+                UNROLL for (int t = 0; t < T; t++) {
+                    const __m256i xv = bcast4(xr[t][sb].qs + 32 * j + 4 * c);
+                    UNROLL for (int h = 0; h < 2; h++)
+                        s16[t][h] = c % run ? dot4_16(s16[t][h], q[h], xv) : _mm256_maddubs_epi16(q[h], xv);
+                }
+                if (c % run == run - 1)
+                    UNROLL for (int h = 0; h < 2; h++) {
+                        const __m256i scv = pair16(u8x8(sc + j * 16 + 8 * h));
+                        UNROLL for (int t = 0; t < T; t++) isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_madd_epi16(s16[t][h], scv));
+                    }
             }
         }
-        UNROLL for (int t = 0; t < T; t++) {
-            const int16_t *bs = xr[t][sb].bsums;
-            __m256i msum[2];
-            UNROLL for (int h = 0; h < 2; h++) {
-                msum[h] = _mm256_setzero_si256();
-                UNROLL for (int j = 0; j < 8; j++)
-                    msum[h] = _mm256_add_epi32(msum[h], _mm256_mullo_epi32(u8x8(mn + j * 16 + 8 * h),
-                                                                           _mm256_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
+        UNROLL for (int h = 0; h < 2; h++) {
+            // The mins: each group's min x its activation sum (its two bsums), by vpmaddwd.
+            __m256i msum[TMK];
+            UNROLL for (int t = 0; t < T; t++) msum[t] = _mm256_setzero_si256();
+            UNROLL for (int j = 0; j < 8; j++) {
+                const __m256i mv = pair16(u8x8(mn + j * 16 + 8 * h));
+                UNROLL for (int t = 0; t < T; t++)
+                    msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mv, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + 2 * j))));
             }
-            finish(acc[t], isum[t], msum, u, u + 32, xr[t][sb].d);
+            const __m256 dw = f16x8(u + 16 * h), dm = f16x8(u + 32 + 16 * h);
+            UNROLL for (int t = 0; t < T; t++) {
+                acc[t][h] = add_scaled(acc[t][h], isum[t][h], dw, xr[t][sb].d);
+                acc[t][h] = add_scaled(acc[t][h], _mm256_sub_epi32(_mm256_setzero_si256(), msum[t]), dm, xr[t][sb].d);
+            }
         }
     }
     TILE_END
@@ -147,34 +177,47 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
                   m30 = _mm256_set1_epi8(0x30);
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *u = gw + (size_t)sb * Q6K_UNIT, *sc = u + 32, *px = u + 288;
-        __m256i isum[TMK][2];
-        UNROLL for (int t = 0; t < T; t++) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
-        for (int hf = 0; hf < 2; hf++)
-            for (int lh = 0; lh < 2; lh++) {
-                prefetch_unit(u, Q6K_UNIT, 2 * hf + lh);
-                UNROLL for (int h = 0; h < 2; h++) {
-                    __m256i s[TMK][4];
-                    UNROLL for (int t = 0; t < T; t++) UNROLL for (int p = 0; p < 4; p++)
-                        s[t][p] = _mm256_set1_epi32(-32 * xr[t][sb].bsums[8 * hf + 2 * p + lh]);
-                    UNROLL for (int cc = 0; cc < 4; cc++) {
-                        const size_t c = (size_t)(8 * hf + 4 * lh + cc) * 64 + 32 * h;
-                        const __m256i X = load(px + c), Y = load(px + 1024 + c), Z = load(px + 2048 + c);
-                        const __m256i q3 = _mm256_or_si256(
-                            _mm256_and_si256(_mm256_srli_epi16(X, 6), m2),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Y, 4), m0c),
-                                            _mm256_and_si256(_mm256_srli_epi16(Z, 2), m30)));
-                        const __m256i q[4] = { _mm256_and_si256(X, m6), _mm256_and_si256(Y, m6), _mm256_and_si256(Z, m6),
-                                               q3 };
-                        UNROLL for (int t = 0; t < T; t++) UNROLL for (int p = 0; p < 4; p++)
-                            s[t][p] = dot4(s[t][p], q[p], bcast4(xr[t][sb].qs + 128 * hf + 32 * p + 4 * (4 * lh + cc)));
-                    }
+        // One half of the row group, then one plane (group) at a time, so that a tile of 4 tokens
+        // keeps its sums in registers; p = 3 reads the top bits of all three planes.
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i isum[TMK];
+            UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+            for (int hf = 0; hf < 2; hf++)
+                for (int lh = 0; lh < 2; lh++) {
+                    if (h == 0) prefetch_unit(u, Q6K_UNIT, 2 * hf + lh);
                     UNROLL for (int p = 0; p < 4; p++) {
-                        const __m256i scv = i8x8(sc + (size_t)(8 * hf + 2 * p + lh) * 16 + 8 * h);
-                        UNROLL for (int t = 0; t < T; t++) isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_mullo_epi32(s[t][p], scv));
+                        const __m256i scv = pair16(i8x8(sc + (size_t)(8 * hf + 2 * p + lh) * 16 + 8 * h));
+                        __m256i s16[TMK];
+                        // Two lines of a group's pair sums add up in int16 (2 x 2*63*127 < 32768).
+                        UNROLL for (int cc = 0; cc < 4; cc++) {
+                            const size_t c = (size_t)(8 * hf + 4 * lh + cc) * 64 + 32 * h;
+                            __m256i q;
+                            if (p < 3) q = _mm256_and_si256(load(px + 1024 * (size_t)p + c), m6);
+                            else q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(load(px + c), 6), m2),
+                                                     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(load(px + 1024 + c), 4), m0c),
+                                                                     _mm256_and_si256(_mm256_srli_epi16(load(px + 2048 + c), 2), m30)));
+                            UNROLL for (int t = 0; t < T; t++) {
+                                const __m256i xv = bcast4(xr[t][sb].qs + 128 * hf + 32 * p + 4 * (4 * lh + cc));
+                                s16[t] = cc % 2 ? dot4_16(s16[t], q, xv) : _mm256_maddubs_epi16(q, xv);
+                            }
+                            if (cc % 2)
+                                UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], scv));
+                        }
                     }
                 }
+            // The -32 offset: -32 x each group's scale x its activation sum, two groups (8hf + 2p,
+            // + 1: adjacent scales and bsums) to a vpmaddwd.
+            __m256i off[TMK];
+            UNROLL for (int t = 0; t < T; t++) off[t] = _mm256_setzero_si256();
+            UNROLL for (int g = 0; g < 16; g += 2) {
+                const __m256i sp = scale_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h);
+                UNROLL for (int t = 0; t < T; t++)
+                    off[t] = _mm256_add_epi32(off[t], _mm256_madd_epi16(sp, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + g))));
             }
-        UNROLL for (int t = 0; t < T; t++) finish(acc[t], isum[t], NULL, u, NULL, xr[t][sb].d);
+            const __m256 dw = f16x8(u + 16 * h);
+            UNROLL for (int t = 0; t < T; t++)
+                acc[t][h] = add_scaled(acc[t][h], _mm256_sub_epi32(isum[t], _mm256_slli_epi32(off[t], 5)), dw, xr[t][sb].d);
+        }
     }
     TILE_END
 }
@@ -193,45 +236,51 @@ INLINE void tile_q23_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t 
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *u = gw + (size_t)sb * unit, *sc = u + (three ? 32 : 64);
         const uint8_t *qs = u + (three ? 288 : 320), *hm = u + 1312;
-        __m256i isum[TMK][2];
-        UNROLL for (int t = 0; t < T; t++) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
-        for (int n = 0; n < 2; n++) {
-            prefetch_unit(u, unit, 2 * n);
-            prefetch_unit(u, unit, 2 * n + 1);
-            UNROLL for (int h = 0; h < 2; h++) {
-                for (int j = 0; j < 4; j++) {
-                    __m256i s[TMK][2];   // groups 8n + 2j + p
-                    UNROLL for (int t = 0; t < T; t++) UNROLL for (int p = 0; p < 2; p++)
-                        s[t][p] = three ? _mm256_set1_epi32(-4 * xr[t][sb].bsums[8 * n + 2 * j + p]) : _mm256_setzero_si256();
-                    UNROLL for (int c = 0; c < 8; c++) {
-                        __m256i code = _mm256_and_si256(_mm256_srl_epi16(load(qs + (size_t)(8 * n + c) * 64 + 32 * h), cnt[2 * j]), m3);
-                        if (three) {
-                            const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(load(hm + (size_t)c * 64 + 32 * h), cnt[4 * n + j]), one);
-                            code = _mm256_or_si256(code, _mm256_slli_epi16(hb, 2));
-                        }
-                        UNROLL for (int t = 0; t < T; t++)
-                            s[t][c / 4] = dot4(s[t][c / 4], code, bcast4(xr[t][sb].qs + 128 * n + 32 * j + 4 * c));
-                    }
+        // One half of the row group, then one group of 16 (4 lines at one bit position) at a
+        // time: its pair sums add up in int16 (4 x 2*7*127, with Q3_K's offset -4 x its
+        // activation sum split over the lane's two int16), then times the rows' scales.
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i isum[TMK];
+            UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+            for (int n = 0; n < 2; n++) {
+                if (h == 0) {
+                    prefetch_unit(u, unit, 2 * n);
+                    prefetch_unit(u, unit, 2 * n + 1);
+                }
+                for (int j = 0; j < 4; j++)
                     UNROLL for (int p = 0; p < 2; p++) {
-                        const uint8_t *at = sc + (size_t)(8 * n + 2 * j + p) * 16 + 8 * h;
-                        const __m256i scv = three ? i8x8(at) : _mm256_and_si256(u8x8(at), m15);
-                        UNROLL for (int t = 0; t < T; t++) isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_mullo_epi32(s[t][p], scv));
+                        const int g = 8 * n + 2 * j + p;
+                        __m256i s16[TMK];
+                        UNROLL for (int t = 0; t < T; t++)
+                            s16[t] = three ? _mm256_set1_epi16((int16_t)(-2 * xr[t][sb].bsums[g])) : _mm256_setzero_si256();
+                        UNROLL for (int cc = 0; cc < 4; cc++) {
+                            const int c = 4 * p + cc;
+                            __m256i code = _mm256_and_si256(_mm256_srl_epi16(load(qs + (size_t)(8 * n + c) * 64 + 32 * h), cnt[2 * j]), m3);
+                            if (three) {
+                                const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(load(hm + (size_t)c * 64 + 32 * h), cnt[4 * n + j]), one);
+                                code = _mm256_or_si256(code, _mm256_slli_epi16(hb, 2));
+                            }
+                            UNROLL for (int t = 0; t < T; t++) s16[t] = dot4_16(s16[t], code, bcast4(xr[t][sb].qs + 16 * g + 4 * cc));
+                        }
+                        const uint8_t *at = sc + (size_t)g * 16 + 8 * h;
+                        const __m256i scv = pair16(three ? i8x8(at) : _mm256_and_si256(u8x8(at), m15));
+                        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], scv));
                     }
+            }
+            const __m256 dw = f16x8(u + 16 * h);
+            __m256i msum[TMK];
+            if (!three) {   // Q2_K's mins (high nibbles) x each group's activation sum, two groups at a time
+                UNROLL for (int t = 0; t < T; t++) msum[t] = _mm256_setzero_si256();
+                UNROLL for (int g = 0; g < 16; g += 2) {
+                    const __m256i mp = _mm256_srli_epi16(u8_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h), 4);
+                    UNROLL for (int t = 0; t < T; t++)
+                        msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mp, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + g))));
                 }
             }
-        }
-        UNROLL for (int t = 0; t < T; t++) {
-            __m256i msum[2];
-            if (!three) {
-                const int16_t *bs = xr[t][sb].bsums;
-                UNROLL for (int h = 0; h < 2; h++) {
-                    msum[h] = _mm256_setzero_si256();
-                    UNROLL for (int g = 0; g < 16; g++)
-                        msum[h] = _mm256_add_epi32(msum[h], _mm256_mullo_epi32(_mm256_srli_epi32(u8x8(sc + g * 16 + 8 * h), 4),
-                                                                               _mm256_set1_epi32(bs[g])));
-                }
+            UNROLL for (int t = 0; t < T; t++) {
+                acc[t][h] = add_scaled(acc[t][h], isum[t], dw, xr[t][sb].d);
+                if (!three) acc[t][h] = add_scaled(acc[t][h], _mm256_sub_epi32(_mm256_setzero_si256(), msum[t]), f16x8(u + 32 + 16 * h), xr[t][sb].d);
             }
-            finish(acc[t], isum[t], msum, u, three ? NULL : u + 32, xr[t][sb].d);
         }
     }
     TILE_END
@@ -254,50 +303,51 @@ INLINE void tile_iq4_xs(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *u = gw + (size_t)sb * IQ4XS_UNIT, *sc = u + 32, *qs = u + 160;
-        __m256i isum[TMK][2];
-        UNROLL for (int t = 0; t < T; t++) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
-        for (int jp = 0; jp < 4; jp++) {
-            prefetch_unit(u, IQ4XS_UNIT, jp);
-            UNROLL for (int h = 0; h < 2; h++) {
-                __m256i slo[TMK], shi[TMK];
-                UNROLL for (int t = 0; t < T; t++) slo[t] = shi[t] = _mm256_setzero_si256();
+        // One half of the row group, then one group at a time (the low nibbles of 8 lines, then
+        // their high ones). A pair sum (<= 2*127*127) fills an int16 on its own, so each goes
+        // straight to int32 times the rows' scales (vpmaddwd).
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i isum[TMK];
+            UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                const int jp = j / 2, hi = j % 2;
+                if (h == 0 && !hi) prefetch_unit(u, IQ4XS_UNIT, jp);
+                const __m256i scv = pair16(i8x8(sc + j * 16 + 8 * h));
                 UNROLL for (int c = 0; c < 8; c++) {
                     const __m256i v = load(qs + (size_t)(8 * jp + c) * 64 + 32 * h);
-                    const __m256i lo = _mm256_shuffle_epi8(levels, _mm256_and_si256(v, m4));
-                    const __m256i hi = _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+                    const __m256i q = _mm256_shuffle_epi8(levels, _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m4));
+                    const __m256i aq = _mm256_abs_epi8(q);
                     UNROLL for (int t = 0; t < T; t++) {
-                        slo[t] = dot4(slo[t], alo, _mm256_sign_epi8(bcast4(xr[t][sb].qs + 64 * jp + 4 * c), lo));
-                        shi[t] = dot4(shi[t], ahi, _mm256_sign_epi8(bcast4(xr[t][sb].qs + 64 * jp + 32 + 4 * c), hi));
+                        const __m256i xv = _mm256_sign_epi8(bcast4(xr[t][sb].qs + 32 * j + 4 * c), q);
+                        isum[t] = in_order(_mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, xv), scv)));
                     }
                 }
-                const __m256i s0 = i8x8(sc + 2 * jp * 16 + 8 * h), s1 = i8x8(sc + (2 * jp + 1) * 16 + 8 * h);
-                UNROLL for (int t = 0; t < T; t++)
-                    isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_add_epi32(_mm256_mullo_epi32(slo[t], s0),
-                                                                                _mm256_mullo_epi32(shi[t], s1)));
             }
+            const __m256 dw = f16x8(u + 16 * h);
+            UNROLL for (int t = 0; t < T; t++)
+                acc[t][h] = add_scaled(acc[t][h], isum[t], dw, xr[t][sb].d);
         }
-        UNROLL for (int t = 0; t < T; t++) finish(acc[t], isum[t], NULL, u, NULL, xr[t][sb].d);
     }
     TILE_END
 }
 
+#define TILE_FN(K, T)                                                                                          \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
+                               unsigned store) { tile_##K(gw, n, x, xrb, y, ldy, store, T); }
 #define TILE_FNS(K)                                                                                          \
-    static void tile_##K##_1(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
-                             unsigned store) { tile_##K(gw, n, x, xrb, y, ldy, store, 1); }                  \
-    static void tile_##K##_2(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
-                             unsigned store) { tile_##K(gw, n, x, xrb, y, ldy, store, 2); }                  \
-    static const cpu_r16_tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2 };
+    TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4)                                                  \
+    static const cpu_r16_tile_fn tiles_##K[TMK] = { tile_##K##_1, tile_##K##_2, tile_##K##_3, tile_##K##_4 };
 TILE_FNS(q2_k) TILE_FNS(q3_k) TILE_FNS(q4_k) TILE_FNS(q5_k) TILE_FNS(q6_k) TILE_FNS(iq4_xs)
 
-#define MATMUL_FN(K, UNIT)                                                                                   \
+// TMAX: the most tokens a tile of the type takes before its sums no longer fit the registers.
+#define MATMUL_FN(K, UNIT, TMAX)                                                                             \
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
         (void)wrb;                                                                                           \
-        cpu_r16_kquant_sweep(tiles_##K, TMK, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                 \
+        cpu_r16_kquant_sweep(tiles_##K, TMAX, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                \
     }
-MATMUL_FN(q2_k, Q2K_UNIT) MATMUL_FN(q3_k, Q3K_UNIT) MATMUL_FN(q4_k, Q4K_UNIT) MATMUL_FN(q5_k, Q5K_UNIT)
-MATMUL_FN(q6_k, Q6K_UNIT) MATMUL_FN(iq4_xs, IQ4XS_UNIT)
+MATMUL_FN(q2_k, Q2K_UNIT, 4) MATMUL_FN(q3_k, Q3K_UNIT, 4) MATMUL_FN(q4_k, Q4K_UNIT, 4) MATMUL_FN(q5_k, Q5K_UNIT, 4)
+MATMUL_FN(q6_k, Q6K_UNIT, 4) MATMUL_FN(iq4_xs, IQ4XS_UNIT, 4)
 
 // ---------------------------------------------------------------------------------------------
 // Q4_0 and Q8_0 against Q8_0 activation blocks (fp16 d, 32 int8 in [-127, 127]): a unit is a
@@ -307,7 +357,7 @@ MATMUL_FN(q6_k, Q6K_UNIT) MATMUL_FN(iq4_xs, IQ4XS_UNIT)
 // its activation sum (made once per token); Q8_0's int8 weights go in as absolute values with
 // their signs moved onto the activations.
 
-enum { TML = 2, Q4_0_UNIT = 576, Q8_0_UNIT = 1088 };
+enum { TML = 4, Q4_0_UNIT = 576, Q8_0_UNIT = 1088 };
 
 // Per token and block: -8 x the sum of its activation bytes (Q4_0), and its scale as a float.
 typedef struct { int32_t seed; float d; } block_prep;
@@ -343,31 +393,57 @@ INLINE void tile_legacy(const bool four, const uint8_t *gw, int64_t nb, const ui
         const uint8_t *u = gw + (size_t)(b / 2) * unit, *pl = u + 64 + (size_t)(b % 2) * pay;
         if (b % 2 == 0)
             for (size_t l = 0; l < unit; l += 64) _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + 2048 + l), _MM_HINT_T1);
-        UNROLL for (int h = 0; h < 2; h++) {
-            __m256i s[TML];
-            UNROLL for (int t = 0; t < T; t++) s[t] = four ? _mm256_set1_epi32(prep[t * nb + b].seed) : _mm256_setzero_si256();
-            if (four) {
-                UNROLL for (int c = 0; c < 4; c++) {
+        __m256i s[TML][2];
+        if (four) {
+            // Both halves of a line against each activation broadcast; the 8 pair sums of
+            // nibble x activation (<= 2*15*127 each) a block adds up fit an int16.
+            __m256i s16[TML][2];
+            UNROLL for (int t = 0; t < T; t++) s16[t][0] = s16[t][1] = _mm256_setzero_si256();
+            UNROLL for (int c = 0; c < 4; c++) {
+                __m256i lo[2], hi[2];
+                UNROLL for (int h = 0; h < 2; h++) {
                     const __m256i v = load(pl + 64 * c + 32 * h);
-                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                    UNROLL for (int t = 0; t < T; t++) {
-                        s[t] = dot4(s[t], lo, bcast4(xb[t][b].qs + 4 * c));
-                        s[t] = dot4(s[t], hi, bcast4(xb[t][b].qs + 16 + 4 * c));
-                    }
+                    lo[h] = _mm256_and_si256(v, m4);
+                    hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                 }
-            } else {
-                UNROLL for (int c = 0; c < 8; c++) {
-                    const __m256i w = load(pl + 64 * c + 32 * h), aw = _mm256_abs_epi8(w);
-                    UNROLL for (int t = 0; t < T; t++) s[t] = dot4(s[t], aw, _mm256_sign_epi8(bcast4(xb[t][b].qs + 4 * c), w));
+                UNROLL for (int t = 0; t < T; t++) {
+                    const __m256i xl = bcast4(xb[t][b].qs + 4 * c), xh = bcast4(xb[t][b].qs + 16 + 4 * c);
+                    UNROLL for (int h = 0; h < 2; h++) s16[t][h] = dot4_16(dot4_16(s16[t][h], lo[h], xl), hi[h], xh);
                 }
             }
+            UNROLL for (int t = 0; t < T; t++) UNROLL for (int h = 0; h < 2; h++)
+                s[t][h] = _mm256_add_epi32(_mm256_set1_epi32(prep[t * nb + b].seed),
+                                           _mm256_madd_epi16(s16[t][h], _mm256_set1_epi16(1)));
+        } else {
+            UNROLL for (int t = 0; t < T; t++) s[t][0] = s[t][1] = _mm256_setzero_si256();
+            UNROLL for (int c = 0; c < 8; c++) {
+                __m256i w[2], aw[2];
+                UNROLL for (int h = 0; h < 2; h++) {
+                    w[h] = load(pl + 64 * c + 32 * h);
+                    aw[h] = _mm256_abs_epi8(w[h]);
+                }
+                UNROLL for (int t = 0; t < T; t++) {
+                    const __m256i xv = bcast4(xb[t][b].qs + 4 * c);
+                    UNROLL for (int h = 0; h < 2; h++) s[t][h] = dot4(s[t][h], aw[h], _mm256_sign_epi8(xv, w[h]));
+                }
+            }
+        }
+        UNROLL for (int h = 0; h < 2; h++) {
             const __m256 dw = f16x8(u + (size_t)(b % 2) * 32 + 16 * h);
             UNROLL for (int t = 0; t < T; t++)
-                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(prep[t * nb + b].d)), acc[t][h]);
+                acc[t][h] = add_scaled(acc[t][h], s[t][h], dw, prep[t * nb + b].d);
         }
     }
     TILE_END
 }
+
+#define LEGACY_TILE(FOUR, T)                                                                   \
+    switch (T) {                                                                               \
+    case 1: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1); break;       \
+    case 2: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2); break;       \
+    case 3: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 3); break;       \
+    default: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 4); break;      \
+    }
 
 // Rows [row0, row1) of a packed Q4_0 / Q8_0 matrix: the tokens' block scales and seeds prepared
 // once, then every row group sweeps the tokens TML at a time.
@@ -384,15 +460,14 @@ static void matmul_legacy(const bool four, const void *w, int64_t k, int64_t row
         for (int64_t t = 0; t < n_tok;) {
             const uint8_t *xt = (const uint8_t *)x + (size_t)t * xrb;
             float *yt = y + t * ldy + g * R16;
-            if (n_tok - t >= TML) {
-                if (four) tile_legacy(true, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2);
-                else tile_legacy(false, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2);
-                t += 2;
+            const int64_t left = n_tok - t;
+            const int T = left >= TML ? TML : (int)left;
+            if (four) {
+                LEGACY_TILE(true, T)
             } else {
-                if (four) tile_legacy(true, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1);
-                else tile_legacy(false, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1);
-                t += 1;
+                LEGACY_TILE(false, T)
             }
+            t += T;
         }
     }
 }
