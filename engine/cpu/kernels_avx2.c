@@ -24,14 +24,6 @@ enum {
     X_GROUP_BYTES = 384 * 1024, // activations of one token group, kept hot in L2
 };
 
-// Weight streams are prefetched one tile ahead (the same position R rows on): far enough to
-// cover memory latency at full bandwidth, which the hardware prefetchers alone don't reach
-// with four interleaved row streams. Address arithmetic in integers: the line may lie past the
-// end of the matrix (harmless for a prefetch), which pointer arithmetic may not express.
-INLINE void prefetch_ahead(const void *p, size_t ahead) {
-    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + ahead), _MM_HINT_T0);
-}
-
 INLINE float ld_f16(const uint8_t *p) {
     uint16_t v;
     memcpy(&v, p, 2);
@@ -52,7 +44,7 @@ INLINE void q4_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_
     __m256 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *blk = wr[r] + b * Q4_BYTES;
-        if (pf) prefetch_ahead(blk, pf);
+        if (pf) cpu_prefetch_ahead(blk, pf);
         __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2));
         __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
         wq[r] = _mm256_and_si256(both, m4);
@@ -79,7 +71,7 @@ INLINE void q8_0_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_
     __m256 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *blk = wr[r] + b * Q8_BYTES;
-        prefetch_ahead(blk, pf);
+        cpu_prefetch_ahead(blk, pf);
         wq[r] = _mm256_loadu_si256((const __m256i *)(blk + 2));
         wa[r] = _mm256_abs_epi8(wq[r]);
         wd[r] = _mm256_set1_ps(ld_f16(blk));
@@ -114,7 +106,7 @@ INLINE void f_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t i
     const size_t es = ft == FT_F32 ? 4 : 2;
     __m256 wv[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
-        if (pf) prefetch_ahead(wr[r] + i * es, pf);
+        if (pf) cpu_prefetch_ahead(wr[r] + i * es, pf);
         if (n == 8) {
             wv[r] = load_wf(wr[r] + i * es, ft);
         } else {

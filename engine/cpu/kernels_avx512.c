@@ -31,17 +31,6 @@ enum {
     X_GROUP_BYTES = 384 * 1024,
 };
 
-// Weight streams are prefetched one tile ahead (the same position R rows on): far enough to
-// cover memory latency at full bandwidth, which the hardware prefetchers alone don't reach
-// with four interleaved row streams.
-#define PF_HINT _MM_HINT_T0
-
-// Address arithmetic in integers: the prefetched line may lie past the end of the matrix
-// (harmless for a prefetch), which pointer arithmetic may not express.
-INLINE void prefetch_ahead(const void *p, size_t ahead) {
-    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + ahead), PF_HINT);
-}
-
 enum { K_Q4_0, K_Q8_0, K_F32, K_F16, K_BF16 };
 
 INLINE uint32_t ld_u16(const uint8_t *p) {
@@ -172,7 +161,7 @@ INLINE void q_step(const int kind, const uint8_t *const *wr, const uint8_t *cons
     __m512 wd[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         const uint8_t *b0 = wr[r] + b * bb, *b1 = pair ? b0 + bb : b0;
-        prefetch_ahead(b0, pf);
+        cpu_prefetch_ahead(b0, pf);
         unpack_w(kind, b0, b1, pair, &wq[r], &wd[r]);
     }
     q_madd(kind, wq, wd, xr, b / 2, np, acc, R, T);
@@ -202,7 +191,7 @@ INLINE void f_step(const uint8_t *const *wr, const uint8_t *const *xr, int64_t i
     __m512 wv[RMAX];
     UNROLL for (int r = 0; r < R; r++) {
         // 64 bytes per step for F32, 32 for F16/BF16: one prefetch per cache line.
-        if (ft == FT_F32 || !(i & 16)) prefetch_ahead(wr[r] + i * (ft == FT_F32 ? 4 : 2), pf);
+        if (ft == FT_F32 || !(i & 16)) cpu_prefetch_ahead(wr[r] + i * (ft == FT_F32 ? 4 : 2), pf);
         wv[r] = load_wf(wr[r], i, ft, n);
     }
     UNROLL for (int t = 0; t < T; t++) {
