@@ -147,6 +147,8 @@ static enum MHD_Result handle_generate(server *sv, struct MHD_Connection *c, con
         return send_error(sv, c, k->r, 503, msg);
     }
     if (!j->rq.stream) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) job_watch_client(j, ci->connect_fd);
         job_run(j);   // waits for the slot, then runs here
         int status = j->status;
         char *body = status ? reply_error(status, j->err.msg) : job_whole(j);

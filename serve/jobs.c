@@ -3,10 +3,12 @@
 #include "base/clock.h"
 #include "base/mem.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 // Histogram upper bounds: seconds for TTFT and duration, tokens/s for decode speed.
 static const double TIME_BOUNDS[JOBS_HIST_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
@@ -104,6 +106,7 @@ job *job_new(jobs *q, const serve_engine *e) {
     j->q = q;
     j->e = e;
     j->ticket = -1;
+    j->client_fd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->refs = 1;
@@ -172,8 +175,18 @@ static void slot_give(job *j) {
     pthread_mutex_unlock(&q->mu);
 }
 
+void job_watch_client(job *j, int fd) { j->client_fd = fd; }
+
+// The peer closed the socket: a peek reads end of file (or an error other than "nothing yet").
+static bool peer_closed(int fd) {
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static bool gone(job *j) {
     pthread_mutex_lock(&j->mu);
+    if (!j->client_gone && j->client_fd >= 0 && peer_closed(j->client_fd)) j->client_gone = true;
     bool g = j->client_gone;
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&j->q->mu);

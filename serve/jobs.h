@@ -70,6 +70,7 @@ typedef struct job {
     size_t out_pos;
     bool started, done, client_gone;
     int refs;                      // holders: the connection, and the job's thread
+    int client_fd;                 // a whole answer's connection, watched for the client leaving; -1: none
 } job;
 
 job *job_new(jobs *q, const serve_engine *e);
@@ -78,6 +79,10 @@ void job_free(job *j);                // a job that never entered the queue, or 
 int jobs_enter(jobs *q, job *j);
 // Waits for the slot, runs, and leaves the slot to the next (the caller's thread).
 void job_run(job *j);
+// A whole answer's job watches its connection's socket (fd): a client that closed it ends the
+// generation at the next token, as a stream's does. A client that only shuts down its sending
+// side counts as gone too (HTTP clients keep both open while they wait).
+void job_watch_client(job *j, int fd);
 // The whole answer's JSON (malloc'd) after job_run.
 char *job_whole(job *j);
 // A stream: the job runs on a thread of its own; job_wait_started returns once the reply began

@@ -357,6 +357,27 @@ def busy(port):
     check(cancelled == 1, "the stream that lost its client was cancelled (%s)" % cancelled)
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
     check(st == 200, "the slot is free again (%d)" % st)
+    # the same for a whole answer: its client leaves while it runs, and it stops
+    s = socket.create_connection(("127.0.0.1", port))
+    body = json.dumps({"prompt": "one two three", "max_tokens": 1500}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    deadline = time.time() + 20
+    while time.time() < deadline and not json.loads(request(port, "GET", "/health")[2])["busy"]:
+        time.sleep(0.02)
+    s.close()
+    t_closed = time.time()
+    deadline = t_closed + 20
+    while time.time() < deadline:
+        st, h, b = request(port, "GET", "/metrics")
+        m = re.search(r"^cabin_requests_cancelled_total (\d+)$", b.decode(), re.M)
+        cancelled = int(m.group(1)) if m else None
+        st, h, b = request(port, "GET", "/health")
+        if cancelled == 2 and not json.loads(b)["busy"]:
+            break
+        time.sleep(0.05)
+    check(cancelled == 2, "the whole answer that lost its client was cancelled (%s, %.1f s after it left)" % (cancelled, time.time() - t_closed))
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+    check(st == 200, "the slot is free again after the whole answer (%d)" % st)
 
 
 def load(port, n, clients, quiet=False):
