@@ -4,6 +4,7 @@
 #include "base/threads.h"
 #include "engine/cpu/attn_kv.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/pack_arena.h"
 #include "engine/rope.h"
 #include "engine/cpu/threadpool.h"
 #include "engine/wtype.h"
@@ -32,6 +33,7 @@ typedef struct cpu_backend {
     double op_secs[OP_COUNT];
     uint64_t op_calls[OP_COUNT];
     struct cpu_packed *packs;   // weights packed for the table's r16 kernels (cpu_weight_prepare)
+    pack_arena arena;           // their memory
     int n_packs, cap_packs;
 } cpu_backend;
 
@@ -54,6 +56,7 @@ typedef struct cpu_packed {
     int64_t ne0, ne1;
     void *data;
     size_t bytes;
+    arena_chunk *chunk;       // where data was carved from (c->arena)
 } cpu_packed;
 
 static cpu_packed *packed_of(cpu_backend *c, const tensor *w) {
@@ -91,11 +94,12 @@ static int cpu_weight_prepare(backend *b, tensor *w, errbuf *err) {
         c->cap_packs = cap;
     }
     const size_t bytes = cpu_r16_bytes(w->type, w->ne1, w->ne0);
-    void *data = malloc_large(bytes);
+    arena_chunk *chunk;
+    void *data = pack_arena_alloc(&c->arena, bytes, &chunk);
     if (!data) return 0;
     pack_job j = { w, data };
     threadpool_run(c->pool, pack_worker, &j);
-    c->packs[c->n_packs++] = (cpu_packed){ w->data, w->type, w->ne0, w->ne1, data, bytes };
+    c->packs[c->n_packs++] = (cpu_packed){ w->data, w->type, w->ne0, w->ne1, data, bytes, chunk };
     b->own_weight_bytes += bytes;
     return 0;
 }
@@ -105,7 +109,7 @@ static void cpu_weight_release(backend *b, tensor *w) {
     cpu_packed *p = packed_of(c, w);
     if (!p) return;
     b->own_weight_bytes -= p->bytes;
-    free(p->data);
+    pack_arena_free(&c->arena, p->chunk);
     *p = c->packs[--c->n_packs];
 }
 
@@ -475,7 +479,7 @@ static void cpu_destroy(backend *b) {
     for (int i = 0; i < c->n_threads; i++) free(c->scores[i]);
     free(c->scores);
     free(c->qbuf);
-    for (int i = 0; i < c->n_packs; i++) free(c->packs[i].data);
+    pack_arena_destroy(&c->arena);
     free(c->packs);
     free(c);
     free(b);
