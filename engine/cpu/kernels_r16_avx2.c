@@ -4,14 +4,16 @@
 // first 32 bytes are rows 0-7 and its last 32 rows 8-15, so each line is two 256-bit registers,
 // one per half of the row group, with one int32 lane per row.
 //
-// AVX2 has no vpdpbusd: dot4 does its arithmetic with vpmaddubsw (unsigned byte x signed byte,
-// adjacent pairs summed into int16) and vpmaddwd against ones (pairs of int16 into the int32
-// lane). The int16 pair sums cannot saturate when the unsigned operand is at most 127, so the
-// codes go in as they are (Q2_K 0..3, Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63) and
-// Q4_K's high nibbles are shifted down first; IQ4_XS's signed levels go in as their absolute
-// values with their signs moved onto the activations (vpsignb), so it needs no seed.
-// Decode and prefill tiles of one row group x up to TMK tokens; only the rows asked for are
-// written.
+// AVX2 has no vpdpbusd: vpmaddubsw multiplies unsigned bytes by signed ones and sums adjacent
+// pairs into int16, vpmaddwd takes pairs of int16 into the int32 lane. A pair sum cannot
+// saturate when the unsigned operand is at most 127, so the codes go in as they are (Q2_K 0..3,
+// Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63; Q4_K's high nibbles shifted down first);
+// IQ4_XS's signed levels go in as their absolute values with their signs moved onto the
+// activations (vpsignb). Small codes leave room: a group's pair sums add up in int16 over as many
+// lines as 2 x code x 127 allows (dot4_16), then one vpmaddwd takes them to int32 by the rows'
+// scales, so the scale multiply comes free (docs/PERF.md, "the AVX2 table"). One group at a
+// time, so that a tile of up to 4 tokens keeps its sums in the 16 registers. Decode and prefill
+// tiles of one row group x up to TMK tokens; only the rows asked for are written.
 #include "engine/cpu/kernels.h"
 
 #include <immintrin.h>
@@ -32,13 +34,13 @@ INLINE __m256i bcast4(const int8_t *p) {
     memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
 }
-// acc + Σ of each int32 lane's four products a*b (a unsigned <= 127, b signed).
 // v as it is, but a point GCC may not move additions across: left free, it re-associates a
 // chain of sums into a tree of products that it spills to the stack (half the speed).
 INLINE __m256i in_order(__m256i v) {
     __asm__("" : "+x"(v));
     return v;
 }
+// acc + Σ of each int32 lane's four products a*b (a unsigned <= 127, b signed).
 INLINE __m256i dot4(__m256i acc, __m256i a, __m256i b) {
     return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1))));
 }
@@ -168,8 +170,8 @@ INLINE void tile_q5_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
 }
 
 // Q6_K: planes X, Y, Z carry the codes of weights 128h + 32p + l (p = 0, 1, 2) in their low 6
-// bits and two bits each of p = 3's in their top two; groups of 16 under int8 scales, each
-// group's sum seeded with -32 times its activation sum.
+// bits and two bits each of p = 3's in their top two; groups of 16 under int8 scales, less 32
+// times each group's activation sum (added once a super-block).
 INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
                       unsigned store, const int T) {
     TILE_BEGIN
@@ -238,7 +240,8 @@ INLINE void tile_q23_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t 
         const uint8_t *qs = u + (three ? 288 : 320), *hm = u + 1312;
         // One half of the row group, then one group of 16 (4 lines at one bit position) at a
         // time: its pair sums add up in int16 (4 x 2*7*127, with Q3_K's offset -4 x its
-        // activation sum split over the lane's two int16), then times the rows' scales.
+        // activation sum split over the lane's two int16: at most 7112 + 4064), then times the
+        // rows' scales.
         UNROLL for (int h = 0; h < 2; h++) {
             __m256i isum[TMK];
             UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
