@@ -212,8 +212,8 @@ static void check_q8_k(void) {
 }
 
 // Random bytes with sane fp16 super-scales (cf. tests/op_checks.h): enough to exercise every bit.
-// Random blocks (full: every byte but the fp16 scales 0xFF, which puts each code at the top of
-// its range: the largest sums an integer kernel adds up).
+// full: every byte but the fp16 scales 0xFF instead, which puts each code at the top of its
+// range (the largest sums an integer kernel adds up).
 static void rand_blocks_as(uint32_t type, uint8_t *p, size_t n_blocks, bool full) {
     static const struct { uint32_t type; int off[2], n; } f16_at[] = {
         { WT_Q4_0, { 0 }, 1 }, { WT_Q8_0, { 0 }, 1 }, { WT_Q4_1, { 0, 2 }, 2 }, { WT_Q5_0, { 0 }, 1 },

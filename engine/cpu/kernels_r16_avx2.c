@@ -53,18 +53,16 @@ INLINE __m256i pair16(__m256i v) {
     return _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
                                                    0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
 }
-// The int8 scales of 8 rows for two groups (a, b) as int16 pairs, one int32 lane per row.
-INLINE __m256i scale_pairs(const uint8_t *a, const uint8_t *b) {
-    const __m128i va = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
-    const __m128i vb = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)b));
+// The scale bytes (int8, or uint8 when !is_signed) of 8 rows for two groups (a, b) as int16
+// pairs, one int32 lane per row: what vpmaddwd takes against a token's two bsums (bsum_pair).
+INLINE __m256i scale_pairs(const uint8_t *a, const uint8_t *b, const bool is_signed) {
+    const __m128i la = _mm_loadl_epi64((const __m128i *)(const void *)a), lb = _mm_loadl_epi64((const __m128i *)(const void *)b);
+    const __m128i va = is_signed ? _mm_cvtepi8_epi16(la) : _mm_cvtepu8_epi16(la);
+    const __m128i vb = is_signed ? _mm_cvtepi8_epi16(lb) : _mm_cvtepu8_epi16(lb);
     return _mm256_set_m128i(_mm_unpackhi_epi16(va, vb), _mm_unpacklo_epi16(va, vb));
 }
-// The same for unsigned bytes.
-INLINE __m256i u8_pairs(const uint8_t *a, const uint8_t *b) {
-    const __m128i va = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
-    const __m128i vb = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)b));
-    return _mm256_set_m128i(_mm_unpackhi_epi16(va, vb), _mm_unpacklo_epi16(va, vb));
-}
+// A token's activation sums of groups g and g + 1 (adjacent int16) in every int32 lane.
+INLINE __m256i bsum_pair(const block_q8_k *x, int g) { return bcast4((const int8_t *)(const void *)(x->bsums + g)); }
 INLINE __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 INLINE __m256i i8x8(const uint8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 INLINE __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)); }
@@ -95,9 +93,12 @@ INLINE void store16(float *y, __m256 a0, __m256 a1, unsigned store) {
 #define TILE_END \
     UNROLL for (int t = 0; t < T; t++) store16(y + (size_t)t * (size_t)ldy, acc[t][0], acc[t][1], store);
 
-// acc + isum x the rows' scales dw x the token's scale xd (one half of a row group).
+// acc + (or -) isum x the rows' scales dw x the token's scale xd (one half of a row group).
 INLINE __m256 add_scaled(__m256 acc, __m256i isum, __m256 dw, float xd) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xd)), acc);
+}
+INLINE __m256 sub_scaled(__m256 acc, __m256i isum, __m256 dw, float xd) {
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xd)), acc);
 }
 
 // Q4_K and Q5_K: pairs of groups of 32 (low nibbles: group 2jp, high: 2jp+1) under 6-bit scales
@@ -149,12 +150,12 @@ INLINE void tile_q45_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t 
             UNROLL for (int j = 0; j < 8; j++) {
                 const __m256i mv = pair16(u8x8(mn + j * 16 + 8 * h));
                 UNROLL for (int t = 0; t < T; t++)
-                    msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mv, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + 2 * j))));
+                    msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mv, bsum_pair(&xr[t][sb], 2 * j)));
             }
             const __m256 dw = f16x8(u + 16 * h), dm = f16x8(u + 32 + 16 * h);
             UNROLL for (int t = 0; t < T; t++) {
                 acc[t][h] = add_scaled(acc[t][h], isum[t][h], dw, xr[t][sb].d);
-                acc[t][h] = add_scaled(acc[t][h], _mm256_sub_epi32(_mm256_setzero_si256(), msum[t]), dm, xr[t][sb].d);
+                acc[t][h] = sub_scaled(acc[t][h], msum[t], dm, xr[t][sb].d);
             }
         }
     }
@@ -212,9 +213,8 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
             __m256i off[TMK];
             UNROLL for (int t = 0; t < T; t++) off[t] = _mm256_setzero_si256();
             UNROLL for (int g = 0; g < 16; g += 2) {
-                const __m256i sp = scale_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h);
-                UNROLL for (int t = 0; t < T; t++)
-                    off[t] = _mm256_add_epi32(off[t], _mm256_madd_epi16(sp, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + g))));
+                const __m256i sp = scale_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h, true);
+                UNROLL for (int t = 0; t < T; t++) off[t] = _mm256_add_epi32(off[t], _mm256_madd_epi16(sp, bsum_pair(&xr[t][sb], g)));
             }
             const __m256 dw = f16x8(u + 16 * h);
             UNROLL for (int t = 0; t < T; t++)
@@ -275,14 +275,13 @@ INLINE void tile_q23_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t 
             if (!three) {   // Q2_K's mins (high nibbles) x each group's activation sum, two groups at a time
                 UNROLL for (int t = 0; t < T; t++) msum[t] = _mm256_setzero_si256();
                 UNROLL for (int g = 0; g < 16; g += 2) {
-                    const __m256i mp = _mm256_srli_epi16(u8_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h), 4);
-                    UNROLL for (int t = 0; t < T; t++)
-                        msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mp, bcast4((const int8_t *)(const void *)(xr[t][sb].bsums + g))));
+                    const __m256i mp = _mm256_srli_epi16(scale_pairs(sc + (size_t)g * 16 + 8 * h, sc + (size_t)(g + 1) * 16 + 8 * h, false), 4);
+                    UNROLL for (int t = 0; t < T; t++) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mp, bsum_pair(&xr[t][sb], g)));
                 }
             }
             UNROLL for (int t = 0; t < T; t++) {
                 acc[t][h] = add_scaled(acc[t][h], isum[t], dw, xr[t][sb].d);
-                if (!three) acc[t][h] = add_scaled(acc[t][h], _mm256_sub_epi32(_mm256_setzero_si256(), msum[t]), f16x8(u + 32 + 16 * h), xr[t][sb].d);
+                if (!three) acc[t][h] = sub_scaled(acc[t][h], msum[t], f16x8(u + 32 + 16 * h), xr[t][sb].d);
             }
         }
     }
