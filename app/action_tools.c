@@ -146,3 +146,53 @@ int action_from_tool_call(const char *name, const char *arguments, action *out, 
     cJSON_Delete(o);
     return rc;
 }
+
+char *action_tool_result(const char *desc, const char *change, const char *reason) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "action", desc);
+    if (reason) cJSON_AddStringToObject(o, "refused", reason);
+    else cJSON_AddStringToObject(o, "vehicle", change ? change : "");
+    char *js = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    char *out = xstrdup(js ? js : "{}");
+    cJSON_free(js);
+    return out;
+}
+
+bool reply_split_feed(reply_split *r, const char *piece, size_t len, void (*on_line)(void *ud, const char *line, size_t n),
+                      bool (*on_text)(void *ud, const char *s, size_t n), void *ud) {
+    strbuf_append(&r->text, piece, len);
+    const char *t = r->text.s;
+    if (!r->decided) {
+        const char *p = t;
+        while (*p == ' ' || *p == '\n') p++;
+        size_t have = strlen(p);
+        if (have < 5 && strncmp(p, "<act>", have) == 0) return true;   // may still become the tag
+        r->decided = true;
+        r->is_action = strncmp(p, "<act>", 5) == 0;
+    }
+    if (r->is_action && r->sent == 0) {
+        const char *close = strstr(t, "</act>");
+        if (!close) return true;
+        const char *open = strstr(t, "<act>") + 5;
+        if (on_line) on_line(ud, open, (size_t)(close - open));
+        r->sent = (size_t)(close + 6 - t);
+    }
+    if (r->is_action && !r->sentence_started) {
+        while (r->sent < r->text.len && t[r->sent] == ' ') r->sent++;
+        r->sentence_started = r->sent < r->text.len;
+    }
+    if (r->sent >= r->text.len) return true;
+    size_t from = r->sent;
+    r->sent = r->text.len;
+    return on_text(ud, t + from, r->text.len - from);
+}
+
+void reply_split_finish(reply_split *r, bool (*on_text)(void *ud, const char *s, size_t n), void *ud) {
+    if (r->sent == 0 && r->text.len) {
+        r->sent = r->text.len;
+        on_text(ud, r->text.s, r->text.len);
+    }
+}
+
+void reply_split_free(reply_split *r) { strbuf_free(&r->text); }

@@ -6,6 +6,7 @@
 
 #include "app/assistant.h"
 #include "base/err.h"
+#include "base/str.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,5 +22,25 @@ void action_tool_name(const char *intent, char *buf, size_t n);
 char *action_tool_arguments(const action *a);
 // A tool call back into an action (a conversation a client sends back): 0, or -1 with err.
 int action_from_tool_call(const char *name, const char *arguments, action *out, errbuf *err);
+// What the car did with a call, as cabin's own JSON (malloc'd): {"action": desc, "vehicle":
+// change} or {"action": desc, "refused": reason} (reason non-NULL).
+char *action_tool_result(const char *desc, const char *change, const char *reason);
+
+// The assistant's reply as it streams, "<act>LINE</act> sentence": the action line is held back
+// until it closes and handed over whole, then the sentence is passed on as it comes (the spaces
+// after the line are not the sentence's). A reply that does not begin with <act> is all sentence.
+typedef struct reply_split {
+    strbuf text;                   // the reply so far
+    size_t sent;                   // bytes of it handed over
+    bool decided, is_action, sentence_started;
+} reply_split;
+// Feeds a piece: on_line(ud, line, n) once when the action line closes (its text between the
+// tags), on_text(ud, s, n) with the sentence text that may go out now. Returns on_text's false
+// (stop), else true.
+bool reply_split_feed(reply_split *r, const char *piece, size_t len, void (*on_line)(void *ud, const char *line, size_t n),
+                      bool (*on_text)(void *ud, const char *s, size_t n), void *ud);
+// The reply ended: an action line that never closed is handed over as text, as it is.
+void reply_split_finish(reply_split *r, bool (*on_text)(void *ud, const char *s, size_t n), void *ud);
+void reply_split_free(reply_split *r);
 
 #endif

@@ -23,7 +23,7 @@
 typedef struct serve_cli {
     const char *host, *api_key;
     int port, queue, max_body_kib;
-    bool no_auth, no_commands;
+    bool no_auth, no_commands, no_prompt_cache;
 } serve_cli;
 
 #define SO(field) offsetof(serve_cli, field)
@@ -36,6 +36,8 @@ static const opt_def SERVE_OPTS[] = {
     { "--no-auth", NULL, OPT_FLAG, SO(no_auth), NULL, "serve an address other than loopback without a key", NULL, NULL, NULL },
     { "--no-commands", NULL, OPT_FLAG, SO(no_commands), NULL, "refuse POST /v1/cabin/command (a command may read and write\n"
       "files as the server's user: plan save, heatmap, compare FILE)", NULL, NULL, NULL },
+    { "--no-prompt-cache", NULL, OPT_FLAG, SO(no_prompt_cache), NULL, "compute every request's conversation from the start, not\n"
+      "taking what the cache holds of it from the request before", NULL, NULL, NULL },
     { "--queue", NULL, OPT_INT, SO(queue), "N", "requests that may wait for the model; more get 503", NULL, NULL, NULL,
       OPT_RANGE(0, 4096) },
     { "--max-body", NULL, OPT_INT, SO(max_body_kib), "KiB", "the largest request body; larger gets 413", NULL, NULL, NULL,
@@ -52,15 +54,6 @@ static const cmd_spec SERVE_SPEC = {
     "as a tool call. One request runs at a time; the rest wait in order. Ctrl-C stops.\n"
     "docs/SERVE.md has the routes and examples.\n",
 };
-
-// "assets/models/cabin-tiny.gguf" -> "cabin-tiny"
-static void model_id_of(const char *path, char *buf, size_t n) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".gguf") == 0) len -= 5;
-    snprintf(buf, n, "%.*s", (int)len, base);
-}
 
 static void on_stop_signal(void) {}
 
@@ -96,10 +89,11 @@ int cmd_serve(int argc, char **argv) {
     }
     a->sampling = r.s.sampling;
     a->max_reply = r.s.max_reply_tokens > 0 ? r.s.max_reply_tokens : 512;
+    a->prompt_cache = !c.no_prompt_cache;
     a->system = r.s.system_prompt;
     a->has_tools = a->c.as.grammar != NULL;
     a->tools_json = a->has_tools ? action_tools_json() : NULL;
-    model_id_of(r.s.model_path, a->model_id, sizeof a->model_id);
+    serve_model_id(r.s.model_path, a->model_id, sizeof a->model_id);
     session_stats st;
     session_get_stats(a->c.as.s, &st);
     pthread_mutex_init(&a->state_mu, NULL);

@@ -17,10 +17,9 @@ typedef struct run_state {
     const serve_output *out;
     int tokens;
     bool stopped;                  // the face asked to stop (client gone, stop sequence)
-    // the assistant's reply: its action line is held until complete, then the sentence streams
-    strbuf text;
-    size_t sent;
-    bool decided, is_action, acted, sentence_started;
+    reply_split split;             // the assistant's reply: the action line held, the sentence streamed
+    strbuf held;                   // a client's tool call, held whole
+    bool acted;
     char change[512], reason[512];
     bool refused;
 } run_state;
@@ -36,6 +35,7 @@ void serve_app_update_state(serve_app *a) {
     cJSON_AddStringToObject(root, "template", st.template_name);
     cJSON *last = cJSON_AddObjectToObject(root, "last_turn");
     cJSON_AddNumberToObject(last, "prompt_tokens", st.prompt_tokens);
+    cJSON_AddNumberToObject(last, "cached_tokens", st.cached_tokens);
     cJSON_AddNumberToObject(last, "generated_tokens", st.gen_tokens);
     cJSON_AddNumberToObject(last, "ttft_ms", st.ttft_ms);
     cJSON_AddNumberToObject(last, "prefill_tps", st.prefill_tps);
@@ -146,13 +146,13 @@ static bool held_token(void *ud, int32_t token, const char *piece, int len) {
     (void)token;
     run_state *r = ud;
     r->tokens++;
-    strbuf_append(&r->text, piece, (size_t)len);
+    strbuf_append(&r->held, piece, (size_t)len);
     return true;
 }
 
 // {"name": F, "arguments": {...}} -> a tool call; a call cut short (max_tokens) is said as text.
 static void say_tool_call(run_state *r, bool complete) {
-    cJSON *j = complete ? cJSON_Parse(strbuf_str(&r->text)) : NULL;
+    cJSON *j = complete ? cJSON_Parse(strbuf_str(&r->held)) : NULL;
     const cJSON *name = j ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
     const cJSON *args = j ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
     if (cJSON_IsString(name) && args) {
@@ -160,39 +160,44 @@ static void say_tool_call(run_state *r, bool complete) {
         r->out->tool_call(r->out->ud, name->valuestring, a ? a : "{}", NULL);
         cJSON_free(a);
         r->acted = true;
-    } else if (r->text.len) {
-        r->out->content(r->out->ud, r->text.s, r->text.len);
+    } else if (r->held.len) {
+        r->out->content(r->out->ud, r->held.s, r->held.len);
     }
     cJSON_Delete(j);
 }
 
 // The action line is complete: it is carried out (unless tool_choice is none) and said as a
 // tool call, with the car's change or refusal in cabin's own field.
-static void act(run_state *r, const char *line_end) {
+static void act(void *ud, const char *text, size_t n) {
+    run_state *r = ud;
+    char *line = xstrndup(text, n);
     action a;
     char sentence[8], why[128];
-    if (action_parse(r->text.s, &a, sentence, sizeof sentence, why, sizeof why) || strcmp(a.intent, "none") == 0) return;
-    if (r->rq->tool_choice == SERVE_TOOLS_NONE) return;
-    char desc[256], name[64];
-    action_format(&a, desc, sizeof desc);
-    action_tool_name(a.intent, name, sizeof name);
-    const char *open = strstr(r->text.s, "<act>") + 5;
-    char *line = xstrndup(open, (size_t)(line_end - open));
-    const turn_hooks h = { .ud = r, .on_vehicle_change = on_change, .on_refused = on_refused };
-    assistant_act_line(&r->a->c.as, line, &h);
-    free(line);
-    char *args = action_tool_arguments(&a);
-    strbuf res = { 0 };
-    strbuf_printf(&res, "{\"action\":\"%s\",\"%s\":\"", desc, r->refused ? "refused" : "vehicle");
-    for (const char *p = r->refused ? r->reason : r->change; *p; p++) {   // JSON string body
-        if (*p == '"' || *p == '\\') strbuf_append(&res, "\\", 1);
-        if ((unsigned char)*p >= 0x20) strbuf_append(&res, p, 1);
+    strbuf tagged = { 0 };
+    strbuf_printf(&tagged, "<act>%s</act>", line);
+    bool acts = !action_parse(tagged.s, &a, sentence, sizeof sentence, why, sizeof why) && strcmp(a.intent, "none") != 0 &&
+                r->rq->tool_choice != SERVE_TOOLS_NONE;
+    strbuf_free(&tagged);
+    if (acts) {
+        char desc[256], name[64];
+        action_format(&a, desc, sizeof desc);
+        action_tool_name(a.intent, name, sizeof name);
+        const turn_hooks h = { .ud = r, .on_vehicle_change = on_change, .on_refused = on_refused };
+        assistant_act_line(&r->a->c.as, line, &h);
+        char *args = action_tool_arguments(&a);
+        char *res = action_tool_result(desc, r->change, r->refused ? r->reason : NULL);
+        r->out->tool_call(r->out->ud, name, args, res);
+        r->acted = !r->refused;
+        free(args);
+        free(res);
     }
-    strbuf_puts(&res, "\"}");
-    r->out->tool_call(r->out->ud, name, args, strbuf_str(&res));
-    r->acted = !r->refused;
-    free(args);
-    strbuf_free(&res);
+    free(line);
+}
+
+static bool send_text(void *ud, const char *s, size_t n) {
+    run_state *r = ud;
+    if (!r->out->content(r->out->ud, s, n)) r->stopped = true;
+    return !r->stopped;
 }
 
 // The assistant's reply as it comes: "<act>LINE</act> sentence". The line is held back until it
@@ -201,31 +206,7 @@ static bool assistant_token(void *ud, int32_t token, const char *piece, int len)
     (void)token;
     run_state *r = ud;
     r->tokens++;
-    strbuf_append(&r->text, piece, (size_t)len);
-    const char *t = r->text.s;
-    if (!r->decided) {
-        const char *p = t;
-        while (*p == ' ' || *p == '\n') p++;
-        size_t have = strlen(p);
-        if (have < 5 && strncmp(p, "<act>", have) == 0) return true;
-        r->decided = true;
-        r->is_action = strncmp(p, "<act>", 5) == 0;
-    }
-    if (r->is_action && r->sent == 0) {
-        const char *close = strstr(t, "</act>");
-        if (!close) return true;
-        act(r, close);
-        r->sent = (size_t)(close + 6 - t);
-    }
-    if (r->is_action && !r->sentence_started) {   // the spaces after the line are not the sentence's
-        while (r->sent < r->text.len && t[r->sent] == ' ') r->sent++;
-        r->sentence_started = r->sent < r->text.len;
-    }
-    if (r->sent < r->text.len) {
-        if (!r->out->content(r->out->ud, t + r->sent, r->text.len - r->sent)) r->stopped = true;
-        r->sent = r->text.len;
-    }
-    return !r->stopped;
+    return reply_split_feed(&r->split, piece, (size_t)len, act, send_text, r);
 }
 
 // An assistant message of the conversation as the model wrote it: the action line, then the text.
@@ -305,7 +286,11 @@ static int load_conversation(serve_app *a, const serve_request *rq, strbuf *last
 int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
     serve_app *a = ud;
     session *s = a->c.as.s;
-    session_reset(s);   // the car keeps its state: it is one car, whoever asks
+    // The conversation is sent whole each time: what the cache holds of it from the request
+    // before is taken again (session_restart), unless --no-prompt-cache. The car keeps its state:
+    // it is one car, whoever asks.
+    if (a->prompt_cache) session_restart(s);
+    else session_reset(s);
     sampler_params p = a->sampling;
     if (rq->has_temperature) p.temp = (float)rq->temperature;
     if (rq->has_top_p) p.top_p = (float)rq->top_p;
@@ -367,13 +352,15 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
         }
         json_filter_free(jf);
         json_schema_free(schema);
-        if (!status && r.is_action && r.sent == 0 && r.text.len)   // the line never closed: say it as it is
-            out->content(out->ud, r.text.s, r.text.len);
+        if (!status && a->has_tools && !jf) reply_split_finish(&r.split, send_text, &r);
         strbuf_free(&last);
     }
-    strbuf_free(&r.text);
+    reply_split_free(&r.split);
+    strbuf_free(&r.held);
     session_set_sampling(s, &a->sampling, a->max_reply, NULL);
     session_set_seed(s, a->sampling.seed);
+    session_get_stats(s, &st);
+    res->cached_tokens = st.cached_tokens;
     serve_app_update_state(a);
     if (status) return status;
     res->completion_tokens = r.tokens;
@@ -382,6 +369,14 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
 }
 
 
+
+void serve_model_id(const char *path, char *buf, size_t n) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".gguf") == 0) len -= 5;
+    snprintf(buf, n, "%.*s", (int)len, base);
+}
 
 bool serve_app_has_tool(void *ud, const char *name) {
     serve_app *a = ud;

@@ -15,6 +15,7 @@ typedef struct serve_app {
     app_ctx c;
     sampler_params sampling;       // the server's own, put back after each request
     int max_reply;
+    bool prompt_cache;             // keep the cache between requests (session_restart)
     const char *system;            // the server's system prompt (NULL: the file's default)
     bool has_tools;                // the embedded assistant: the reply grammar and the car
     char *tools_json;
@@ -30,6 +31,9 @@ int serve_app_command(void *ud, const char *line, char **output, errbuf *err);
 char *serve_app_state(void *ud);
 void serve_app_metrics(void *ud, strbuf *out);
 bool serve_app_has_tool(void *ud, const char *name);
+// The id a model is served as: its file's name without .gguf ("assets/models/cabin-tiny.gguf" ->
+// "cabin-tiny").
+void serve_model_id(const char *path, char *buf, size_t n);
 // Remakes what serve_app_state gives (called in the slot, and once before serving).
 void serve_app_update_state(serve_app *a);
 

@@ -151,6 +151,12 @@ static inline size_t kv_plain_row(const kv_cache *kv, int l, int s) {
     int r = kv_layer_ring(kv, l);
     return (size_t)(r ? s % r : s);
 }
+// Whether the slots past a point can be dropped by lowering n_used alone, the rows below it
+// staying valid: plain rows (no quantized store folding them), no rings (whose rows newer slots
+// overwrite), no eviction policy (which moves slots).
+static inline bool kv_cache_truncatable(const kv_cache *kv) {
+    return !kv_format_quantized(kv->format) && !kv->ring_layer && kv->policy.kind == KVP_NONE;
+}
 // Ring rows for a window layout on a context of n_ctx slots (0: the window layers need no ring).
 int kv_windows_ring_rows(const kv_windows *w, int n_ctx);
 // The most slots one pass may append to kv: n_ctx, or what its rings were made for.

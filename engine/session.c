@@ -25,6 +25,10 @@ struct session {
     float *logits;           // n_vocab: last position's logits
     int32_t *hist;           // every token fed since the last reset, in order (n_hist)
     int n_hist, cap_hist;
+    int32_t *reuse;          // the conversation before session_restart: its tokens still in cache
+    int n_reuse, cap_reuse;  // slots [0, n_reuse), as long as what is fed again equals them
+    bool rows_stale;         // some cached rows were made under another plan or KV format: a
+                             // fresh conversation would not make them so, so they are not reused
     unsigned resets;         // session_reset calls (which conversation hist is of)
     bool have_logits;
     bool reply_open;         // last reply ended without its closing token in the cache
@@ -164,12 +168,20 @@ void session_close(session *s) {
     sampler_free(s->smp);
     free(s->logits);
     free(s->hist);
+    free(s->reuse);
     free(s->system_prompt);
     free(s->default_system);
     free(s);
 }
 
 static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err);
+
+// The cached rows no longer are what a fresh conversation would compute (other weights, a
+// format round trip): session_restart does not offer them again.
+static void cache_rows_stale(session *s) {
+    s->rows_stale = true;
+    s->n_reuse = 0;
+}
 
 // ---- precision switching ----
 
@@ -189,6 +201,7 @@ int session_set_plan(session *s, const precision_plan *p, errbuf *err) {
     plan_staging copy = st;
     model_plan_commit(s->m, &st, s->b);
     s->plan = *p;
+    cache_rows_stale(s);
     record_switch(s, &copy, now_sec() - t0);
     return 0;
 }
@@ -225,6 +238,7 @@ int session_poll_switch(session *s) {
     plan_staging copy = s->switch_staging;
     model_plan_commit(s->m, &s->switch_staging, s->b);
     s->plan = s->switch_plan;
+    cache_rows_stale(s);
     s->st.last_switch_error[0] = 0;
     record_switch(s, &copy, now_sec() - s->switch_requested_at);
     return 1;
@@ -292,6 +306,7 @@ static int fail_over_to_cpu(session *s, const char *why, errbuf *err) {
     s->b = cpu;
     s->broken = true;   // until the CPU holds everything
     kv_cache_clear(&s->kv);
+    s->n_reuse = 0;
     if (model_prepare_backend(s->m, cpu, err) || cpu->kv_prepare(cpu, &s->kv, err) ||
         forward_ctx_init(&s->fc, cpu, s->m, s->opts.n_batch, 1, err))
         return err_prefix(err, "%s; moving to the CPU", why);
@@ -331,8 +346,32 @@ bool session_take_notice(session *s, char *buf, size_t cap) {
     return true;
 }
 
-int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
+// Prompt-cache reuse (session_restart): when `take`, the tokens at the start of tokens[0..n) that
+// the cache holds already at their positions are taken without a forward pass, all but the last,
+// which is computed for its logits. Rows from the first token that differs on are overwritten:
+// the old conversation is reusable only up to there. Returns the tokens taken.
+static int take_cached(session *s, const int32_t *tokens, int n, bool take) {
+    if (s->n_reuse <= s->n_hist || s->kv.n_used != s->n_hist) return 0;
+    const int32_t *old = s->reuse + s->n_hist;
+    const int avail = s->n_reuse - s->n_hist;
+    int same = 0;
+    while (same < n && same < avail && tokens[same] == old[same]) same++;
+    if (same < n) s->n_reuse = s->n_hist + same;
+    int k = !take ? 0 : same < n - 1 ? same : n - 1;
+    for (int j = 0; j < k; j++) sampler_accept(s->smp, tokens[j]);
+    history_append(s, tokens, k);
+    s->kv.n_used += k;
+    s->st.cached_tokens += k;
+    return k;
+}
+
+// session_eval, where `prompt` says whether what the cache holds may be taken (a prompt) or not
+// (generated tokens: st.cached_tokens counts prompt tokens).
+static int eval_tokens(session *s, const int32_t *tokens, int n, bool prompt, float *logits, errbuf *err) {
     if (model_check_file(s->m, err) || history_reserve(s, n, err)) return -1;
+    int k = n > 0 ? take_cached(s, tokens, n, prompt) : 0;
+    tokens += k;
+    n -= k;
     int nb = batch_of(s);
     for (int i = 0; i < n; i += nb) {
         int chunk = n - i < nb ? n - i : nb;
@@ -347,8 +386,13 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf
     return 0;
 }
 
+int session_eval(session *s, const int32_t *tokens, int n, float *logits, errbuf *err) {
+    return eval_tokens(s, tokens, n, true, logits, err);
+}
+
 int session_eval_all(session *s, const int32_t *tokens, int n, float *out, errbuf *err) {
     if (model_check_file(s->m, err) || history_reserve(s, n, err)) return -1;
+    s->n_reuse = 0;   // every position's logits: nothing is taken from the cache
     if (!s->fc_all.b && forward_ctx_init(&s->fc_all, s->b, s->m, s->opts.n_batch, s->opts.n_batch, err))
         return -1;
     size_t nv = (size_t)s->m->hp.n_vocab;
@@ -443,10 +487,12 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
                        "length %d (%s)", s->kv.n_used, n, s->kv.n_ctx, context_hint(s));
     float *scratch = try_malloc((size_t)s->m->hp.n_vocab * sizeof(float));   // the logits a sample may mask
     if (!scratch) return err_set(err, "out of memory for the logits of %d tokens", s->m->hp.n_vocab);
+    const int cached0 = s->st.cached_tokens;
     if (session_eval(s, tokens, n, NULL, err)) { free(scratch); return -1; }
     double t1 = now_sec();
     s->st.prefill_ms = (t1 - t0) * 1e3;
-    s->st.prefill_tps = n > 0 ? n / (t1 - t0) : 0.0;
+    const int computed = n - (s->st.cached_tokens - cached0);   // what the cache held is not prefill
+    s->st.prefill_tps = computed > 0 ? computed / (t1 - t0) : 0.0;
     if (s->power) power_monitor_mark(s->power, &pm1);
     if (s->profiling) s->b->profile_read(s->b, op_prefilled, calls_prefilled);
     int n_decoded = 0;       // generated tokens fed to the model
@@ -492,7 +538,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
             s->st.forced_tokens++;
         }
         if (n_run > 0) {
-            if (session_eval(s, run, n_run, NULL, err)) { rc = -1; break; }
+            if (eval_tokens(s, run, n_run, false, NULL, err)) { rc = -1; break; }
             n_decoded += n_run;
             s->st.decode_passes++;
         }
@@ -627,9 +673,25 @@ void session_reset(session *s) {
     sampler_reset(s->smp, s->opts.sampling.seed);
     s->have_logits = false;
     s->n_hist = 0;
+    s->n_reuse = 0;
+    s->rows_stale = false;
+    s->st.cached_tokens = 0;
     s->resets++;
     s->reply_open = false;
     s->st.turns = 0;
+}
+
+void session_restart(session *s) {
+    bool keep = !s->broken && !s->rows_stale && kv_cache_truncatable(&s->kv) && s->kv.n_used == s->n_hist;
+    int32_t *h = s->hist;
+    int n = s->n_hist, cap = s->cap_hist;
+    session_reset(s);
+    if (!keep) return;
+    s->hist = s->reuse;   // the old history becomes what may be reused; its buffer is kept
+    s->cap_hist = s->cap_reuse;
+    s->reuse = h;
+    s->cap_reuse = cap;
+    s->n_reuse = n;
 }
 
 void session_set_seed(session *s, uint64_t seed) {
@@ -681,6 +743,8 @@ int session_set_kv(session *s, const char *format, const char *policy, errbuf *e
                            "cpu backend (start with --kv %s instead)", s->b->name, kv_format_name(f));
         if (kv_cache_convert(&s->kv, f, 0, err)) return -1;
     }
+    if (f != s->kv.format) cache_rows_stale(s);
+    s->n_reuse = 0;   // a conversion keeps the slots in use only
     if (p.kind != KVP_NONE && s->kv.bk && !s->kv.bk_sync)
         return err_set(err, "kv: eviction policies need the cpu backend (backend %s keeps the cache on the device)",
                        s->b->name);

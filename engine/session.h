@@ -67,6 +67,8 @@ typedef struct session_stats {
     int n_device_heaps;          // device memory by heap (a device backend fills it; 0 on cpu)
     device_heap device_heaps[TEL_MAX_HEAPS];
     // totals
+    int cached_tokens;           // tokens fed since the last reset that the cache held from before
+                                 // a session_restart (not computed again)
     int n_past;                  // tokens in the cache
     int n_ctx;
     uint64_t weight_bytes;
@@ -174,6 +176,14 @@ void session_cancel(session *s);
 bool session_take_notice(session *s, char *buf, size_t cap);
 // Clears the conversation (cache, history); keeps the model.
 void session_reset(session *s);
+// As session_reset, but the cache's slots stay as a prompt cache for the next conversation: the
+// tokens fed after it that equal the old conversation's at the same positions (a client that
+// sends the whole conversation again, one turn longer) are taken from the cache instead of
+// computed, up to the first that differs; the last token of each feed is always computed, for its
+// logits. Only where slots can simply be dropped (kv_cache_truncatable); elsewhere, and after a
+// precision switch, a KV format or policy change, or a move to the CPU, it is session_reset.
+// stats.cached_tokens counts what was taken.
+void session_restart(session *s);
 void session_get_stats(const session *s, session_stats *out);
 const model *session_model(const session *s);
 // The chat template the session renders turns with (named, or the file's: chat_template_for_file).

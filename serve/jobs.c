@@ -83,6 +83,8 @@ void jobs_metrics(jobs *q, const char *model_id, strbuf *b) {
         strbuf_printf(b, "cabin_requests_total{kind=\"%s\",code=\"%d\"} %lu\n", q->counts[i].kind, q->counts[i].status, q->counts[i].n);
     strbuf_printf(b, "# HELP cabin_prompt_tokens_total Prompt tokens of the requests run.\n# TYPE cabin_prompt_tokens_total counter\n"
                      "cabin_prompt_tokens_total %lu\n", q->prompt_tokens);
+    strbuf_printf(b, "# HELP cabin_prompt_tokens_cached_total Prompt tokens taken from the prompt cache, not computed.\n"
+                     "# TYPE cabin_prompt_tokens_cached_total counter\ncabin_prompt_tokens_cached_total %lu\n", q->cached_tokens);
     strbuf_printf(b, "# HELP cabin_completion_tokens_total Tokens generated.\n# TYPE cabin_completion_tokens_total counter\n"
                      "cabin_completion_tokens_total %lu\n", q->completion_tokens);
     strbuf_printf(b, "# HELP cabin_requests_cancelled_total Generations stopped because the client went away.\n"
@@ -163,6 +165,7 @@ static void slot_give(job *j) {
     q->serving++;
     q->busy = false;
     q->prompt_tokens += (unsigned long)j->res.prompt_tokens;
+    q->cached_tokens += (unsigned long)j->res.cached_tokens;
     q->completion_tokens += (unsigned long)j->res.completion_tokens;
     if (!j->status && j->t0 > 0) {   // a request that ran (not a command)
         double t1 = now_sec();

@@ -32,7 +32,7 @@ typedef struct jobs {
     // /metrics
     struct { char kind[12]; int status; unsigned long n; } counts[48];
     int n_counts;
-    unsigned long prompt_tokens, completion_tokens, cancelled;
+    unsigned long prompt_tokens, cached_tokens, completion_tokens, cancelled;
     hist ttft, duration, decode_tps;
 } jobs;
 

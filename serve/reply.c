@@ -45,6 +45,8 @@ static cJSON *usage_object(const serve_result *res) {
     cJSON_AddNumberToObject(u, "prompt_tokens", res->prompt_tokens);
     cJSON_AddNumberToObject(u, "completion_tokens", res->completion_tokens);
     cJSON_AddNumberToObject(u, "total_tokens", res->prompt_tokens + res->completion_tokens);
+    cJSON *details = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(details, "cached_tokens", res->cached_tokens);
     return u;
 }
 

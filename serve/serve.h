@@ -76,6 +76,7 @@ typedef struct serve_output {
 
 typedef struct serve_result {
     int prompt_tokens, completion_tokens;
+    int cached_tokens;             // of the prompt tokens, those the server's prompt cache held
     serve_finish finish;
     double grammar_ms_per_token;   // structured output: the token mask's cost (0: none)
 } serve_result;

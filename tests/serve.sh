@@ -1,7 +1,7 @@
 #!/bin/sh
 # cabin serve end to end, on loopback only: the OpenAI routes on the embedded model (a tool call
 # with the car's change, a stream that says what the whole answer says, completions, stop
-# sequences, seeds), every kind of bad input answered with one JSON error while the server goes
+# sequences, seeds, the prompt cache between requests), every kind of bad input answered with one JSON error while the server goes
 # on, the API key, the queue's bound and a client that goes away (on a slow model), a load of
 # concurrent clients, the curl examples of docs/SERVE.md, the official openai npm client, and the
 # command's own refusals and stop (tests/serve_api.py makes the requests).
@@ -83,6 +83,7 @@ PY
 start_server embedded -t 1
 if [ -n "$PORT" ]; then
     api embedded "$PORT"
+    api cache "$PORT" on
     api structured "$PORT" 5
     api docs "$PORT" docs/SERVE.md
     openai_client "$PORT"
@@ -107,8 +108,8 @@ else
     echo "skipped: structured output on a reference model: ../shared/ref not present"; skip=$((skip + 1))
 fi
 
-start_server auth -t 1 --api-key s3cret
-[ -n "$PORT" ] && api auth "$PORT" s3cret && stop_server auth
+start_server auth -t 1 --api-key s3cret --no-prompt-cache
+[ -n "$PORT" ] && api auth "$PORT" s3cret && api cache "$PORT" off s3cret && stop_server auth
 
 # a model slow enough that a stream is still running when the next request comes
 expect_rc 0 "make a slow model" -- "$CABIN" make-model -o "$T/slow.gguf" --type f32 --dim 512 --ffn 1536 --vocab 1000 --layers 8

@@ -128,7 +128,9 @@ def embedded(port):
             check(len(scalls) == 1 and scalls[0]["function"] == calls[0]["function"], "the streamed tool call: %s" % scalls)
             fin = [e["choices"][0]["finish_reason"] for e in evs if e["choices"] and e["choices"][0]["finish_reason"]]
             check(fin == ["tool_calls"], "one finish_reason, tool_calls: %s" % fin)
-            check(evs[-1]["choices"] == [] and evs[-1]["usage"] == u, "the usage event: %s" % evs[-1])
+            counts = ("prompt_tokens", "completion_tokens", "total_tokens")   # what the cache held may differ
+            check(evs[-1]["choices"] == [] and all(evs[-1]["usage"][k] == u[k] for k in counts)
+                  and "cached_tokens" in evs[-1]["usage"]["prompt_tokens_details"], "the usage event: %s" % evs[-1])
 
     # a conversation sent whole, with the assistant's earlier call in it
     conv = {"messages": [{"role": "system", "content": "You are cabin."},
@@ -329,6 +331,42 @@ def auth(port, key):
     check(st == 200, "/health does not")
 
 
+def prompt_cache(port, on, key=None):
+    """A conversation sent again one turn longer: with the prompt cache (on) its earlier turn is
+    taken from the cache (usage.prompt_tokens_details.cached_tokens), and the reply is the one the
+    same request gets after an unrelated one emptied the cache of it; without (off), nothing is."""
+    h = {"Authorization": "Bearer " + key} if key else None
+    first = [{"role": "user", "content": "turn on the ac"}]
+    st, r1 = chat(port, {"messages": first, "seed": 5}, h)
+    if not check(st == 200, "the first turn: %s %s" % (st, r1)):
+        return
+    m = r1["choices"][0]["message"]
+    said = {"role": "assistant", "content": m.get("content") or ""}
+    if m.get("tool_calls"):
+        said["tool_calls"] = m["tool_calls"]
+    longer = {"messages": first + [said, {"role": "user", "content": "and lock the doors"}], "seed": 5}
+    st, r2 = chat(port, longer, h)
+    cached = r2.get("usage", {}).get("prompt_tokens_details", {}).get("cached_tokens", -1)
+    p1 = r1["usage"]["prompt_tokens"]
+    if on:
+        check(st == 200 and cached > p1 // 2 and cached < r2["usage"]["prompt_tokens"],
+              "the second turn takes the first from the cache: %d of %d (the first turn's prompt %d)" % (cached, r2["usage"]["prompt_tokens"], p1))
+    else:
+        check(st == 200 and cached == 0, "--no-prompt-cache: nothing taken (%d)" % cached)
+    chat(port, {"messages": [{"role": "user", "content": "what time is it"}], "max_tokens": 4}, h)
+    st, r3 = chat(port, longer, h)
+    cached3 = r3.get("usage", {}).get("prompt_tokens_details", {}).get("cached_tokens", -1)
+    check(st == 200 and (cached3 < cached or not on), "after another conversation less is cached: %d" % cached3)
+    def said(r):   # the reply without its call ids
+        m = r["choices"][0]["message"]
+        return m.get("content"), [c["function"] for c in m.get("tool_calls", [])]
+    check(said(r3) == said(r2), "the same reply from the cache and without it: %s | %s" % (said(r2), said(r3)))
+    st, hh, b = request(port, "GET", "/metrics", headers=h)
+    line = [l for l in b.decode().split("\n") if l.startswith("cabin_prompt_tokens_cached_total ")]
+    n = int(line[0].split()[1]) if line else -1
+    check(n > 0 if on else n == 0, "cabin_prompt_tokens_cached_total %d" % n)
+
+
 def busy(port):
     # a long stream holds the slot; with --queue 0 the next request is refused with Retry-After
     s = socket.create_connection(("127.0.0.1", port))
@@ -491,6 +529,8 @@ def main():
         auth(port, sys.argv[3])
     elif what == "busy":
         busy(port)
+    elif what == "cache":
+        prompt_cache(port, sys.argv[3] == "on", sys.argv[4] if len(sys.argv) > 4 else None)
     elif what == "load":
         load(port, int(sys.argv[3]), int(sys.argv[4]))
     elif what == "structured":

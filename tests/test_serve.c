@@ -1,14 +1,17 @@
 // cabin serve's parts without the network: the stop filter (whatever the pieces), the request
 // decoder's accepts and refusals, whole UTF-8 characters in streamed text, the car's tools
 // (schema, arguments and back), and session_add_turn: a conversation read back into the cache
-// is the one the model wrote (the same tokens, the same next reply).
+// is the one the model wrote (the same tokens, the same next reply); the prompt cache between
+// requests (session_restart).
 #include "test.h"
 #include "app/action_tools.h"
+#include "base/mem.h"
 #include "engine/session.h"
 #include "serve/reply.h"
 #include "serve/serve.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 
 typedef struct sink { char s[512]; size_t n; } sink;
 
@@ -198,12 +201,118 @@ static void add_turn_case(void) {
     session_close(b);
 }
 
+// The tokens two histories share from the start.
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
+    int k = 0;
+    while (k < na && k < nb && a[k] == b[k]) k++;
+    return k;
+}
+
+static float max_abs_diff(const float *x, const float *y, int n) {
+    float m = 0;
+    for (int i = 0; i < n; i++) m = fabsf(x[i] - y[i]) > m ? fabsf(x[i] - y[i]) : m;
+    return m;
+}
+
+// The prompt cache between requests (session_restart): a conversation sent again one turn
+// longer takes its earlier turns from the cache and gets the reply a fresh session gets, with the
+// same tokens in the cache and the same logits; a conversation that differs part-way takes the
+// shared start only; a quantized cache, and rows made under another plan, are not reused.
+static void prompt_cache_case(void) {
+    const char *path = "assets/models/cabin-tiny.gguf";
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        SKIP("%s is missing (make model)", path);
+        return;
+    }
+    fclose(f);
+    session_opts o = session_opts_default();
+    o.model_path = path;
+    o.backend.n_threads = 1;
+    o.sampling.temp = 0;
+    errbuf err = { { 0 } };
+    session *fresh = session_open(&o, &err), *kept = fresh ? session_open(&o, &err) : NULL;
+    CHECK(fresh && kept, "session_open: %s", err.msg);
+    if (!fresh || !kept) {
+        session_close(fresh);
+        return;
+    }
+    const int nv = session_n_vocab(fresh);
+    session_stats st;
+    static const char *const firsts[] = { "turn on the ac", "call mom", "it's cold in here", "play some jazz" };
+    for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
+        strbuf r1 = { 0 }, r2 = { 0 }, r2k = { 0 };
+        session_reset(kept);
+        CHECK(session_chat(kept, firsts[i], session_collect_text, &r1, &err) == 0, "%s", err.msg);
+        const int32_t *h;
+        int n_old = session_history(kept, &h);
+        int32_t *old = xmalloc((size_t)n_old * sizeof *old);
+        memcpy(old, h, (size_t)n_old * sizeof *old);
+        session_restart(kept);   // the client sends the conversation again, one turn longer
+        CHECK(session_add_turn(kept, firsts[i], strbuf_str(&r1), &err) == 0, "%s", err.msg);
+        CHECK(session_chat(kept, "and lock the doors", session_collect_text, &r2k, &err) == 0, "%s", err.msg);
+        session_get_stats(kept, &st);
+        session_reset(fresh);
+        CHECK(session_add_turn(fresh, firsts[i], strbuf_str(&r1), &err) == 0, "%s", err.msg);
+        const int32_t *hf;
+        int n_turn1 = session_history(fresh, &hf);
+        int shared = common_prefix(old, n_old, hf, n_turn1);
+        CHECK(session_chat(fresh, "and lock the doors", session_collect_text, &r2, &err) == 0, "%s", err.msg);
+        CHECK(st.cached_tokens >= shared - 1 && st.cached_tokens <= shared && shared > n_turn1 / 2,
+              "%s: %d tokens taken from the cache, %d shared of %d", firsts[i], st.cached_tokens, shared, n_turn1);
+        const int32_t *ha, *hb;
+        int na = session_history(fresh, &ha), nb = session_history(kept, &hb);
+        CHECK(na == nb && memcmp(ha, hb, (size_t)na * sizeof *ha) == 0, "%s: the same tokens (%d, %d)", firsts[i], na, nb);
+        CHECK(strcmp(strbuf_str(&r2), strbuf_str(&r2k)) == 0, "%s: the same reply: %s | %s", firsts[i], strbuf_str(&r2), strbuf_str(&r2k));
+        float d = max_abs_diff(session_last_logits(fresh), session_last_logits(kept), nv);
+        CHECK(d < 1e-3f, "%s: the same last logits (max difference %g)", firsts[i], (double)d);
+        // another conversation that shares only the template's start
+        session_restart(kept);
+        CHECK(session_add_turn(kept, "what's the weather", "<act>none</act> Sunny.", &err) == 0, "%s", err.msg);
+        session_get_stats(kept, &st);
+        int n_new = session_history(kept, &hb);
+        int k = common_prefix(old, n_old, hb, n_new);
+        CHECK(st.cached_tokens == (k < n_new - 1 ? k : n_new - 1) && k < n_new, "%s: a different turn takes %d of %d shared tokens",
+              firsts[i], st.cached_tokens, k);
+        free(old);
+        strbuf_free(&r1);
+        strbuf_free(&r2);
+        strbuf_free(&r2k);
+    }
+    // a quantized cache folds its rows: nothing is taken
+    CHECK(session_set_kv(kept, "q8", NULL, &err) == 0, "%s", err.msg);
+    session_reset(kept);
+    CHECK(session_add_turn(kept, "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+    session_restart(kept);
+    CHECK(session_add_turn(kept, "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+    session_get_stats(kept, &st);
+    CHECK(st.cached_tokens == 0, "a q8 cache takes %d tokens", st.cached_tokens);
+    // rows made under another plan are not offered again
+    CHECK(session_set_kv(kept, "f16", NULL, &err) == 0, "%s", err.msg);
+    session_reset(kept);
+    CHECK(session_add_turn(kept, "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+    precision_plan p;
+    session_get_plan(kept, &p);
+    CHECK(session_set_plan(kept, &p, &err) == 0, "%s", err.msg);
+    session_restart(kept);
+    CHECK(session_add_turn(kept, "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+    session_get_stats(kept, &st);
+    CHECK(st.cached_tokens == 0, "after a precision switch %d tokens were taken", st.cached_tokens);
+    session_restart(kept);   // the rows made since are
+    CHECK(session_add_turn(kept, "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+    session_get_stats(kept, &st);
+    CHECK(st.cached_tokens > 5, "then %d tokens were taken", st.cached_tokens);
+    session_close(fresh);
+    session_close(kept);
+}
+
 int main(void) {
     stop_filter_cases();
     request_cases();
     utf8_cases();
     tool_cases();
     add_turn_case();
+    prompt_cache_case();
     if (t_skipped) printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
     else printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed ? 1 : 0;

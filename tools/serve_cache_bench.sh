@@ -1,0 +1,78 @@
+#!/bin/sh
+# The prompt cache between requests, measured: a chat client sends the whole conversation every
+# turn, one turn longer each time. Two `cabin serve` on the same model, one with the prompt cache
+# (the default) and one with --no-prompt-cache, get the same TURNS requests in turn; for each the
+# client times the first streamed text (time to first token) and reads how many prompt tokens the
+# server took from its cache (usage.prompt_tokens_details.cached_tokens). The assistant turns sent
+# back are fixed texts, so both servers see the same conversation whatever they generated.
+# Usage: tools/serve_cache_bench.sh [BUILD] [MODEL] [TURNS] [THREADS]
+#   MODEL default: a random-weight Q4_0 model of 1024 wide, 8 layers (made once in /tmp, as
+#   tools/serve_bench.sh makes it).
+set -e
+BUILD=${1:-build}; MODEL=$2; TURNS=${3:-12}; THREADS=${4:-2}
+CABIN="$BUILD/cabin"
+T=$(mktemp -d /tmp/cabin-serve-cache-XXXXXX)
+trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
+if [ -z "$MODEL" ]; then
+    MODEL=/tmp/cabin-serve-bench-q4_0.gguf
+    [ -f "$MODEL" ] || "$CABIN" make-model -o "$MODEL" --type q4_0 --dim 1024 --ffn 2816 --layers 8 --vocab 4000 >/dev/null
+fi
+PIDS=""
+# start NAME ARGS...: a server on a free port; its port in $T/NAME.port
+start() {
+    name=$1; shift
+    "$CABIN" serve -m "$MODEL" -t "$THREADS" --ctx 2048 --port 0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    PIDS="$PIDS $!"
+    i=0; port=""
+    while [ $i -lt 400 ] && [ -z "$port" ]; do
+        port=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/$name.out"); [ -z "$port" ] && sleep 0.05; i=$((i + 1))
+    done
+    [ -n "$port" ] || { echo "serve_cache_bench: the server did not start: $(cat "$T/$name.err")" >&2; exit 1; }
+    echo "$port" >"$T/$name.port"
+}
+start cached
+start uncached --no-prompt-cache
+echo "model $MODEL, $TURNS turns, $THREADS threads"
+/usr/bin/python3 - "$(cat "$T/cached.port")" "$(cat "$T/uncached.port")" "$TURNS" <<'PY'
+import http.client, json, statistics, sys, time
+ports, turns = (int(sys.argv[1]), int(sys.argv[2])), int(sys.argv[3])
+
+def ask(port, messages):
+    """(seconds to the first text, prompt tokens, cached tokens)"""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    t0 = time.monotonic()
+    c.request("POST", "/v1/chat/completions", json.dumps({"messages": messages, "max_tokens": 8, "temperature": 0,
+              "stream": True, "stream_options": {"include_usage": True}}), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    first, usage, buf = None, None, b""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n\n" in buf:
+            ev, buf = buf.split(b"\n\n", 1)
+            if not ev.startswith(b"data: {"):
+                continue
+            e = json.loads(ev[6:])
+            if first is None and e["choices"] and (e["choices"][0]["delta"].get("content") or e["choices"][0]["delta"].get("tool_calls")):
+                first = time.monotonic() - t0
+            if e.get("usage"):
+                usage = e["usage"]
+    c.close()
+    return first if first is not None else float("nan"), usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
+
+conv = [{"role": "system", "content": "You are a helpful assistant in a car. Answer in one or two sentences."}]
+rows = []
+print("turn  prompt  | cached: cached tokens  ttft ms | uncached: ttft ms")
+for k in range(turns):
+    conv.append({"role": "user", "content": "Question %d: what is the best way to keep the car cool on a long drive in the summer heat?" % (k + 1)})
+    a = ask(ports[0], conv)
+    b = ask(ports[1], conv)
+    rows.append((a, b))
+    print("%4d  %6d  | %13d  %8.1f | %8.1f" % (k + 1, a[1], a[2], a[0] * 1e3, b[0] * 1e3))
+    conv.append({"role": "assistant", "content": "Park in the shade, use the recirculation mode and keep the windows up at speed; answer %d." % (k + 1)})
+last = rows[len(rows) // 2:]
+ca, un = statistics.median(r[0][0] for r in last), statistics.median(r[1][0] for r in last)
+print("median of the last %d turns: ttft %.1f ms with the prompt cache, %.1f ms without: %.1fx" % (len(last), ca * 1e3, un * 1e3, un / ca))
+PY
