@@ -1,6 +1,7 @@
 // cabin workbench (and `cabin` with no command on a terminal): the ncurses workbench (tui/);
 // cabin gui: the same workbench in a window (sdl/). Both take the workbench's options.
 #include "cli/commands.h"
+#include "cli/workbench_serve.h"
 #include "sdl/gui.h"
 #include "tui/tui.h"
 #include "ui/palette.h"
@@ -17,6 +18,7 @@ typedef struct workbench_opts {
     const char *system;
     gui_opts g;
     bool print_palette;
+    int serve_port;                // --serve PORT (0: not served)
 } workbench_opts;
 
 #define WO(field) offsetof(workbench_opts, field)
@@ -29,6 +31,9 @@ static const opt_def WORKBENCH_OPTS[] = {
     { "--audio-out", NULL, OPT_STR, WO(t.audio_out), "DEV|FILE", "speak replies to a device (default: the default one; none\n"
       "with a WAV input) or a WAV file (with a WAV input, each\nturn's speech; with a device, the session's, at exit)", NULL, NULL, NULL },
     { "--no-voice", NULL, OPT_FLAG, WO(t.no_voice), NULL, "open no audio device (:voice FILE.wav still works)", NULL, NULL, NULL },
+    { "--serve", NULL, OPT_INT, WO(serve_port), "PORT", "also serve the OpenAI API (cabin serve's routes) on\n"
+      "127.0.0.1:PORT: a request's last user message is a turn of\nthis conversation, shown as it runs (docs/SERVE.md)", NULL,
+      NULL, NULL, OPT_RANGE(1, 65535) },
 };
 
 static int parse_size(void *base, const char *v, errbuf *err) {
@@ -76,6 +81,11 @@ static int ui_opts_from(const workbench_opts *wo, run_opts *r, const char *cmd, 
     t->s = r->s;
     t->free_actions = r->free_actions;
     t->governor = r->governor;
+    if (wo->serve_port) {   // freed once the workbench closed
+        t->attach = workbench_serve_attach;
+        t->detach = workbench_serve_detach;
+        t->attach_ud = workbench_serve_new(wo->serve_port, r->s.model_path);
+    }
     return 0;
 }
 
@@ -100,6 +110,7 @@ int cmd_workbench(int argc, char **argv) {
     stopsig_catch(NULL, true);   // before initscr: a signal leaves the workbench the way :quit does
     int rc = tui_workbench_run(&t);
     stopsig_finish();
+    workbench_serve_free(t.attach_ud);
     return rc;
 }
 
@@ -129,5 +140,6 @@ int cmd_gui(int argc, char **argv) {
     stopsig_catch(NULL, true);   // a signal leaves the window the way :quit does
     int rc = gui_run(&t, &wo.g);
     stopsig_finish();
+    workbench_serve_free(t.attach_ud);
     return rc;
 }

@@ -367,6 +367,41 @@ def prompt_cache(port, on, key=None):
     check(n > 0 if on else n == 0, "cabin_prompt_tokens_cached_total %d" % n)
 
 
+def workbench(port):
+    """cabin workbench --serve on the embedded model: a request is a turn of the workbench's
+    conversation, whole or streamed, with the car's action as a tool call; what a turn of the
+    workbench cannot honour is refused by name."""
+    ask = {"messages": [{"role": "user", "content": "set the temperature to 22 degrees"}]}
+    st, r = chat(port, ask)
+    if check(st == 200 and r.get("object") == "chat.completion", "a turn over HTTP: %s %s" % (st, r)):
+        m = r["choices"][0]["message"]
+        calls = m.get("tool_calls") or []
+        check(len(calls) == 1 and calls[0]["function"]["name"] == "climate_set"
+              and json.loads(calls[0]["function"]["arguments"]).get("temp") == 22
+              and r["choices"][0]["finish_reason"] == "tool_calls", "its tool call: %s" % m)
+        check("22" in m.get("cabin", {}).get("vehicle", "") and "<act>" not in (m.get("content") or "x<act>"),
+              "the car's change, and the sentence without the action line: %s" % m)
+    st, h, raw = request(port, "POST", "/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": "play the next song"}], "stream": True,
+                          "stream_options": {"include_usage": True}})
+    try:
+        evs, done = events(raw)
+    except (AssertionError, ValueError):
+        evs, done = [], False
+    check(st == 200 and done and evs and evs[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0,
+          "a streamed turn, after the conversation before it: %s" % (evs[-1] if evs else raw[:300]))
+    st, r = chat(port, {"messages": [{"role": "user", "content": "what is the weather"}], "max_tokens": 3})
+    check(st == 200 and r["usage"]["completion_tokens"] == 3 and r["choices"][0]["finish_reason"] == "length",
+          "max_tokens: %s" % r.get("usage"))
+    for body, word in (({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}, "temperature"),
+                       ({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}, "response_format"),
+                       ({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "none"}, "tool_choice")):
+        st, r = chat(port, body)
+        check(is_error(st, r, 400, [word]), "%s refused by name: %d %s" % (word, st, r))
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi"})
+    check(st == 400 and b"chat turns" in b, "completions refused: %d %s" % (st, b[:200]))
+
+
 def busy(port):
     # a long stream holds the slot; with --queue 0 the next request is refused with Retry-After
     s = socket.create_connection(("127.0.0.1", port))
@@ -529,6 +564,8 @@ def main():
         auth(port, sys.argv[3])
     elif what == "busy":
         busy(port)
+    elif what == "workbench":
+        workbench(port)
     elif what == "cache":
         prompt_cache(port, sys.argv[3] == "on", sys.argv[4] if len(sys.argv) > 4 else None)
     elif what == "load":

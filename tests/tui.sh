@@ -3,7 +3,8 @@
 # with `:precision`, the grid checked against the session's plan (through :save) and the plan's
 # KL vs the file measured aside, help, resize 120x40 -> 80x24, push-to-talk (F5 twice) with a
 # WAV recording as the microphone and the reply spoken into a WAV, `:voice FILE`, a capture
-# device that is not there, a scene played with --tui, and every captured screen checked for
+# device that is not there, a scene played with --tui, the workbench serving its session over HTTP
+# (--serve: requests shown as turns, a port in use), and every captured screen checked for
 # garbage (escape sequences, '^[' , lines wider than the terminal). Screens are kept in
 # $TUI_SHOTS (default: none) for docs/WORKBENCH.md.
 TAG=tui; . "$(dirname "$0")/lib.sh"
@@ -277,6 +278,36 @@ if [ -f "$TINY" ]; then
     tmux send-keys -t "$S" ":quit" Enter
 else
     echo "skipped: $TINY is not built yet (the trained assistant model)"
+    skip=$((skip + 1))
+fi
+
+# ---- the workbench serving its session over HTTP (--serve): requests show as turns ----
+if [ -f "$TINY" ] && command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
+    PORT=$(/usr/bin/python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    rm -f "$T/rc"
+    start 120 40 "$(pwd)/$TINY" --temp 0 -t 1 --no-voice --serve "$PORT"
+    wait_for "serving the OpenAI API at http://127.0.0.1:$PORT/v1" 20 && ok || bad "--serve: no serving line"
+    out=$(/usr/bin/python3 tests/serve_api.py workbench "$PORT" 2>&1)
+    printf '%s\n' "$out" | grep '^FAIL' | sed 's/^/workbench --serve: /'
+    p=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    f=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -n "$p" ] && [ "$f" = 0 ]; then pass=$((pass + p)); else bad "workbench --serve: serve_api.py: ${f:-no result}"; fi
+    wait_for "action: media.next" 10 && grep -qF "an app asks over HTTP (port $PORT)" "$T/screen" \
+        && grep -qF "you › set the temperature to 22 degrees" "$T/screen" && grep -qF "action: climate.set zone=all temp=22" "$T/screen" \
+        && clean 120 && ok || { bad "--serve: the requests are not shown as turns"; cat "$T/screen"; }
+    shot serve-120x40
+    # the port taken: a second workbench says so in one line and exits 1
+    tmux new-session -d -s second -x 100 -y 30 \
+        "XDG_STATE_HOME=$T/state2 '$CABIN' -m '$(pwd)/$TINY' --no-voice --serve $PORT 2>'$T/stderr2'; echo \$? >'$T/rc2'"
+    i=0; while [ ! -f "$T/rc2" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(cat "$T/rc2" 2>/dev/null)" = 1 ] && [ "$(wc -l <"$T/stderr2")" = 1 ] && grep -q -- "--serve $PORT" "$T/stderr2" && ok \
+        || { bad "--serve on a port in use: rc $(cat "$T/rc2" 2>/dev/null)"; cat "$T/stderr2"; }
+    tmux send-keys -t "$S" ":quit" Enter
+    i=0; while [ ! -f "$T/rc" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(cat "$T/rc" 2>/dev/null)" = 0 ] && ! /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null \
+        && ok || bad "--serve: :quit leaves with the port still open (rc $(cat "$T/rc" 2>/dev/null))"
+else
+    echo "skipped: the workbench serving: $TINY or /usr/bin/python3 is missing"
     skip=$((skip + 1))
 fi
 

@@ -389,12 +389,22 @@ int ui_session_open(ui_session *s, const ui_opts *o, const ui_face *face, errbuf
     snprintf(welcome, sizeof welcome, "%s: type a message and Enter; :help or F1 for keys and commands.", face->name);
     chat_add(&s->chat, MSG_INFO, welcome);
     s->dirty = true;
+    if (o->attach) {
+        if (o->attach(s, o->attach_ud, err)) {
+            err_prefix(err, "%s", face->name);
+            ui_session_close(s);
+            return 1;
+        }
+        s->detach = o->detach;
+        s->attach_ud = o->attach_ud;
+    }
     return 0;
 }
 
 int ui_session_close(ui_session *s) {
     tvoice_stop(s->tv);   // first: a spoken turn in flight waits for the worker
     worker_stop(s->w);
+    if (s->detach) s->detach(s, s->attach_ud);   // its turns waiting were told the worker stopped
     drain_events(s);      // what the worker posted before it stopped
     worker_free(s->w);
     errbuf err;

@@ -13,6 +13,8 @@
 
 #include <stdarg.h>
 
+typedef struct ui_session ui_session;
+
 // How a workbench starts (cabin workbench, cabin gui, cabin scene --tui).
 typedef struct ui_opts {
     session_opts s;
@@ -24,6 +26,12 @@ typedef struct ui_opts {
     bool no_voice;               // open no audio device (talk key off; `:voice FILE` still works)
     bool free_actions;           // no grammar on the model's action lines (--free-actions)
     const char *governor;        // --governor SPEC: started once the session is open (NULL: off)
+    // Another face on the same session (cabin workbench --serve: the HTTP API), attached once the
+    // session is open (0, or -1 with err: the session does not open) and detached at close, after
+    // the worker stopped. NULL: none.
+    int (*attach)(ui_session *s, void *ud, errbuf *err);
+    void (*detach)(ui_session *s, void *ud);
+    void *attach_ud;
 } ui_opts;
 
 // What the face lends the session.
@@ -40,7 +48,7 @@ typedef struct ui_face {
     bool snapshot_png;           // the snapshot is a PNG picture (FILE.png), else text
 } ui_face;
 
-typedef struct ui_session {
+struct ui_session {
     app_ctx c;
     worker *w;
     tvoice *tv;                  // the voice pipeline (talk key, :voice)
@@ -65,7 +73,9 @@ typedef struct ui_session {
     char *cmp_prompt;
     strbuf cmp_reply[2];
     int cmp_msg;                 // -1 none
-} ui_session;
+    void (*detach)(ui_session *s, void *ud);   // ui_opts.detach, once attached
+    void *attach_ud;
+};
 
 // Opens the model (through app_ctx), the worker, the voice pipeline and the power monitor.
 // Returns 0, or the exit status (2: the scene file is bad, 1: the session did not open) with a

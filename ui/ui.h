@@ -159,6 +159,20 @@ void worker_say(worker *w, const char *text);
 // thread; false stops the reply). Blocks until the turn is done: 0, -1 the turn failed (the
 // chat says why), -2 cancelled or the worker stopped before it ran.
 int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud);
+// What a turn asked for from another thread is told besides the conversation (on the worker
+// thread; every hook may be NULL).
+typedef struct worker_sink {
+    void *ud;
+    bool (*piece)(void *ud, const char *p, int len);   // a reply piece; false stops the reply
+    void (*action)(void *ud, const action *a, const char *desc);   // as turn_hooks (app/turn.h)
+    void (*change)(void *ud, const action *a, const char *change);
+    void (*refused)(void *ud, const action *a, const char *reason, const char *sentence);
+    const char *label;           // a line said in the conversation before the turn (NULL: none)
+} worker_sink;
+// A turn another face asks for (any thread but the UI's; cabin workbench --serve): as a spoken
+// one, with sink told the pieces and the action, in the queue with the typed turns; *st (may be
+// NULL) gets the session's figures once it is done. 0, -1 failed, -2 the worker stopped first.
+int worker_say_remote(worker *w, const char *text, const worker_sink *sink, session_stats *st);
 // Stops the spoken turn being generated, or drops a queued one (barge-in). Thread-safe.
 void worker_cancel_voice(worker *w);
 // A line in the conversation from any thread (enum msg_kind).

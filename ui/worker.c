@@ -16,17 +16,18 @@
 
 #define SNAP_EVERY_S 0.1
 
-enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP, JOB_VOICE };
-// A spoken turn's waiter (on the voice pipeline's reply thread): done and rc under the worker's mu.
-typedef struct voice_wait { bool done; int rc; } voice_wait;
+// JOB_VOICE: a spoken turn; JOB_REMOTE: a turn another face asked for (cabin workbench --serve)
+enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP, JOB_VOICE, JOB_REMOTE };
+// A turn's waiter on another thread (the voice pipeline's reply thread, an HTTP connection's):
+// done, rc and st under the worker's mu.
+typedef struct turn_wait { bool done; int rc; session_stats *st; } turn_wait;
 typedef struct job {
     int kind;
     char *text;
     uint32_t type;               // JOB_HEATMAP: the type tried (text: the file, "" none)
-    // JOB_VOICE: reply pieces also go to piece(ud, ...); the waiter is told when it is done
-    bool (*piece)(void *ud, const char *p, int len);
-    void *ud;
-    voice_wait *wait;
+    // JOB_VOICE, JOB_REMOTE: the turn is also told to sink; the waiter when it is done
+    worker_sink sink;
+    turn_wait *wait;
 } job;
 
 struct worker {
@@ -41,10 +42,8 @@ struct worker {
     atomic_bool busy;
     session *cur_s;              // the session of the running job (for cancel); under mu
     bool cur_voice;              // the running job is a spoken turn; under mu
-    pthread_cond_t voice_cv;     // a spoken turn is done (voice_wait.done)
-    // the running spoken turn's piece sink (worker thread only)
-    bool (*vpiece)(void *ud, const char *p, int len);
-    void *vud;
+    pthread_cond_t voice_cv;     // a turn from another thread is done (turn_wait.done)
+    const worker_sink *sink;     // the running turn's sink, if it has one (worker thread only)
     measurer *meas;              // the plan's KL vs the file, measured aside
     // a live plan request, picked up between tokens or in the idle loop
     atomic_bool plan_pending;
@@ -265,23 +264,29 @@ static void take_kv_request(worker *w) {
 static bool on_token(void *ud, const char *piece, int len) {
     worker *w = ud;
     post(w, EV_TOKEN, 0, piece, (size_t)len, NULL);
-    if (w->vpiece && !w->vpiece(w->vud, piece, len)) session_cancel(w->c->as.s);   // barge-in
+    if (w->sink && w->sink->piece && !w->sink->piece(w->sink->ud, piece, len)) session_cancel(w->c->as.s);   // barge-in, a client gone
     if (atomic_load(&w->plan_pending)) take_plan_request(w);
     if (w->switch_inflight) check_switch_done(w, false);
     if (now_sec() - w->last_snap >= SNAP_EVERY_S) make_snapshot(w, false);
     return true;
 }
 
-static void on_action(void *ud, const action *a, const char *desc) { (void)a; post_line(ud, MSG_ACTION, desc); }
+static void on_action(void *ud, const action *a, const char *desc) {
+    worker *w = ud;
+    post_line(w, MSG_ACTION, desc);
+    if (w->sink && w->sink->action) w->sink->action(w->sink->ud, a, desc);
+}
 
 static void on_vehicle_change(void *ud, const action *a, const char *change) {
-    (void)a;
-    if (change[0]) post_line(ud, MSG_VEHICLE, change);
+    worker *w = ud;
+    if (change[0]) post_line(w, MSG_VEHICLE, change);
+    if (w->sink && w->sink->change) w->sink->change(w->sink->ud, a, change);
 }
 
 static void on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
-    (void)a; (void)sentence;
-    post_line(ud, MSG_REFUSED, reason);
+    worker *w = ud;
+    post_line(w, MSG_REFUSED, reason);
+    if (w->sink && w->sink->refused) w->sink->refused(w->sink->ud, a, reason, sentence);
 }
 
 // Kept until the turn's final snapshot is made: EV_TURN_DONE autosaves it.
@@ -362,16 +367,16 @@ static void run_job(worker *w, job *j) {
     app_ctx *c = w->c;
     errbuf err = {{0}};
     size_t from = c->transcript.len;
-    if (w->switch_inflight && j->kind != JOB_SAY && j->kind != JOB_VOICE) { session_wait_switch(c->as.s); check_switch_done(w, false); }
-    if (j->kind == JOB_SAY || j->kind == JOB_VOICE) {
-        if (j->kind == JOB_VOICE) {   // the UI shows the recognised text as the user's turn
+    const bool turn = j->kind == JOB_SAY || j->kind == JOB_VOICE || j->kind == JOB_REMOTE;
+    if (w->switch_inflight && !turn) { session_wait_switch(c->as.s); check_switch_done(w, false); }
+    if (turn) {
+        if (j->kind != JOB_SAY) {   // the UI shows the recognised or sent text as the user's turn
+            if (j->sink.label) post_line(w, MSG_INFO, j->sink.label);
             post(w, EV_USER, MSG_USER, j->text, strlen(j->text), NULL);
-            w->vpiece = j->piece;
-            w->vud = j->ud;
+            w->sink = &j->sink;
         }
         int rc = app_say(c, j->text, &err);   // its events come through the worker's turn hooks
-        w->vpiece = NULL;
-        w->vud = NULL;
+        w->sink = NULL;
         w->turn++;
         make_snapshot(w, true);   // the turn's final stats, before EV_TURN_DONE autosaves them
         if (rc) post_line(w, MSG_ERROR, err.msg);
@@ -381,6 +386,7 @@ static void run_job(worker *w, job *j) {
         w->turn_reply = NULL;
         if (j->wait) {
             pthread_mutex_lock(&w->mu);
+            if (j->wait->st) session_get_stats(c->as.s, j->wait->st);
             j->wait->rc = rc ? -1 : 0;
             j->wait->done = true;
             pthread_cond_broadcast(&w->voice_cv);
@@ -526,18 +532,27 @@ static void push_job(worker *w, int kind, const char *text) {
     pthread_mutex_unlock(&w->mu);
 }
 
-int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud) {
-    voice_wait vw = { false, -2 };
+// A turn from another thread, waited for.
+static int say_waiting(worker *w, int kind, const char *text, const worker_sink *sink, session_stats *st) {
+    turn_wait tw = { false, -2, st };
     pthread_mutex_lock(&w->mu);
     if (w->stop) { pthread_mutex_unlock(&w->mu); return -2; }
-    push_job_locked(w, JOB_VOICE, text);
+    push_job_locked(w, kind, text);
     job *j = &w->jobs[w->n_jobs - 1];
-    j->piece = piece;
-    j->ud = ud;
-    j->wait = &vw;
-    while (!vw.done) pthread_cond_wait(&w->voice_cv, &w->mu);
+    j->sink = *sink;
+    j->wait = &tw;
+    while (!tw.done) pthread_cond_wait(&w->voice_cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
-    return vw.rc;
+    return tw.rc;
+}
+
+int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud) {
+    const worker_sink sink = { .ud = ud, .piece = piece };
+    return say_waiting(w, JOB_VOICE, text, &sink, NULL);
+}
+
+int worker_say_remote(worker *w, const char *text, const worker_sink *sink, session_stats *st) {
+    return say_waiting(w, JOB_REMOTE, text, sink, st);
 }
 
 void worker_cancel_voice(worker *w) {
