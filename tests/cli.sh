@@ -395,9 +395,9 @@ if [ -f "$TINY" ]; then
         { bad "eval-assistant --json on stdout is JSON"; cat "$T/out" "$T/pyerr"; }
     # jump-forward: the first 300 held-out dialogues' replies byte for byte as plain greedy decoding
     # gives them (a token per forward pass), in fewer passes (docs/ASSISTANT.md has the whole set);
-    # under ASan the first 60 (its memory checks need no more, and 300 took 264 s of the run there)
+    # under ASan the first 20 (its memory checks need no more: 300 took 264 s of the run there)
     nj=300
-    grep -q __asan_init "$CABIN" && nj=60
+    grep -q __asan_init "$CABIN" && nj=20
     head -n $nj assets/eval/heldout.jsonl >"$T/hj.jsonl"
     "$CABIN" eval-assistant -m "$TINY" -f "$T/hj.jsonl" -t 2 --replies "$T/jump.tsv" >"$T/jump.out" 2>&1 &&
         "$CABIN" eval-assistant -m "$TINY" -f "$T/hj.jsonl" -t 2 --no-jump-forward --replies "$T/plain.tsv" >"$T/plain.out" 2>&1 &&
