@@ -147,12 +147,13 @@ static void tool_cases(void) {
 
 // Two turns chatted, against the first read back with session_add_turn and the second chatted:
 // the same tokens in the cache before the second reply, and the same second reply.
-static void add_turn_case(void) {
+// Two greedy sessions on the embedded model: false (skipped or failed, said) when there are not.
+static bool open_two(session **a, session **b) {
     const char *path = "assets/models/cabin-tiny.gguf";
     FILE *f = fopen(path, "rb");
     if (!f) {
         SKIP("%s is missing (make model)", path);
-        return;
+        return false;
     }
     fclose(f);
     session_opts o = session_opts_default();
@@ -160,12 +161,18 @@ static void add_turn_case(void) {
     o.backend.n_threads = 1;
     o.sampling.temp = 0;
     errbuf err = { { 0 } };
-    session *a = session_open(&o, &err), *b = a ? session_open(&o, &err) : NULL;
-    CHECK(a && b, "session_open: %s", err.msg);
-    if (!a || !b) {
-        session_close(a);
-        return;
-    }
+    *a = session_open(&o, &err);
+    *b = *a ? session_open(&o, &err) : NULL;
+    CHECK(*a && *b, "session_open: %s", err.msg);
+    if (*a && *b) return true;
+    session_close(*a);
+    return false;
+}
+
+static void add_turn_case(void) {
+    session *a, *b;
+    if (!open_two(&a, &b)) return;
+    errbuf err = { { 0 } };
     static const char *const firsts[] = { "turn on the ac", "call mom", "it's cold in here" };
     for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
         strbuf r1 = { 0 }, r2 = { 0 }, r2b = { 0 };
@@ -219,24 +226,9 @@ static float max_abs_diff(const float *x, const float *y, int n) {
 // same tokens in the cache and the same logits; a conversation that differs part-way takes the
 // shared start only; a quantized cache, and rows made under another plan, are not reused.
 static void prompt_cache_case(void) {
-    const char *path = "assets/models/cabin-tiny.gguf";
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        SKIP("%s is missing (make model)", path);
-        return;
-    }
-    fclose(f);
-    session_opts o = session_opts_default();
-    o.model_path = path;
-    o.backend.n_threads = 1;
-    o.sampling.temp = 0;
+    session *fresh, *kept;
+    if (!open_two(&fresh, &kept)) return;
     errbuf err = { { 0 } };
-    session *fresh = session_open(&o, &err), *kept = fresh ? session_open(&o, &err) : NULL;
-    CHECK(fresh && kept, "session_open: %s", err.msg);
-    if (!fresh || !kept) {
-        session_close(fresh);
-        return;
-    }
     const int nv = session_n_vocab(fresh);
     session_stats st;
     static const char *const firsts[] = { "turn on the ac", "call mom", "it's cold in here", "play some jazz" };
