@@ -9,6 +9,7 @@
 set -e
 BUILD=${1:-build}; MODEL=$2; N=${3:-128}; ROUNDS=${4:-5}; THREADS=${5:-2}
 CABIN="$BUILD/cabin"
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)"; export PYTHONPATH   # tools/sse_stream.py
 T=$(mktemp -d /tmp/cabin-serve-bench-XXXXXX)
 trap 'kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
 if [ -z "$MODEL" ]; then
@@ -28,22 +29,11 @@ while [ $r -le "$ROUNDS" ]; do
     b=$("$CABIN" bench -m "$MODEL" -t "$THREADS" -p 16 -n "$N" -r 1 --json 2>/dev/null \
         | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['decode_tps'])")
     s=$(/usr/bin/python3 - "$PORT" "$N" <<'PY'
-import http.client, json, sys, time
+import sys
+from sse_stream import events
 port, n = int(sys.argv[1]), int(sys.argv[2])
-c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-c.request("POST", "/v1/completions", json.dumps({"prompt": "one two three four five six seven eight", "max_tokens": n,
-          "stream": True, "temperature": 0}), {"Content-Type": "application/json"})
-r = c.getresponse()
-times, buf = [], b""
-while True:
-    chunk = r.read1(65536)
-    if not chunk:
-        break
-    buf += chunk
-    while b"\n\n" in buf:
-        ev, buf = buf.split(b"\n\n", 1)
-        if ev.startswith(b"data: {") and json.loads(ev[6:])["choices"][0]["text"]:
-            times.append(time.monotonic())
+body = {"prompt": "one two three four five six seven eight", "max_tokens": n, "temperature": 0}
+times = [t for t, e in events(port, "/v1/completions", body) if e["choices"] and e["choices"][0]["text"]]
 # pieces, not tokens: a token whose text is empty sends no event, so the count is a floor
 print("%.2f" % ((len(times) - 1) / (times[-1] - times[0])))
 PY

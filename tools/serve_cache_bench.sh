@@ -11,6 +11,7 @@
 set -e
 BUILD=${1:-build}; MODEL=$2; TURNS=${3:-12}; THREADS=${4:-2}
 CABIN="$BUILD/cabin"
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)"; export PYTHONPATH   # tools/sse_stream.py
 T=$(mktemp -d /tmp/cabin-serve-cache-XXXXXX)
 trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
 if [ -z "$MODEL" ]; then
@@ -34,32 +35,20 @@ start cached
 start uncached --no-prompt-cache
 echo "model $MODEL, $TURNS turns, $THREADS threads"
 /usr/bin/python3 - "$(cat "$T/cached.port")" "$(cat "$T/uncached.port")" "$TURNS" <<'PY'
-import http.client, json, statistics, sys, time
+import statistics, sys
+from sse_stream import events
 ports, turns = (int(sys.argv[1]), int(sys.argv[2])), int(sys.argv[3])
 
 def ask(port, messages):
     """(seconds to the first text, prompt tokens, cached tokens)"""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    t0 = time.monotonic()
-    c.request("POST", "/v1/chat/completions", json.dumps({"messages": messages, "max_tokens": 8, "temperature": 0,
-              "stream": True, "stream_options": {"include_usage": True}}), {"Content-Type": "application/json"})
-    r = c.getresponse()
-    first, usage, buf = None, None, b""
-    while True:
-        chunk = r.read1(65536)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n\n" in buf:
-            ev, buf = buf.split(b"\n\n", 1)
-            if not ev.startswith(b"data: {"):
-                continue
-            e = json.loads(ev[6:])
-            if first is None and e["choices"] and (e["choices"][0]["delta"].get("content") or e["choices"][0]["delta"].get("tool_calls")):
-                first = time.monotonic() - t0
-            if e.get("usage"):
-                usage = e["usage"]
-    c.close()
+    body = {"messages": messages, "max_tokens": 8, "temperature": 0, "stream_options": {"include_usage": True}}
+    first, usage = None, None
+    for t, e in events(port, "/v1/chat/completions", body):
+        d = e["choices"][0]["delta"] if e["choices"] else {}
+        if first is None and (d.get("content") or d.get("tool_calls")):
+            first = t
+        if e.get("usage"):
+            usage = e["usage"]
     return first if first is not None else float("nan"), usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
 
 conv = [{"role": "system", "content": "You are a helpful assistant in a car. Answer in one or two sentences."}]
