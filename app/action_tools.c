@@ -147,11 +147,38 @@ int action_from_tool_call(const char *name, const char *arguments, action *out, 
     return rc;
 }
 
-char *action_tool_result(const char *desc, const char *change, const char *reason) {
+void action_call_on_action(void *ud, const action *a, const char *desc) {
+    action_call *c = ud;
+    if (strcmp(a->intent, "none") == 0) return;
+    action_tool_name(a->intent, c->name, sizeof c->name);
+    snprintf(c->desc, sizeof c->desc, "%s", desc);
+    free(c->args);
+    c->args = action_tool_arguments(a);
+}
+
+void action_call_on_change(void *ud, const action *a, const char *change) {
+    (void)a;
+    action_call *c = ud;
+    snprintf(c->change, sizeof c->change, "%s", change);
+}
+
+void action_call_on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
+    (void)a, (void)sentence;
+    action_call *c = ud;
+    c->refused = true;
+    snprintf(c->reason, sizeof c->reason, "%s", reason);
+}
+
+void action_call_free(action_call *c) {
+    free(c->args);
+    c->args = NULL;
+}
+
+char *action_call_result(const action_call *c) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "action", desc);
-    if (reason) cJSON_AddStringToObject(o, "refused", reason);
-    else cJSON_AddStringToObject(o, "vehicle", change ? change : "");
+    cJSON_AddStringToObject(o, "action", c->desc);
+    if (c->refused) cJSON_AddStringToObject(o, "refused", c->reason);
+    else cJSON_AddStringToObject(o, "vehicle", c->change);
     char *js = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     char *out = xstrdup(js ? js : "{}");

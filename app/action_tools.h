@@ -22,9 +22,24 @@ void action_tool_name(const char *intent, char *buf, size_t n);
 char *action_tool_arguments(const action *a);
 // A tool call back into an action (a conversation a client sends back): 0, or -1 with err.
 int action_from_tool_call(const char *name, const char *arguments, action *out, errbuf *err);
-// What the car did with a call, as cabin's own JSON (malloc'd): {"action": desc, "vehicle":
-// change} or {"action": desc, "refused": reason} (reason non-NULL).
-char *action_tool_result(const char *desc, const char *change, const char *reason);
+
+// A turn's action as a tool call, collected through its turn hooks (app/turn.h: on_action,
+// on_vehicle_change, on_refused, each with ud this record): the tool and its arguments for an
+// action other than none, and what the car did with it.
+typedef struct action_call {
+    char name[64];                 // the tool ("climate_set")
+    char *args;                    // its arguments (malloc'd JSON); NULL: no action, or none
+    char desc[256];                // the action as the command language writes it
+    char change[512], reason[512];
+    bool refused;
+} action_call;
+void action_call_on_action(void *ud, const action *a, const char *desc);
+void action_call_on_change(void *ud, const action *a, const char *change);
+void action_call_on_refused(void *ud, const action *a, const char *reason, const char *sentence);
+// What the car did, as cabin's own JSON (malloc'd): {"action": desc, "vehicle": change} or
+// {"action": desc, "refused": reason}.
+char *action_call_result(const action_call *c);
+void action_call_free(action_call *c);
 
 // The assistant's reply as it streams, "<act>LINE</act> sentence": the action line is held back
 // until it closes and handed over whole, then the sentence is passed on as it comes (the spaces

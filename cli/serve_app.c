@@ -20,8 +20,6 @@ typedef struct run_state {
     reply_split split;             // the assistant's reply: the action line held, the sentence streamed
     strbuf held;                   // a client's tool call, held whole
     bool acted;
-    char change[512], reason[512];
-    bool refused;
 } run_state;
 
 // The state /v1/cabin/state gives, made in the slot (after each request and command) and read
@@ -128,19 +126,6 @@ static bool plain_token(void *ud, int32_t token, const char *piece, int len) {
     return !r->stopped;
 }
 
-static void on_change(void *ud, const action *a, const char *change) {
-    (void)a;
-    run_state *r = ud;
-    snprintf(r->change, sizeof r->change, "%s", change);
-}
-
-static void on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
-    (void)a, (void)sentence;
-    run_state *r = ud;
-    r->refused = true;
-    snprintf(r->reason, sizeof r->reason, "%s", reason);
-}
-
 // A reply that is a tool call is held, not streamed as text: it is said as a call when whole.
 static bool held_token(void *ud, int32_t token, const char *piece, int len) {
     (void)token;
@@ -168,30 +153,22 @@ static void say_tool_call(run_state *r, bool complete) {
 
 // The action line is complete: it is carried out (unless tool_choice is none) and said as a
 // tool call, with the car's change or refusal in cabin's own field.
-static void act(void *ud, const char *text, size_t n) {
+static void act(void *ud, const char *line, size_t n) {
     run_state *r = ud;
-    char *line = xstrndup(text, n);
-    action a;
-    char sentence[8], why[128];
-    strbuf tagged = { 0 };
-    strbuf_printf(&tagged, "<act>%s</act>", line);
-    bool acts = !action_parse(tagged.s, &a, sentence, sizeof sentence, why, sizeof why) && strcmp(a.intent, "none") != 0 &&
-                r->rq->tool_choice != SERVE_TOOLS_NONE;
-    strbuf_free(&tagged);
-    if (acts) {
-        char desc[256], name[64];
-        action_format(&a, desc, sizeof desc);
-        action_tool_name(a.intent, name, sizeof name);
-        const turn_hooks h = { .ud = r, .on_vehicle_change = on_change, .on_refused = on_refused };
-        assistant_act_line(&r->a->c.as, line, &h);
-        char *args = action_tool_arguments(&a);
-        char *res = action_tool_result(desc, r->change, r->refused ? r->reason : NULL);
-        r->out->tool_call(r->out->ud, name, args, res);
-        r->acted = !r->refused;
-        free(args);
+    if (r->rq->tool_choice == SERVE_TOOLS_NONE) return;
+    char *text = xstrndup(line, n);
+    action_call c = { 0 };
+    const turn_hooks h = { .ud = &c, .on_action = action_call_on_action, .on_vehicle_change = action_call_on_change,
+                           .on_refused = action_call_on_refused };
+    assistant_act_line(&r->a->c.as, text, &h);
+    free(text);
+    if (c.args) {
+        char *res = action_call_result(&c);
+        r->out->tool_call(r->out->ud, c.name, c.args, res);
+        r->acted = !c.refused;
         free(res);
     }
-    free(line);
+    action_call_free(&c);
 }
 
 static bool send_text(void *ud, const char *s, size_t n) {

@@ -28,9 +28,7 @@ typedef struct remote_turn {
     reply_split split;
     int tokens, max;
     bool length, stopped;
-    char name[64], desc[256], change[512], reason[512];
-    char *args;
-    bool refused;
+    action_call call;              // the car's action, told by the worker's action hooks
 } remote_turn;
 
 static bool send_text(void *ud, const char *s, size_t n) {
@@ -54,26 +52,10 @@ static bool on_piece(void *ud, const char *p, int len) {
     return go;
 }
 
-static void on_action(void *ud, const action *a, const char *desc) {
-    remote_turn *t = ud;
-    if (strcmp(a->intent, "none") == 0) return;
-    action_tool_name(a->intent, t->name, sizeof t->name);
-    snprintf(t->desc, sizeof t->desc, "%s", desc);
-    free(t->args);
-    t->args = action_tool_arguments(a);
-}
-
-static void on_change(void *ud, const action *a, const char *change) {
-    (void)a;
-    remote_turn *t = ud;
-    snprintf(t->change, sizeof t->change, "%s", change);
-}
-
+static void on_action(void *ud, const action *a, const char *desc) { action_call_on_action(&((remote_turn *)ud)->call, a, desc); }
+static void on_change(void *ud, const action *a, const char *change) { action_call_on_change(&((remote_turn *)ud)->call, a, change); }
 static void on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
-    (void)a, (void)sentence;
-    remote_turn *t = ud;
-    t->refused = true;
-    snprintf(t->reason, sizeof t->reason, "%s", reason);
+    action_call_on_refused(&((remote_turn *)ud)->call, a, reason, sentence);
 }
 
 // What a request asks that a turn of the workbench cannot give: a 400 naming it.
@@ -107,11 +89,11 @@ static int run(void *ud, const serve_request *rq, const serve_output *out, serve
     if (!status) {
         if (t.split_action) reply_split_finish(&t.split, send_text, &t);
         bool acted = false;
-        if (t.name[0]) {
-            char *result = action_tool_result(t.desc, t.change, t.refused ? t.reason : NULL);
-            out->tool_call(out->ud, t.name, t.args ? t.args : "{}", result);
+        if (t.call.args) {
+            char *result = action_call_result(&t.call);
+            out->tool_call(out->ud, t.call.name, t.call.args, result);
             free(result);
-            acted = !t.refused;
+            acted = !t.call.refused;
         }
         res->completion_tokens = t.tokens;
         // the context the reply was written after: the workbench's conversation, of which only
@@ -121,7 +103,7 @@ static int run(void *ud, const serve_request *rq, const serve_output *out, serve
         res->finish = acted ? SERVE_FINISH_TOOL_CALLS : t.length ? SERVE_FINISH_LENGTH : SERVE_FINISH_STOP;
     }
     reply_split_free(&t.split);
-    free(t.args);
+    action_call_free(&t.call);
     return status;
 }
 
