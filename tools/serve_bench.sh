@@ -9,20 +9,13 @@
 set -e
 BUILD=${1:-build}; MODEL=$2; N=${3:-128}; ROUNDS=${4:-5}; THREADS=${5:-2}
 CABIN="$BUILD/cabin"
-PYTHONPATH="$(cd "$(dirname "$0")" && pwd)"; export PYTHONPATH   # tools/sse_stream.py
+TOOLS="$(cd "$(dirname "$0")" && pwd)"
+PYTHONPATH="$TOOLS"; export PYTHONPATH   # tools/sse_stream.py
 T=$(mktemp -d /tmp/cabin-serve-bench-XXXXXX)
-trap 'kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
-if [ -z "$MODEL" ]; then
-    MODEL=/tmp/cabin-serve-bench-q4_0.gguf
-    [ -f "$MODEL" ] || "$CABIN" make-model -o "$MODEL" --type q4_0 --dim 1024 --ffn 2816 --layers 8 --vocab 4000 >/dev/null
-fi
-"$CABIN" serve -m "$MODEL" -t "$THREADS" --ignore-eos --port 0 >"$T/serve.out" 2>"$T/serve.err" &
-PID=$!
-i=0; PORT=""
-while [ $i -lt 400 ] && [ -z "$PORT" ]; do
-    PORT=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/serve.out"); [ -z "$PORT" ] && sleep 0.05; i=$((i + 1))
-done
-[ -n "$PORT" ] || { echo "serve_bench: the server did not start: $(cat "$T/serve.err")" >&2; exit 1; }
+trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
+. "$TOOLS/serve_start.sh"
+serve_start serve --ignore-eos
+PORT=$(cat "$T/serve.port")
 echo "model $MODEL, $N tokens, $THREADS threads, $ROUNDS rounds"
 r=1
 while [ $r -le "$ROUNDS" ]; do

@@ -7,32 +7,17 @@
 # back are fixed texts, so both servers see the same conversation whatever they generated.
 # Usage: tools/serve_cache_bench.sh [BUILD] [MODEL] [TURNS] [THREADS]
 #   MODEL default: a random-weight Q4_0 model of 1024 wide, 8 layers (made once in /tmp, as
-#   tools/serve_bench.sh makes it).
+#   tools/serve_start.sh makes it for both bench scripts).
 set -e
 BUILD=${1:-build}; MODEL=$2; TURNS=${3:-12}; THREADS=${4:-2}
 CABIN="$BUILD/cabin"
-PYTHONPATH="$(cd "$(dirname "$0")" && pwd)"; export PYTHONPATH   # tools/sse_stream.py
+TOOLS="$(cd "$(dirname "$0")" && pwd)"
+PYTHONPATH="$TOOLS"; export PYTHONPATH   # tools/sse_stream.py
 T=$(mktemp -d /tmp/cabin-serve-cache-XXXXXX)
 trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
-if [ -z "$MODEL" ]; then
-    MODEL=/tmp/cabin-serve-bench-q4_0.gguf
-    [ -f "$MODEL" ] || "$CABIN" make-model -o "$MODEL" --type q4_0 --dim 1024 --ffn 2816 --layers 8 --vocab 4000 >/dev/null
-fi
-PIDS=""
-# start NAME ARGS...: a server on a free port; its port in $T/NAME.port
-start() {
-    name=$1; shift
-    "$CABIN" serve -m "$MODEL" -t "$THREADS" --ctx 2048 --port 0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
-    PIDS="$PIDS $!"
-    i=0; port=""
-    while [ $i -lt 400 ] && [ -z "$port" ]; do
-        port=$(sed -n 's|^cabin serve: http://[^ ]*:\([0-9][0-9]*\)/v1 .*|\1|p' "$T/$name.out"); [ -z "$port" ] && sleep 0.05; i=$((i + 1))
-    done
-    [ -n "$port" ] || { echo "serve_cache_bench: the server did not start: $(cat "$T/$name.err")" >&2; exit 1; }
-    echo "$port" >"$T/$name.port"
-}
-start cached
-start uncached --no-prompt-cache
+. "$TOOLS/serve_start.sh"
+serve_start cached --ctx 2048
+serve_start uncached --ctx 2048 --no-prompt-cache
 echo "model $MODEL, $TURNS turns, $THREADS threads"
 /usr/bin/python3 - "$(cat "$T/cached.port")" "$(cat "$T/uncached.port")" "$TURNS" <<'PY'
 import statistics, sys
