@@ -11,8 +11,7 @@ int convert_avx512_usable(void) {
 }
 
 void convert_row(const void *src, uint32_t src_type, void *dst, uint32_t dst_type, int64_t k, float *scratch) {
-    static int fast = -1;
-    if (fast < 0) fast = convert_avx512_usable();
+    const int fast = convert_avx512_usable();   // the features are read once (cpu_get_features)
     if (src_type == WT_F16 && fast) f16_to_f32_avx512(src, scratch, k);
     else wtype_get(src_type)->to_f32(src, scratch, k);
     if (fast && dst_type == WT_Q4_0) quantize_row_q4_0_avx512(scratch, dst, k);

@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,9 @@
 
 struct server {
     struct MHD_Daemon *d;
+    pthread_mutex_t log_mu;        // libmicrohttpd's threads may speak at once
     char log[256];                 // libmicrohttpd's last word (while starting: why it failed)
-    bool listening;
+    atomic_bool listening;
     serve_opts o;
     serve_engine e;
     jobs q;
@@ -107,8 +109,8 @@ static char *health_json(server *sv) {
     jobs_state st;
     jobs_get_state(&sv->q, &st);
     strbuf b = { 0 };
-    strbuf_printf(&b, "{\"status\":\"ok\",\"model\":\"%s\",\"slots\":1,\"busy\":%s,\"queued\":%d}", sv->e.model_id,
-                  st.busy ? "true" : "false", st.waiting);
+    strbuf_printf(&b, "{\"status\":\"ok\",\"model\":\"%s\",\"slots\":%d,\"busy\":%d,\"queued\":%d}", sv->e.model_id,
+                  st.slots, st.busy, st.waiting);
     return b.s;
 }
 
@@ -290,10 +292,12 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 // then said on stderr as cabin's.
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
     server *sv = cls;
+    pthread_mutex_lock(&sv->log_mu);
     vsnprintf(sv->log, sizeof sv->log, fmt, ap);
     size_t n = strlen(sv->log);
     while (n && (sv->log[n - 1] == '\n' || sv->log[n - 1] == '.')) sv->log[--n] = 0;
-    if (sv->listening) fprintf(stderr, "cabin serve: %s\n", sv->log);
+    if (atomic_load(&sv->listening)) fprintf(stderr, "cabin serve: %s\n", sv->log);
+    pthread_mutex_unlock(&sv->log_mu);
 }
 
 server *serve_start(const serve_opts *o, const serve_engine *e, errbuf *err) {
@@ -311,11 +315,12 @@ server *serve_start(const serve_opts *o, const serve_engine *e, errbuf *err) {
         return NULL;
     }
     server *sv = xcalloc(1, sizeof *sv);
+    pthread_mutex_init(&sv->log_mu, NULL);
     sv->o = *o;
     sv->e = *e;
     sv->started = (long)time(NULL);
     snprintf(sv->fingerprint, sizeof sv->fingerprint, "cabin-%s-%s", CABIN_VERSION, cabin_commit());
-    jobs_init(&sv->q, o->queue_max);
+    jobs_init(&sv->q, o->queue_max, e->n_slots);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     sv->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handle, sv,
@@ -326,10 +331,11 @@ server *serve_start(const serve_opts *o, const serve_engine *e, errbuf *err) {
                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, sv,
                              MHD_OPTION_END);
     freeaddrinfo(ai);
-    sv->listening = sv->d != NULL;
+    atomic_store(&sv->listening, sv->d != NULL);
     if (!sv->d) {
         err_set(err, "cannot listen on %s port %d: %s", o->host, o->port, sv->log[0] ? sv->log : "not an address of this machine");
         jobs_free(&sv->q);
+        pthread_mutex_destroy(&sv->log_mu);
         free(sv);
         return NULL;
     }
@@ -346,5 +352,6 @@ void serve_stop(server *sv) {
     jobs_cancel_all(&sv->q);
     MHD_stop_daemon(sv->d);
     jobs_free(&sv->q);
+    pthread_mutex_destroy(&sv->log_mu);
     free(sv);
 }
