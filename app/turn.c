@@ -32,6 +32,22 @@ int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
     return 0;
 }
 
+int assistant_open_sibling(assistant *a, const assistant *first, errbuf *err) {
+    memset(a, 0, sizeof *a);
+    a->free_actions = first->free_actions;
+    a->s = session_open_sibling(first->s, err);
+    if (!a->s) return -1;
+    a->car = first->car;
+    a->grammar = a->free_actions ? NULL : action_grammar_new(a->s);
+    action_grammar_set_car(a->grammar, a->car);
+    return 0;
+}
+
+void assistant_close_sibling(assistant *a) {
+    a->car = NULL;   // first's
+    assistant_close(a);
+}
+
 void assistant_close(assistant *a) {
     gov_run_free(a->gov);
     a->gov = NULL;

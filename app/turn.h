@@ -48,6 +48,11 @@ int assistant_open(assistant *a, const session_opts *o, bool free_actions, errbu
 // closed and the car reset; on failure the running session is kept.
 int assistant_reopen(assistant *a, const session_opts *o, errbuf *err);
 void assistant_close(assistant *a);
+// An assistant beside first (a server's slot): a session of its own on first's model
+// (session_open_sibling), a grammar of its own, first's car. Closed with assistant_close_sibling,
+// before first.
+int assistant_open_sibling(assistant *a, const assistant *first, errbuf *err);
+void assistant_close_sibling(assistant *a);
 // Forgets the conversation and resets the car.
 void assistant_reset(assistant *a);
 // Whether the action is a question the car answers (status.query, nav.eta) rather than a change.

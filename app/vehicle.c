@@ -3,6 +3,7 @@
 #include "base/base.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,16 +72,31 @@ static int field_index(const char *name) {
     return -1;
 }
 
+static const char *field_names[N_FIELDS + 1];
+
+static void name_fields(void) {
+    for (size_t i = 0; i < N_FIELDS; i++) field_names[i] = fields[i].name;
+    field_names[N_FIELDS] = NULL;
+}
+
 const char *const *vehicle_fields(void) {
-    static const char *names[N_FIELDS + 1];
-    for (size_t i = 0; i < N_FIELDS; i++) names[i] = fields[i].name;
-    names[N_FIELDS] = NULL;
-    return names;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, name_fields);
+    return field_names;
 }
 
 const char *vehicle_field_unit(const char *field) {
     int i = field_index(field);
     return i < 0 ? "" : fields[i].unit;
+}
+
+// One lock for every car: a server's slots act on one car from their own threads, and the reply
+// grammar reads it (vehicle_check) while another slot's action changes it.
+static pthread_mutex_t car_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void reset_unlocked(vehicle *v) {
+    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < N_FIELDS; i++) v->val[i] = fields[i].init;
 }
 
 vehicle *vehicle_new(void) {
@@ -92,8 +108,9 @@ vehicle *vehicle_new(void) {
 void vehicle_free(vehicle *v) { free(v); }
 
 void vehicle_reset(vehicle *v) {
-    memset(v, 0, sizeof *v);
-    for (size_t i = 0; i < N_FIELDS; i++) v->val[i] = fields[i].init;
+    pthread_mutex_lock(&car_mu);
+    reset_unlocked(v);
+    pthread_mutex_unlock(&car_mu);
 }
 
 static void format_value(const vehicle *v, int i, char *buf, size_t n) {
@@ -112,7 +129,9 @@ static void format_value(const vehicle *v, int i, char *buf, size_t n) {
 int vehicle_get(const vehicle *v, const char *field, char *buf, size_t n) {
     int i = field_index(field);
     if (i < 0) return -1;
+    pthread_mutex_lock(&car_mu);
     format_value(v, i, buf, n);
+    pthread_mutex_unlock(&car_mu);
     return 0;
 }
 
@@ -461,7 +480,7 @@ static int do_assist(apply_ctx *c, const char *verb) {
     return 0;
 }
 
-int vehicle_apply(vehicle *v, const action *a, char *change, size_t change_len, char *reason, size_t reason_len) {
+static int apply_unlocked(vehicle *v, const action *a, char *change, size_t change_len, char *reason, size_t reason_len) {
     apply_ctx c = { v, a, change, change_len, 0, reason, reason_len };
     if (change_len) change[0] = 0;
     if (reason_len) reason[0] = 0;
@@ -481,8 +500,17 @@ int vehicle_apply(vehicle *v, const action *a, char *change, size_t change_len, 
     return refuse(&c, "I can't do that in this car.");
 }
 
+int vehicle_apply(vehicle *v, const action *a, char *change, size_t change_len, char *reason, size_t reason_len) {
+    pthread_mutex_lock(&car_mu);
+    int rc = apply_unlocked(v, a, change, change_len, reason, reason_len);
+    pthread_mutex_unlock(&car_mu);
+    return rc;
+}
+
 int vehicle_check(const vehicle *v, const action *a, char *reason, size_t reason_len) {
+    pthread_mutex_lock(&car_mu);
     vehicle scratch = *v;   // plain values: a copy is the whole state
+    pthread_mutex_unlock(&car_mu);
     char change[512];
-    return vehicle_apply(&scratch, a, change, sizeof change, reason, reason_len);
+    return apply_unlocked(&scratch, a, change, sizeof change, reason, reason_len);
 }

@@ -9,6 +9,7 @@
 #include "base/stopsig.h"
 #include "cli/serve_app.h"
 #include "engine/json_schema.h"
+#include "serve/jobs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -22,7 +23,7 @@
 
 typedef struct serve_cli {
     const char *host, *api_key;
-    int port, queue, max_body_kib;
+    int port, queue, max_body_kib, slots;
     bool no_auth, no_commands, no_prompt_cache;
 } serve_cli;
 
@@ -38,7 +39,9 @@ static const opt_def SERVE_OPTS[] = {
       "files as the server's user: plan save, heatmap, compare FILE)", NULL, NULL, NULL },
     { "--no-prompt-cache", NULL, OPT_FLAG, SO(no_prompt_cache), NULL, "compute every request's conversation from the start, not\n"
       "taking what the cache holds of it from the request before", NULL, NULL, NULL },
-    { "--queue", NULL, OPT_INT, SO(queue), "N", "requests that may wait for the model; more get 503", NULL, NULL, NULL,
+    { "--slots", NULL, OPT_INT, SO(slots), "N", "conversations generated side by side, each with its own cache on\n"
+      "the one model (cpu backend; their forward passes take turns)", NULL, NULL, NULL, OPT_RANGE(1, JOBS_MAX_SLOTS) },
+    { "--queue", NULL, OPT_INT, SO(queue), "N", "requests that may wait for a slot; more get 503", NULL, NULL, NULL,
       OPT_RANGE(0, 4096) },
     { "--max-body", NULL, OPT_INT, SO(max_body_kib), "KiB", "the largest request body; larger gets 413", NULL, NULL, NULL,
       OPT_RANGE(1, 1 << 20) },
@@ -51,7 +54,8 @@ static const cmd_spec SERVE_SPEC = {
     "/metrics (Prometheus), /v1/cabin/tools (the car's actions as tools) and\n"
     "/v1/cabin/state, and POST /v1/cabin/command (a line of the command language). On the\n"
     "embedded model a reply that acts is carried out on the simulated car and returned\n"
-    "as a tool call. One request runs at a time; the rest wait in order. Ctrl-C stops.\n"
+    "as a tool call. --slots N requests run side by side (default 1); the rest wait in\n"
+    "order. Ctrl-C stops.\n"
     "docs/SERVE.md has the routes and examples.\n",
 };
 
@@ -59,7 +63,7 @@ static void on_stop_signal(void) {}
 
 int cmd_serve(int argc, char **argv) {
     serve_opts so = serve_opts_default();
-    serve_cli c = { .host = so.host, .port = so.port, .queue = so.queue_max, .max_body_kib = (int)(so.body_max >> 10) };
+    serve_cli c = { .host = so.host, .port = so.port, .queue = so.queue_max, .max_body_kib = (int)(so.body_max >> 10), .slots = 1 };
     run_opts r;
     run_opts_init(&r);
     opt_table own = OPT_TABLE(SERVE_OPTS, &c);
@@ -72,6 +76,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "cabin serve: --host %s is reachable from other machines: give --api-key KEY (or --no-auth)\n", so.host);
         return 2;
     }
+    if (r.governor && c.slots > 1) {
+        fprintf(stderr, "cabin serve: --governor paces one generation: it needs --slots 1 (not %d)\n", c.slots);
+        return 2;
+    }
     errbuf err = { { 0 } };
     r.s.model_path = run_opts_model(&r);
     r.s.context_hint = "a shorter conversation, or cabin serve --ctx";
@@ -81,8 +89,9 @@ int cmd_serve(int argc, char **argv) {
         free(a);
         return 1;
     }
-    if (r.governor && app_governor_start(&a->c, r.governor, &err)) {
-        fprintf(stderr, "cabin serve: --governor: %s\n", err.msg);
+    if ((r.governor && app_governor_start(&a->c, r.governor, &err)) || serve_app_open_slots(a, c.slots, &err)) {
+        fprintf(stderr, "cabin serve: %s%s\n", r.governor ? "--governor: " : "", err.msg);
+        serve_app_close_slots(a);
         app_close(&a->c);
         free(a);
         return 1;
@@ -97,9 +106,11 @@ int cmd_serve(int argc, char **argv) {
     session_stats st;
     session_get_stats(a->c.as.s, &st);
     pthread_mutex_init(&a->state_mu, NULL);
+    pthread_mutex_init(&a->vocab_mu, NULL);
     a->c.front = CMD_IN_HTTP;
-    serve_app_update_state(a);
-    serve_engine e = { .ud = a, .model_id = a->model_id, .n_ctx = st.n_ctx, .run = serve_app_run,
+    for (int i = 0; i < a->n_slots; i++) serve_app_update_state(a, i);
+    serve_engine e = { .ud = a, .model_id = a->model_id, .n_ctx = st.n_ctx, .n_slots = a->n_slots, .run = serve_app_run,
+                       .pick_slot = serve_app_pick_slot,
                        .tools_json = a->tools_json, .has_tool = serve_app_has_tool, .state = serve_app_state, .metrics = serve_app_metrics,
                        .command = c.no_commands ? NULL : serve_app_command };
     stopsig_catch(on_stop_signal, false);
@@ -110,8 +121,10 @@ int cmd_serve(int argc, char **argv) {
         rc = 1;
     } else {
         bool v6 = strchr(so.host, ':') != NULL;
-        printf("cabin serve: http://%s%s%s:%d/v1 (model %s, context %d%s%s); Ctrl-C stops\n", v6 ? "[" : "", so.host,
-               v6 ? "]" : "", serve_port(sv), a->model_id, st.n_ctx, so.api_key ? ", API key on" : "",
+        char slots[32] = "";
+        if (a->n_slots > 1) snprintf(slots, sizeof slots, ", %d slots", a->n_slots);
+        printf("cabin serve: http://%s%s%s:%d/v1 (model %s, context %d%s%s%s); Ctrl-C stops\n", v6 ? "[" : "", so.host,
+               v6 ? "]" : "", serve_port(sv), a->model_id, st.n_ctx, slots, so.api_key ? ", API key on" : "",
                a->has_tools ? ", the car's tools" : "");
         fflush(stdout);
         while (!stopsig_pending()) usleep(100 * 1000);
@@ -119,12 +132,14 @@ int cmd_serve(int argc, char **argv) {
         printf("cabin serve: stopped\n");
         fflush(stdout);
     }
+    serve_app_close_slots(a);
     app_close(&a->c);
     free(a->tools_json);
     free(a->state);
     free(a->metrics);
     json_vocab_free(a->vocab);
     pthread_mutex_destroy(&a->state_mu);
+    pthread_mutex_destroy(&a->vocab_mu);
     free(a);
     stopsig_finish();
     return rc;

@@ -13,6 +13,7 @@
 
 typedef struct run_state {
     serve_app *a;
+    assistant *as;                 // the slot's
     const serve_request *rq;
     const serve_output *out;
     int tokens;
@@ -22,16 +23,18 @@ typedef struct run_state {
     bool acted;
 } run_state;
 
-// The state /v1/cabin/state gives, made in the slot (after each request and command) and read
-// by the route at any time: the session's figures, the precision by type, and the car.
-void serve_app_update_state(serve_app *a) {
+// The state /v1/cabin/state gives, made in a slot (after each request and command) and read by
+// the route at any time: the slot's figures, the precision by type, and the car.
+void serve_app_update_state(serve_app *a, int slot) {
     session_stats st;
-    session_get_stats(a->c.as.s, &st);
+    session_get_stats(a->slots[slot].as->s, &st);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", a->model_id);
+    cJSON_AddNumberToObject(root, "slots", a->n_slots);
     cJSON_AddStringToObject(root, "backend", st.backend);
     cJSON_AddStringToObject(root, "template", st.template_name);
     cJSON *last = cJSON_AddObjectToObject(root, "last_turn");
+    cJSON_AddNumberToObject(last, "slot", slot);
     cJSON_AddNumberToObject(last, "prompt_tokens", st.prompt_tokens);
     cJSON_AddNumberToObject(last, "cached_tokens", st.cached_tokens);
     cJSON_AddNumberToObject(last, "generated_tokens", st.gen_tokens);
@@ -39,7 +42,7 @@ void serve_app_update_state(serve_app *a) {
     cJSON_AddNumberToObject(last, "prefill_tps", st.prefill_tps);
     cJSON_AddNumberToObject(last, "decode_tps", st.decode_tps);
     cJSON_AddNumberToObject(last, "decode_j_per_token", st.energy.decode_j_per_token);
-    cJSON *kv = cJSON_AddObjectToObject(root, "kv");
+    cJSON *kv = cJSON_AddObjectToObject(root, "kv");   // the slot's cache
     cJSON_AddStringToObject(kv, "format", st.kv_format);
     cJSON_AddStringToObject(kv, "policy", st.kv_policy);
     cJSON_AddNumberToObject(kv, "tokens", st.n_past);
@@ -60,6 +63,11 @@ void serve_app_update_state(serve_app *a) {
     }
     char *js = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
+    pthread_mutex_lock(&a->state_mu);
+    a->slots[slot].kv_bytes = st.kv_bytes;
+    uint64_t kv_all = 0;
+    for (int i = 0; i < a->n_slots; i++) kv_all += a->slots[i].kv_bytes;
+    pthread_mutex_unlock(&a->state_mu);
     strbuf m = { 0 };
     strbuf_printf(&m, "# HELP cabin_weight_bytes Weight bytes by type under the precision plan in force.\n"
                       "# TYPE cabin_weight_bytes gauge\n");
@@ -68,8 +76,8 @@ void serve_app_update_state(serve_app *a) {
                                                (unsigned long long)st.bytes_by_type[t]);
     strbuf_printf(&m, "# HELP cabin_precision_switches_total Live precision switches.\n# TYPE cabin_precision_switches_total counter\n"
                       "cabin_precision_switches_total %d\n", st.switches);
-    strbuf_printf(&m, "# HELP cabin_kv_bytes KV cache bytes allocated, by format and policy.\n# TYPE cabin_kv_bytes gauge\n"
-                      "cabin_kv_bytes{format=\"%s\",policy=\"%s\"} %llu\n", st.kv_format, st.kv_policy, (unsigned long long)st.kv_bytes);
+    strbuf_printf(&m, "# HELP cabin_kv_bytes KV cache bytes allocated (every slot's), by format and policy.\n# TYPE cabin_kv_bytes gauge\n"
+                      "cabin_kv_bytes{format=\"%s\",policy=\"%s\"} %llu\n", st.kv_format, st.kv_policy, (unsigned long long)kv_all);
     strbuf_printf(&m, "# HELP cabin_decode_joules_per_token The last request's decode joules per token (%s).\n"
                       "# TYPE cabin_decode_joules_per_token gauge\ncabin_decode_joules_per_token %.6g\n",
                   st.energy.total_from[0] ? st.energy.total_from : "no power source", st.energy.decode_j_per_token);
@@ -102,13 +110,35 @@ char *serve_app_state(void *ud) {
 }
 
 // One line of the command language as cabin serve offers it (CMD_IN_HTTP): what it printed.
+// It runs on the first slot's assistant, every slot held; a precision plan is the model's, so in
+// force for all, and a KV format or policy is given to the others too. The governor paces one
+// generation: with more slots it is refused.
 int serve_app_command(void *ud, const char *line, char **output, errbuf *err) {
     serve_app *a = ud;
+    *output = NULL;
+    const char *w = line + strspn(line, " \t");
+    if (a->n_slots > 1 && strncmp(w, "governor", 8) == 0 && (w[8] == 0 || w[8] == ' ' || w[8] == '\t')) {
+        err_set(err, "governor: it paces one generation; this server runs %d slots (cabin serve --slots 1)", a->n_slots);
+        return 400;
+    }
     size_t before = a->c.transcript.len;
     int rc = cmdlang_exec(&a->c, line, err);
     size_t after = a->c.transcript.len;
     *output = xstrndup(strbuf_str(&a->c.transcript) + (after >= before ? before : after), after >= before ? after - before : 0);
-    serve_app_update_state(a);
+    session_stats st0;
+    session_get_stats(a->c.as.s, &st0);
+    for (int i = 1; i < a->n_slots; i++) {
+        errbuf e2 = { { 0 } };
+        session_stats sti;
+        session_get_stats(a->slots[i].as->s, &sti);
+        if (strcmp(sti.kv_format, st0.kv_format) == 0 && strcmp(sti.kv_policy, st0.kv_policy) == 0) continue;
+        if (session_set_kv(a->slots[i].as->s, st0.kv_format, st0.kv_policy, &e2) && rc >= 0) {
+            err_set(err, "slot %d: %s", i, e2.msg);
+            rc = -1;
+        }
+        serve_app_update_state(a, i);
+    }
+    serve_app_update_state(a, 0);
     if (rc < 0) {
         char msg[ERR_LINE];
         snprintf(msg, sizeof msg, "%s", cmdlang_for_person(err->msg));
@@ -160,7 +190,7 @@ static void act(void *ud, const char *line, size_t n) {
     action_call c = { 0 };
     const turn_hooks h = { .ud = &c, .on_action = action_call_on_action, .on_vehicle_change = action_call_on_change,
                            .on_refused = action_call_on_refused };
-    assistant_act_line(&r->a->c.as, text, &h);
+    assistant_act_line(r->as, text, &h);
     free(text);
     if (c.args) {
         char *res = action_call_result(&c);
@@ -225,8 +255,7 @@ static int check_tools(const serve_app *a, const serve_request *rq, errbuf *err)
 }
 
 // The conversation before the last user turn into the cache; *last gets that turn's text.
-static int load_conversation(serve_app *a, const serve_request *rq, strbuf *last, int *status, errbuf *err) {
-    session *s = a->c.as.s;
+static int load_conversation(serve_app *a, session *s, const serve_request *rq, strbuf *last, int *status, errbuf *err) {
     int i = 0;
     const char *system = a->system;
     if (rq->n_msgs && strcmp(rq->msgs[0].role, "system") == 0) system = rq->msgs[i++].content;
@@ -260,9 +289,10 @@ static int load_conversation(serve_app *a, const serve_request *rq, strbuf *last
     return rc;
 }
 
-int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
+int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
     serve_app *a = ud;
-    session *s = a->c.as.s;
+    assistant *as = a->slots[slot].as;
+    session *s = as->s;
     // The conversation is sent whole each time: what the cache holds of it from the request
     // before is taken again (session_restart), unless --no-prompt-cache. The car keeps its state:
     // it is one car, whoever asks.
@@ -276,7 +306,7 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
     int max = rq->max_tokens > 0 ? rq->max_tokens : a->max_reply;
     if (session_set_sampling(s, &p, max, err)) return 500;
     session_set_seed(s, p.seed);
-    run_state r = { .a = a, .rq = rq, .out = out };
+    run_state r = { .a = a, .as = as, .rq = rq, .out = out };
     int status = 0, rc = 0;
     session_stats st;
     if (rq->kind == SERVE_COMPLETION) {
@@ -298,9 +328,11 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
             status = 400, err_prefix(err, "response_format.json_schema");
         else if (client_tool_call(a, rq) && !(schema = json_schema_compile_tools(rq->tools_json, rq->tool_choice_name, err)))
             status = 400;
-        else if (load_conversation(a, rq, &last, &status, err)) rc = -1;
+        else if (load_conversation(a, s, rq, &last, &status, err)) rc = -1;
         if (schema) {   // structured output: the tokens held to the schema, no action line
+            pthread_mutex_lock(&a->vocab_mu);
             if (!a->vocab) a->vocab = json_vocab_new(s);
+            pthread_mutex_unlock(&a->vocab_mu);
             jf = json_filter_new(schema, a->vocab);
         }
         if (!status && !rc) {
@@ -316,7 +348,7 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
                 if (session_chat(s, strbuf_str(&last), call ? held_token : plain_token, &r, err)) status = 500;
                 session_set_filter(s, NULL);
                 if (!status && call) say_tool_call(&r, json_filter_complete(jf));
-            } else if (a->has_tools ? assistant_generate(&a->c.as, strbuf_str(&last), assistant_token, &r, err)
+            } else if (a->has_tools ? assistant_generate(as, strbuf_str(&last), assistant_token, &r, err)
                                     : session_chat(s, strbuf_str(&last), plain_token, &r, err))
                 status = 500;
             res->prompt_tokens = n >= 0 ? st.n_past + n : 0;
@@ -338,7 +370,7 @@ int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, se
     session_set_seed(s, a->sampling.seed);
     session_get_stats(s, &st);
     res->cached_tokens = st.cached_tokens;
-    serve_app_update_state(a);
+    serve_app_update_state(a, slot);
     if (status) return status;
     res->completion_tokens = r.tokens;
     res->finish = r.acted ? SERVE_FINISH_TOOL_CALLS : r.tokens >= max && !r.stopped ? SERVE_FINISH_LENGTH : SERVE_FINISH_STOP;
@@ -358,4 +390,70 @@ void serve_model_id(const char *path, char *buf, size_t n) {
 bool serve_app_has_tool(void *ud, const char *name) {
     serve_app *a = ud;
     return a->has_tools && action_tool_known(name);
+}
+
+// ---- slots ----
+
+int serve_app_open_slots(serve_app *a, int n, errbuf *err) {
+    a->slots = xcalloc((size_t)n, sizeof *a->slots);
+    a->slots[0].as = &a->c.as;
+    a->n_slots = 1;
+    for (int i = 1; i < n; i++) {
+        if (assistant_open_sibling(&a->slots[i].own, &a->c.as, err)) return err_prefix(err, "--slots %d: slot %d", n, i);
+        a->slots[i].as = &a->slots[i].own;
+        a->n_slots++;
+    }
+    return 0;
+}
+
+void serve_app_close_slots(serve_app *a) {
+    for (int i = a->n_slots - 1; i >= 0; i--) {
+        if (i > 0) assistant_close_sibling(&a->slots[i].own);
+        free(a->slots[i].conv);
+    }
+    free(a->slots);
+    a->slots = NULL;
+    a->n_slots = 0;
+}
+
+// A message as a number (FNV-1a over its role, text and call), to compare conversations.
+static uint64_t message_hash(const serve_message *m) {
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[4] = { m->role, m->content, m->tool_name, m->tool_args };
+    for (int p = 0; p < 4; p++) {
+        for (const unsigned char *c = (const unsigned char *)(parts[p] ? parts[p] : ""); *c; c++) h = (h ^ *c) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;   // a separator no text holds
+    }
+    return h;
+}
+
+// The free slot whose cache holds most of this conversation: the one whose last request shares
+// the most messages with it from the start, a shared system message alone not counting (every
+// conversation of an app may begin with the same one); otherwise, and between equals, the one
+// taken longest ago. It then holds this conversation. Called with the queue locked.
+int serve_app_pick_slot(void *ud, const serve_request *rq, const bool *free_slot, int n_slots) {
+    serve_app *a = ud;
+    int n = rq->kind == SERVE_CHAT ? rq->n_msgs : 0;
+    uint64_t *h = xcalloc((size_t)n + 1, sizeof *h);
+    for (int i = 0; i < n; i++) h[i] = message_hash(&rq->msgs[i]);
+    const int sys = n > 0 && strcmp(rq->msgs[0].role, "system") == 0;
+    int best = -1, best_score = -1;
+    for (int i = 0; i < n_slots && i < a->n_slots; i++) {
+        if (!free_slot[i]) continue;
+        serve_slot *sl = &a->slots[i];
+        int same = 0;
+        while (same < n && same < sl->n_conv && h[same] == sl->conv[same]) same++;
+        int score = same > sys ? same : 0;
+        if (score > best_score || (score == best_score && sl->last_used < a->slots[best].last_used)) best = i, best_score = score;
+    }
+    if (best >= 0) {
+        serve_slot *sl = &a->slots[best];
+        free(sl->conv);
+        sl->conv = h;
+        sl->n_conv = n;
+        sl->last_used = ++a->picks;
+    } else {
+        free(h);
+    }
+    return best;
 }

@@ -1,5 +1,5 @@
-// What answers cabin serve's requests (cli/serve_app.c): the assistant on one session. A
-// request's messages become the session's conversation, its reply streams out, and on the
+// What answers cabin serve's requests (cli/serve_app.c): the assistant on one session per slot. A
+// request's messages become its slot's conversation, its reply streams out, and on the
 // embedded model the reply's action is carried out on the simulated car and given back as a tool
 // call (the serve_engine functions of serve/serve.h).
 #ifndef CABIN_CLI_SERVE_APP_H
@@ -11,8 +11,22 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+// A slot: an assistant on the model (slot 0: the app's own; the others beside it, on the same
+// weights and car), and what its cache holds.
+typedef struct serve_slot {
+    assistant *as;
+    assistant own;                 // slots after the first: opened by assistant_open_sibling
+    uint64_t *conv;                // the messages of the last request it ran, hashed (pick_slot)
+    int n_conv;
+    unsigned long last_used;       // when it was last taken (a count): ties go to the oldest
+    uint64_t kv_bytes;             // its cache's bytes (/metrics sums them)
+} serve_slot;
+
 typedef struct serve_app {
     app_ctx c;
+    serve_slot *slots;             // n_slots, the first on c.as
+    int n_slots;
+    unsigned long picks;
     sampler_params sampling;       // the server's own, put back after each request
     int max_reply;
     bool prompt_cache;             // keep the cache between requests (session_restart)
@@ -21,12 +35,17 @@ typedef struct serve_app {
     char *tools_json;
     char model_id[128];
     struct json_vocab *vocab;      // the vocabulary as structured output reads it (made at first use)
+    pthread_mutex_t vocab_mu;
     pthread_mutex_t state_mu;      // guards state: GET /v1/cabin/state reads it while a request runs
     char *state;                   // the figures and the car after the last request or command
     char *metrics;                 // the same figures as Prometheus lines
 } serve_app;
 
-int serve_app_run(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err);
+// Opens the slots after the first (n in all; 1: none more). -1 with err.
+int serve_app_open_slots(serve_app *a, int n, errbuf *err);
+void serve_app_close_slots(serve_app *a);
+int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err);
+int serve_app_pick_slot(void *ud, const serve_request *rq, const bool *free_slot, int n_slots);
 int serve_app_command(void *ud, const char *line, char **output, errbuf *err);
 char *serve_app_state(void *ud);
 void serve_app_metrics(void *ud, strbuf *out);
@@ -34,7 +53,8 @@ bool serve_app_has_tool(void *ud, const char *name);
 // The id a model is served as: its file's name without .gguf ("assets/models/cabin-tiny.gguf" ->
 // "cabin-tiny").
 void serve_model_id(const char *path, char *buf, size_t n);
-// Remakes what serve_app_state gives (called in the slot, and once before serving).
-void serve_app_update_state(serve_app *a);
+// Remakes what serve_app_state gives from a slot's session (called in the slot after each
+// request, after a command, and once before serving).
+void serve_app_update_state(serve_app *a, int slot);
 
 #endif

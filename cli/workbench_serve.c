@@ -74,7 +74,8 @@ static int refuse_fields(const workbench_serve *ws, const serve_request *rq, err
     return 0;
 }
 
-static int run(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
+static int run(void *ud, int slot, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
+    (void)slot;   // one: the workbench's session
     workbench_serve *ws = ud;
     if (refuse_fields(ws, rq, err)) return 400;
     const char *text = rq->msgs[rq->n_msgs - 1].content;   // the decoder ends a chat on a user message

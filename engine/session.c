@@ -1,4 +1,4 @@
-#include "session.h"
+#include "session_impl.h"
 #include "chat_template.h"
 #include "wtype.h"
 #include "base/str.h"
@@ -10,47 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-struct session {
-    session_opts opts;
-    model *m;
-    backend *b;
-    kv_cache kv;
-    forward_ctx fc;
-    forward_ctx fc_all;      // logits for every position (perplexity), made on first use
-    sampler *smp;
-    const chat_template *tmpl;
-    char *system_prompt;
-    char *default_system;    // the file template's system text, used when system_prompt is NULL
-    float *logits;           // n_vocab: last position's logits
-    int32_t *hist;           // every token fed since the last reset, in order (n_hist)
-    int n_hist, cap_hist;
-    int32_t *reuse;          // the conversation before session_restart: its tokens still in cache
-    int n_reuse, cap_reuse;  // slots [0, n_reuse), as long as what is fed again equals them
-    bool rows_stale;         // some cached rows were made under another plan or KV format: a
-                             // fresh conversation would not make them so, so they are not reused
-    unsigned resets;         // session_reset calls (which conversation hist is of)
-    bool have_logits;
-    bool reply_open;         // last reply ended without its closing token in the cache
-    atomic_bool cancel;
-    session_stats st;
-    precision_plan plan;     // the plan in force
-    // a plan being prepared on a worker thread, swapped in between two tokens
-    pthread_t switch_thread;
-    bool switch_running;
-    atomic_bool switch_ready;
-    int switch_rc;
-    errbuf switch_err;
-    precision_plan switch_plan;
-    plan_staging switch_staging;
-    volatile float switch_progress;
-    double switch_requested_at;
-    token_filter filter;     // mask == NULL: none
-    power_monitor *power;    // not owned
-    bool profiling;
-    char notice[ERR_LINE];   // said once to the front end (session_take_notice); "" when none
-    bool broken;             // a move to the CPU failed half-way: every forward pass refuses
-};
 
 session_opts session_opts_default(void) {
     session_opts o;
@@ -87,8 +46,29 @@ static int check_kv_fits(const model *m, enum kv_format kvf, int recent, int n_c
                    (double)avail / (1 << 20), fits);
 }
 
+// The cache of n_ctx slots in format kvf (recent F16 slots), its policy, the forward pass's
+// buffers, the sampler and the logits: what every session has of its own.
+static int open_cache(session *s, enum kv_format kvf, int recent, int n_ctx, kv_policy kvp, errbuf *err) {
+    const model_hparams *hp = &s->m->hp;
+    kv_windows win = model_kv_windows(s->m, s->opts.n_batch);   // window layers keep rings of window + batch
+    if (check_kv_fits(s->m, kvf, recent, n_ctx, &win, err)) return -1;
+    if (kv_cache_init_windows(&s->kv, kvf, recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, &win, err))
+        return -1;
+    s->kv.policy = kvp;
+    kv_cache_set_tracking(&s->kv, true);   // attention weights for policies and the heat map
+    if (s->b->kv_prepare(s->b, &s->kv, err)) return -1;
+    if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) return -1;
+    s->smp = sampler_new(&s->opts.sampling, hp->n_vocab);
+    s->logits = try_malloc((size_t)hp->n_vocab * sizeof(float));
+    if (!s->smp || !s->logits)
+        return err_set(err, "%s: out of memory for the sampler and logits of %d tokens", s->m->file.path, hp->n_vocab);
+    snprintf(s->st.backend, sizeof s->st.backend, "%s", s->b->description);
+    return 0;
+}
+
 session *session_open(const session_opts *o, errbuf *err) {
     session *s = xcalloc(1, sizeof *s);
+    s->owns_model = true;
     s->opts = *o;
     if (s->opts.n_batch <= 0) s->opts.n_batch = 256;
     if (s->opts.max_reply_tokens <= 0) s->opts.max_reply_tokens = 512;
@@ -110,15 +90,8 @@ session *session_open(const session_opts *o, errbuf *err) {
     kv_policy kvp;
     if (o->kv_format && kv_format_parse(o->kv_format, &kvf, err)) goto fail;
     if (kv_policy_parse(o->kv_policy, &kvp, err)) goto fail;
-    kv_windows win = model_kv_windows(s->m, s->opts.n_batch);   // window layers keep rings of window + batch
-    if (check_kv_fits(s->m, kvf, o->kv_recent, n_ctx, &win, err)) goto fail;
-    if (kv_cache_init_windows(&s->kv, kvf, o->kv_recent, hp->n_layer, n_ctx, hp->n_kv_head * hp->head_dim, &win, err))
-        goto fail;
-    s->kv.policy = kvp;
-    kv_cache_set_tracking(&s->kv, true);   // attention weights for policies and the heat map
     s->opts.kv_format = s->opts.kv_policy = NULL;
-    if (s->b->kv_prepare(s->b, &s->kv, err)) goto fail;
-    if (forward_ctx_init(&s->fc, s->b, s->m, s->opts.n_batch, 1, err)) goto fail;
+    if (open_cache(s, kvf, o->kv_recent, n_ctx, kvp, err)) goto fail;
     bool unrecognised;
     const chat_template *file_tmpl = chat_template_for_file(s->m->chat_template, hp->arch_name, &unrecognised);
     if (o->template_name) {
@@ -139,18 +112,34 @@ session *session_open(const session_opts *o, errbuf *err) {
     s->system_prompt = o->system_prompt ? xstrdup(o->system_prompt) : NULL;
     s->opts.system_prompt = s->system_prompt;
     s->opts.model_path = NULL;
-    s->smp = sampler_new(&o->sampling, hp->n_vocab);
-    s->logits = try_malloc((size_t)hp->n_vocab * sizeof(float));
-    if (!s->smp || !s->logits) {
-        err_set(err, "%s: out of memory for the sampler and logits of %d tokens", s->m->file.path, hp->n_vocab);
-        goto fail;
-    }
-    snprintf(s->st.backend, sizeof s->st.backend, "%s", s->b->description);
     snprintf(s->st.template_name, sizeof s->st.template_name, "%s", s->tmpl->name);
     return s;
 fail:
     session_close(s);
     return NULL;
+}
+
+session *session_open_sibling(session *first, errbuf *err) {
+    if (!first->owns_model) return err_set(err, "slots: a sibling opens beside the first session only"), NULL;
+    if (backend_has(first->b, BACKEND_CAP_DEVICES))
+        return err_set(err, "slots: more than one needs the cpu backend (%s keeps each cache on its device, and a "
+                       "device lost would be lost to all)", first->b->name), NULL;
+    session *s = xcalloc(1, sizeof *s);
+    s->opts = first->opts;
+    s->m = first->m;
+    s->b = first->b;
+    session_group_join(s, first);
+    if (open_cache(s, first->kv.format, first->kv.recent, first->kv.n_ctx, first->kv.policy, err)) {
+        session_close(s);
+        return NULL;
+    }
+    s->tmpl = first->tmpl;
+    s->default_system = first->default_system ? xstrdup(first->default_system) : NULL;
+    s->system_prompt = first->system_prompt ? xstrdup(first->system_prompt) : NULL;
+    s->opts.system_prompt = s->system_prompt;
+    snprintf(s->st.template_name, sizeof s->st.template_name, "%s", s->tmpl->name);
+    session_reset(s);
+    return s;
 }
 
 void session_close(session *s) {
@@ -163,8 +152,11 @@ void session_close(session *s) {
     forward_ctx_free(&s->fc_all);
     if (s->b && s->kv.k) s->b->kv_release(s->b, &s->kv);
     kv_cache_free(&s->kv);
-    backend_destroy(s->b);
-    model_free(s->m);
+    if (s->owns_model) {
+        backend_destroy(s->b);
+        model_free(s->m);
+    }
+    session_group_leave(s);
     sampler_free(s->smp);
     free(s->logits);
     free(s->hist);
@@ -175,85 +167,6 @@ void session_close(session *s) {
 }
 
 static int tokenize_all(session *s, const char *text, bool add_special, int32_t **out, errbuf *err);
-
-// The cached rows no longer are what a fresh conversation would compute (other weights, a
-// format round trip): session_restart does not offer them again.
-static void cache_rows_stale(session *s) {
-    s->rows_stale = true;
-    s->n_reuse = 0;
-}
-
-// ---- precision switching ----
-
-static void record_switch(session *s, const plan_staging *st, double total_secs) {
-    s->st.last_switch_ms = total_secs * 1e3;
-    s->st.last_switch_convert_ms = st->secs * 1e3;
-    s->st.last_switch_tensors = st->n;
-    s->st.last_switch_upcast = st->n_upcast;
-    s->st.switches++;
-}
-
-int session_set_plan(session *s, const precision_plan *p, errbuf *err) {
-    if (s->switch_running) return err_set(err, "a precision switch is already in progress");
-    double t0 = now_sec();
-    plan_staging st;
-    if (model_plan_stage(s->m, p, &st, NULL, err)) return -1;   // running plan unchanged
-    plan_staging copy = st;
-    model_plan_commit(s->m, &st, s->b);
-    s->plan = *p;
-    cache_rows_stale(s);
-    record_switch(s, &copy, now_sec() - t0);
-    return 0;
-}
-
-static void *switch_worker(void *arg) {
-    session *s = arg;
-    s->switch_rc = model_plan_stage(s->m, &s->switch_plan, &s->switch_staging, &s->switch_progress, &s->switch_err);
-    atomic_store(&s->switch_ready, true);
-    return NULL;
-}
-
-int session_request_plan(session *s, const precision_plan *p, errbuf *err) {
-    if (s->switch_running) return err_set(err, "a precision switch is already in progress");
-    s->switch_plan = *p;
-    s->switch_progress = 0.0f;
-    s->switch_rc = 0;
-    s->switch_err.msg[0] = 0;
-    atomic_store(&s->switch_ready, false);
-    s->switch_requested_at = now_sec();
-    if (pthread_create(&s->switch_thread, NULL, switch_worker, s) != 0)
-        return err_set(err, "cannot start the precision switch thread");
-    s->switch_running = true;
-    return 0;
-}
-
-int session_poll_switch(session *s) {
-    if (!s->switch_running || !atomic_load(&s->switch_ready)) return 0;
-    pthread_join(s->switch_thread, NULL);
-    s->switch_running = false;
-    if (s->switch_rc) {
-        snprintf(s->st.last_switch_error, sizeof s->st.last_switch_error, "%s", s->switch_err.msg);
-        return -1;
-    }
-    plan_staging copy = s->switch_staging;
-    model_plan_commit(s->m, &s->switch_staging, s->b);
-    s->plan = s->switch_plan;
-    cache_rows_stale(s);
-    s->st.last_switch_error[0] = 0;
-    record_switch(s, &copy, now_sec() - s->switch_requested_at);
-    return 1;
-}
-
-int session_wait_switch(session *s) {
-    while (s->switch_running && !atomic_load(&s->switch_ready)) {
-        sleep_ms(1);
-    }
-    return session_poll_switch(s);
-}
-
-float session_switch_progress(const session *s) { return s->switch_running ? s->switch_progress : -1.0f; }
-
-void session_get_plan(const session *s, precision_plan *out) { *out = s->plan; }
 
 // Prompt tokens per forward pass: n_batch, or less when an eviction policy's budget is small.
 static int batch_of(const session *s) {
@@ -329,7 +242,7 @@ static int fail_over_to_cpu(session *s, const char *why, errbuf *err) {
 static int forward_or_fail_over(session *s, forward_ctx *fc, const int32_t *tokens, int n, bool all_logits,
                                 float *logits, errbuf *err) {
     if (s->broken) return err_set(err, "session: no backend (the move to the CPU failed earlier)");
-    if (!model_forward(fc, &s->kv, tokens, n, all_logits, logits, err)) return 0;
+    if (!session_forward_gated(s, fc, tokens, n, all_logits, logits, err)) return 0;
     if (!s->b->lost) return -1;
     bool all = fc == &s->fc_all;
     char why[ERR_LINE];
@@ -675,6 +588,7 @@ void session_reset(session *s) {
     s->n_hist = 0;
     s->n_reuse = 0;
     s->rows_stale = false;
+    s->rows_epoch = session_plan_epoch(s);
     s->st.cached_tokens = 0;
     s->resets++;
     s->reply_open = false;
@@ -682,7 +596,7 @@ void session_reset(session *s) {
 }
 
 void session_restart(session *s) {
-    bool keep = !s->broken && !s->rows_stale && kv_cache_truncatable(&s->kv) && s->kv.n_used == s->n_hist;
+    bool keep = !s->broken && !s->rows_stale && !session_rows_from_other_plan(s) && kv_cache_truncatable(&s->kv) && s->kv.n_used == s->n_hist;
     int32_t *h = s->hist;
     int n = s->n_hist, cap = s->cap_hist;
     session_reset(s);
@@ -743,7 +657,7 @@ int session_set_kv(session *s, const char *format, const char *policy, errbuf *e
                            "cpu backend (start with --kv %s instead)", s->b->name, kv_format_name(f));
         if (kv_cache_convert(&s->kv, f, 0, err)) return -1;
     }
-    if (f != s->kv.format) cache_rows_stale(s);
+    if (f != s->kv.format) session_rows_stale(s);
     s->n_reuse = 0;   // a conversion keeps the slots in use only
     if (p.kind != KVP_NONE && s->kv.bk && !s->kv.bk_sync)
         return err_set(err, "kv: eviction policies need the cpu backend (backend %s keeps the cache on the device)",

@@ -122,6 +122,12 @@ typedef struct token_filter {
 } token_filter;
 
 session *session_open(const session_opts *o, errbuf *err);
+// Another session on first's model and backend (a server's slot): a cache, sampler and
+// conversation of its own, the weights not held twice. The sessions' forward passes take turns,
+// in the order they ask (one pass at a time on the one backend); a precision switch on any of them
+// is in force for all, and the others' cached rows are then not reused (session_restart). The cpu
+// backend only. Close the siblings before first.
+session *session_open_sibling(session *first, errbuf *err);
 void session_close(session *s);
 
 // One chat turn: renders the user text with the chat template, prefills it, and generates the

@@ -22,8 +22,9 @@ static void hist_add(hist *h, const double *bounds, double v) {
     h->count++;
 }
 
-void jobs_init(jobs *q, int queue_max) {
+void jobs_init(jobs *q, int queue_max, int n_slots) {
     memset(q, 0, sizeof *q);
+    q->n_slots = n_slots < 1 ? 1 : n_slots > JOBS_MAX_SLOTS ? JOBS_MAX_SLOTS : n_slots;
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     q->queue_max = queue_max;
@@ -46,7 +47,8 @@ void jobs_free(jobs *q) {
 
 void jobs_get_state(jobs *q, jobs_state *out) {
     pthread_mutex_lock(&q->mu);
-    out->busy = q->busy;
+    out->slots = q->n_slots;
+    out->busy = q->n_busy;
     out->waiting = q->waiting;
     pthread_mutex_unlock(&q->mu);
 }
@@ -89,10 +91,12 @@ void jobs_metrics(jobs *q, const char *model_id, strbuf *b) {
                      "cabin_completion_tokens_total %lu\n", q->completion_tokens);
     strbuf_printf(b, "# HELP cabin_requests_cancelled_total Generations stopped because the client went away.\n"
                      "# TYPE cabin_requests_cancelled_total counter\ncabin_requests_cancelled_total %lu\n", q->cancelled);
-    strbuf_printf(b, "# HELP cabin_queue_waiting Requests waiting for the slot.\n# TYPE cabin_queue_waiting gauge\n"
+    strbuf_printf(b, "# HELP cabin_queue_waiting Requests waiting for a slot.\n# TYPE cabin_queue_waiting gauge\n"
                      "cabin_queue_waiting %d\n", q->waiting);
-    strbuf_printf(b, "# HELP cabin_slot_busy Whether the slot is generating.\n# TYPE cabin_slot_busy gauge\n"
-                     "cabin_slot_busy %d\n", q->busy ? 1 : 0);
+    strbuf_printf(b, "# HELP cabin_slots Slots: conversations generated side by side, each with its own cache.\n"
+                     "# TYPE cabin_slots gauge\ncabin_slots %d\n", q->n_slots);
+    strbuf_printf(b, "# HELP cabin_slots_busy Slots generating.\n# TYPE cabin_slots_busy gauge\n"
+                     "cabin_slots_busy %d\n", q->n_busy);
     strbuf_printf(b, "# HELP cabin_model_info The model served.\n# TYPE cabin_model_info gauge\n"
                      "cabin_model_info{model=\"%s\"} 1\n", model_id);
     hist_text(b, "cabin_ttft_seconds", "From the start of a run to its first output.", &q->ttft, TIME_BOUNDS);
@@ -108,6 +112,7 @@ job *job_new(jobs *q, const serve_engine *e) {
     j->q = q;
     j->e = e;
     j->ticket = -1;
+    j->slot = -1;
     j->client_fd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
@@ -140,7 +145,7 @@ void job_free(job *j) {
 int jobs_enter(jobs *q, job *j) {
     pthread_mutex_lock(&q->mu);
     int rc = -1;
-    if (q->waiting < q->queue_max + (q->busy ? 0 : 1)) {   // queue_max wait while one runs
+    if (q->waiting < q->queue_max + q->n_slots - q->n_busy) {   // queue_max wait while every slot runs
         j->ticket = q->next_ticket++;
         q->waiting++;
         rc = 0;
@@ -149,21 +154,42 @@ int jobs_enter(jobs *q, job *j) {
     return rc;
 }
 
-// Waits for the job's turn (the ticket), then holds the slot.
+// Waits for the job's turn (the ticket) and a free slot, then holds the slot the engine prefers
+// of those free. A command (no engine) waits for every slot to be free and holds them all.
 static void slot_take(job *j) {
     jobs *q = j->q;
     pthread_mutex_lock(&q->mu);
-    while (q->serving != j->ticket) pthread_cond_wait(&q->cv, &q->mu);
+    const bool all = j->e == NULL;
+    while (q->serving != j->ticket || (all ? q->n_busy > 0 : q->n_busy == q->n_slots)) pthread_cond_wait(&q->cv, &q->mu);
     q->waiting--;
-    q->busy = true;
+    q->serving++;
+    if (all) {
+        for (int i = 0; i < q->n_slots; i++) q->slot_busy[i] = true;
+        q->n_busy = q->n_slots;
+    } else {
+        bool free_slot[JOBS_MAX_SLOTS];
+        for (int i = 0; i < q->n_slots; i++) free_slot[i] = !q->slot_busy[i];
+        int s = j->e->pick_slot ? j->e->pick_slot(j->e->ud, &j->rq, free_slot, q->n_slots) : -1;
+        if (s < 0 || s >= q->n_slots || !free_slot[s])
+            for (s = 0; q->slot_busy[s]; s++) {}
+        j->slot = s;
+        q->slot_busy[s] = true;
+        q->n_busy++;
+    }
+    pthread_cond_broadcast(&q->cv);   // the next ticket may take another free slot
     pthread_mutex_unlock(&q->mu);
 }
 
 static void slot_give(job *j) {
     jobs *q = j->q;
     pthread_mutex_lock(&q->mu);
-    q->serving++;
-    q->busy = false;
+    if (j->slot < 0) {
+        for (int i = 0; i < q->n_slots; i++) q->slot_busy[i] = false;
+        q->n_busy = 0;
+    } else {
+        q->slot_busy[j->slot] = false;
+        q->n_busy--;
+    }
     q->prompt_tokens += (unsigned long)j->res.prompt_tokens;
     q->cached_tokens += (unsigned long)j->res.cached_tokens;
     q->completion_tokens += (unsigned long)j->res.completion_tokens;
@@ -262,7 +288,7 @@ static void job_body(job *j) {
     }
     stop_filter_init(&j->sf, j->rq.stop, j->rq.n_stop);
     serve_output out = { .ud = j, .content = on_content, .tool_call = on_tool_call };
-    int status = j->e->run(j->e->ud, &j->rq, &out, &j->res, &j->err);
+    int status = j->e->run(j->e->ud, j->slot, &j->rq, &out, &j->res, &j->err);
     if (status) {
         j->status = status;
         return;

@@ -81,26 +81,31 @@ typedef struct serve_result {
     double grammar_ms_per_token;   // structured output: the token mask's cost (0: none)
 } serve_result;
 
-// What answers requests. run is called for one request at a time per slot (the face queues the
-// rest). It returns 0, or an HTTP status with err: 400 the request cannot run as asked (longer
-// than the context, tools the model does not have), 500 the engine failed.
+// What answers requests. run is called for one request at a time per slot, slots side by side
+// on threads of their own (the face queues the rest). It returns 0, or an HTTP status with err:
+// 400 the request cannot run as asked (longer than the context, tools the model does not have),
+// 500 the engine failed.
 typedef struct serve_engine {
     void *ud;
     const char *model_id;          // the name /v1/models gives, and a request's "model" must match
     int n_ctx;
-    int (*run)(void *ud, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err);
+    int n_slots;                   // conversations it generates side by side (0: 1)
+    int (*run)(void *ud, int slot, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err);
+    // Which of the free slots (free_slot[i]) a request should take: the one whose cache holds
+    // most of its conversation. NULL, or an answer not free: the first free.
+    int (*pick_slot)(void *ud, const serve_request *rq, const bool *free_slot, int n_slots);
     // The tools the model can call, as the API's "tools" array (JSON text), or NULL: none.
     const char *tools_json;
     bool (*has_tool)(void *ud, const char *name);
-    // POST /v1/cabin/command: one line of the command language, run when the slot is free;
+    // POST /v1/cabin/command: one line of the command language, run when every slot is free;
     // *output (malloc'd) what it printed. 0, or an HTTP status with err (400: the line is bad).
     // NULL: the route answers 404.
     int (*command)(void *ud, const char *line, char **output, errbuf *err);
     // GET /v1/cabin/state: the figures and the car as JSON text (malloc'd), made without
-    // waiting for the slot. NULL: the route answers 404.
+    // waiting for a slot. NULL: the route answers 404.
     char *(*state)(void *ud);
     // GET /metrics: the engine's own lines in the Prometheus text format (appended to out), made
-    // without waiting for the slot. NULL: none.
+    // without waiting for a slot. NULL: none.
     void (*metrics)(void *ud, strbuf *out);
 } serve_engine;
 
@@ -109,7 +114,7 @@ typedef struct serve_opts {
     int port;                      // 0: any free port (serve_port says which)
     const char *api_key;           // NULL: none asked (only on loopback, or with no_auth)
     bool no_auth;
-    int queue_max;                 // requests waiting for the slot beyond which 503 (default 16)
+    int queue_max;                 // requests waiting for a slot beyond which 503 (default 16)
     size_t body_max;               // bytes of a request body beyond which 413 (default 1 MiB)
     int connections_max;           // open connections (default 64)
 } serve_opts;

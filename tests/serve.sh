@@ -116,6 +116,17 @@ expect_rc 0 "make a slow model" -- "$CABIN" make-model -o "$T/slow.gguf" --type 
 start_server busy -m "$T/slow.gguf" -t 1 --queue 0
 [ -n "$PORT" ] && api busy "$PORT" && stop_server busy
 
+# slots: two conversations keep their caches; on the slow model a short request does not wait
+# for a long stream
+start_server slots -t 1 --slots 2
+[ -n "$PORT" ] && api slots "$PORT" && stop_server slots
+start_server side -m "$T/slow.gguf" -t 1 --slots 2
+[ -n "$PORT" ] && api side "$PORT" && stop_server side
+expect_rc 2 "the governor with two slots" -- "$CABIN" serve --port 0 --slots 2 --governor "tps>=10"
+one_line_error "slots 1" "--governor with --slots 2"
+expect_rc 2 "--slots 0" -- "$CABIN" serve --port 0 --slots 0
+one_line_error "slots" "--slots 0"
+
 # the command's own refusals: one line each, before anything is served
 expect_rc 2 "serve on 0.0.0.0 without a key" -- "$CABIN" serve --host 0.0.0.0 --port 0
 one_line_error "api-key" "a non-loopback address without a key"

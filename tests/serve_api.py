@@ -7,6 +7,10 @@ usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and
   auth PORT KEY          a server with --api-key KEY
   busy PORT              a server with --queue 0 on a slow model: 503 while a stream runs, and a
                          client that goes away cancels its generation
+  slots PORT             a server with --slots 2: two conversations keep their caches, concurrent
+                         replies equal sequential ones, commands reach both slots
+  side PORT              a server with --slots 2 on a slow model: a short request is answered
+                         while a long stream runs
   load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
   structured PORT N      N replies held to a JSON schema, 2 to any object: all parse and validate
   tools PORT             the client's own tools on a model without the car's: calls that validate
@@ -402,8 +406,9 @@ def workbench(port):
     check(st == 400 and b"chat turns" in b, "completions refused: %d %s" % (st, b[:200]))
 
 
-def busy(port):
-    # a long stream holds the slot; with --queue 0 the next request is refused with Retry-After
+def long_stream(port):
+    """A 1,500-token completion streamed on a raw socket, returned once its first events came
+    (closing the socket is the client going away)."""
     s = socket.create_connection(("127.0.0.1", port))
     body = json.dumps({"prompt": "one two three", "max_tokens": 1500, "stream": True}).encode()
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
@@ -414,6 +419,12 @@ def busy(port):
             break
         got += piece
     check(b"200 OK" in got and got.count(b"data: ") >= 3, "a stream began: %r" % got[:200])
+    return s
+
+
+def busy(port):
+    # a long stream holds the slot; with --queue 0 the next request is refused with Retry-After
+    s = long_stream(port)
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
     check(st == 503 and h.get("Retry-After") and is_error(st, json.loads(b), 503), "busy: 503 with Retry-After (%d %s)" % (st, b[:120]))
     s.close()   # the client goes away: its generation stops at the next token
@@ -451,6 +462,75 @@ def busy(port):
     check(cancelled == 2, "the whole answer that lost its client was cancelled (%s, %.1f s after it left)" % (cancelled, time.time() - t_closed))
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
     check(st == 200, "the slot is free again after the whole answer (%d)" % st)
+
+
+def slots(port):
+    """--slots 2: each conversation goes back to the slot that holds it, so two clients taking
+    turns both keep their prompt cache (one slot would lose it to the other); replies made side by
+    side are those made one after the other; a KV change by command reaches both slots."""
+    st, h, b = request(port, "GET", "/health")
+    check(st == 200 and json.loads(b)["slots"] == 2, "health says 2 slots: %s" % b[:120])
+    convs = [[{"role": "user", "content": "turn on the ac"}], [{"role": "user", "content": "play some jazz"}]]
+    firsts = []
+    for c in convs:
+        st, r = chat(port, {"messages": c})
+        check(st == 200, "a first turn: %s %s" % (st, r))
+        m = r["choices"][0]["message"]
+        said = {"role": "assistant", "content": m.get("content") or ""}
+        if m.get("tool_calls"):
+            said["tool_calls"] = m["tool_calls"]
+        c += [said, {"role": "user", "content": "and lock the doors"}]
+        firsts.append(r["usage"]["prompt_tokens"])
+
+    def reply(r):
+        m = r["choices"][0]["message"]
+        return m.get("content"), [c["function"] for c in m.get("tool_calls", [])]
+    seq = []
+    for i, c in enumerate(convs):
+        st, r = chat(port, {"messages": c})
+        cached = r.get("usage", {}).get("prompt_tokens_details", {}).get("cached_tokens", -1)
+        check(st == 200 and cached >= firsts[i] - 1, "conversation %d goes back to its slot: %d tokens cached (its first turn %d)"
+              % (i, cached, firsts[i]))
+        seq.append(reply(r) if st == 200 else None)
+    side = [None, None]
+
+    def one(i):
+        st, r = chat(port, {"messages": convs[i]})
+        side[i] = reply(r) if st == 200 else st
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check(side == seq, "side by side the replies are those one after the other: %s | %s" % (side, seq))
+    st, h, b = request(port, "GET", "/metrics")
+    check(re.search(r"^cabin_slots 2$", b.decode(), re.M) is not None, "cabin_slots 2 in /metrics")
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "governor tps>=10"})
+    check(st == 400 and is_error(st, json.loads(b), 400, ["slots"]), "the governor is refused with 2 slots: %d %s" % (st, b[:160]))
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "kv q8"})
+    check(st == 200, "kv q8: %d %s" % (st, b[:160]))
+    for i, c in enumerate(convs):   # a q8 cache is not taken again: in both slots
+        st, r = chat(port, {"messages": c})
+        cached = r.get("usage", {}).get("prompt_tokens_details", {}).get("cached_tokens", -1)
+        check(st == 200 and cached == 0, "conversation %d after kv q8: %d tokens cached" % (i, cached))
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "kv f16"})
+    check(st == 200, "kv f16: %d %s" % (st, b[:160]))
+
+
+def side_by_side(port):
+    """--slots 2 on a slow model: a short request is answered while a long stream still runs."""
+    s = long_stream(port)
+    t0 = time.time()
+    st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+    took = time.time() - t0
+    st_h, h_h, b_h = request(port, "GET", "/health")
+    busy = json.loads(b_h)["busy"]
+    check(st == 200 and busy == 1, "a short request answered in %.2f s while the stream runs (%d; slots busy %d)" % (took, st, busy))
+    s.close()
+    deadline = time.time() + 20
+    while time.time() < deadline and json.loads(request(port, "GET", "/health")[2])["busy"]:
+        time.sleep(0.05)
+    check(json.loads(request(port, "GET", "/health")[2])["busy"] == 0, "the stream that lost its client ended")
 
 
 def load(port, n, clients, quiet=False):
@@ -564,6 +644,10 @@ def main():
         auth(port, sys.argv[3])
     elif what == "busy":
         busy(port)
+    elif what == "slots":
+        slots(port)
+    elif what == "side":
+        side_by_side(port)
     elif what == "workbench":
         workbench(port)
     elif what == "cache":

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 
 typedef struct sink { char s[512]; size_t n; } sink;
 
@@ -298,6 +299,92 @@ static void prompt_cache_case(void) {
     session_close(kept);
 }
 
+// Slots (session_open_sibling): three sessions on one model, run on three threads at once, each
+// a two-turn conversation, write the tokens, replies and logits one session alone writes; the
+// weights are the first's; a precision switch on the first keeps the others' rows from being
+// taken again.
+typedef struct slot_run {
+    session *s;
+    const char *first, *second;
+    strbuf reply;
+    int rc;
+    errbuf err;
+} slot_run;
+
+static void *slot_thread(void *arg) {
+    slot_run *r = arg;
+    session_reset(r->s);
+    r->rc = session_chat(r->s, r->first, session_collect_text, &r->reply, &r->err);
+    if (!r->rc) r->rc = session_chat(r->s, r->second, session_collect_text, &r->reply, &r->err);
+    return NULL;
+}
+
+static void slots_case(void) {
+    session *alone, *first;
+    if (!open_two(&alone, &first)) return;
+    errbuf err = { { 0 } };
+    session *sib[2];
+    for (int i = 0; i < 2; i++) {
+        sib[i] = session_open_sibling(first, &err);
+        CHECK(sib[i] != NULL, "session_open_sibling: %s", err.msg);
+        if (!sib[i]) return;
+    }
+    CHECK(session_model(sib[0]) == session_model(first) && session_model(sib[1]) == session_model(first),
+          "the slots read the first's weights");
+    CHECK(session_open_sibling(sib[0], &err) == NULL && strstr(err.msg, "first"), "a sibling of a sibling: %s", err.msg);
+    static const char *const firsts[] = { "turn on the ac", "call mom", "play some jazz" };
+    static const char *const seconds[] = { "and lock the doors", "set the temperature to 22", "louder" };
+    session *slot[3] = { first, sib[0], sib[1] };
+    const int nv = session_n_vocab(alone);
+    for (int round = 0; round < 2; round++) {   // the second with the conversations in other slots
+        slot_run r[3];
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++) {
+            int c = (i + round) % 3;
+            r[i] = (slot_run){ .s = slot[i], .first = firsts[c], .second = seconds[c] };
+            pthread_create(&t[i], NULL, slot_thread, &r[i]);
+        }
+        for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+        for (int i = 0; i < 3; i++) {
+            CHECK(r[i].rc == 0, "slot %d: %s", i, r[i].err.msg);
+            strbuf want = { 0 };
+            session_reset(alone);
+            CHECK(session_chat(alone, r[i].first, session_collect_text, &want, &err) == 0 &&
+                  session_chat(alone, r[i].second, session_collect_text, &want, &err) == 0, "%s", err.msg);
+            const int32_t *ha, *hs;
+            int na = session_history(alone, &ha), ns = session_history(slot[i], &hs);
+            CHECK(na == ns && memcmp(ha, hs, (size_t)na * sizeof *ha) == 0, "round %d slot %d (%s): the tokens alone (%d, %d)",
+                  round, i, r[i].first, na, ns);
+            CHECK(strcmp(strbuf_str(&want), strbuf_str(&r[i].reply)) == 0, "round %d slot %d: the reply alone: %s | %s", round, i,
+                  strbuf_str(&want), strbuf_str(&r[i].reply));
+            float d = max_abs_diff(session_last_logits(alone), session_last_logits(slot[i]), nv);
+            CHECK(d < 1e-5f, "round %d slot %d: the logits alone (max difference %g)", round, i, (double)d);
+            strbuf_free(&want);
+            strbuf_free(&r[i].reply);
+        }
+    }
+    // a slot's rows are taken again, until a precision switch on the first
+    session_stats st;
+    for (int sw = 0; sw < 2; sw++) {
+        session_reset(sib[1]);
+        CHECK(session_add_turn(sib[1], "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+        if (sw) {
+            precision_plan p;
+            session_get_plan(first, &p);
+            CHECK(session_set_plan(first, &p, &err) == 0, "%s", err.msg);
+        }
+        session_restart(sib[1]);
+        CHECK(session_add_turn(sib[1], "call mom", "<act>none</act> Calling.", &err) == 0, "%s", err.msg);
+        session_get_stats(sib[1], &st);
+        CHECK(sw ? st.cached_tokens == 0 : st.cached_tokens > 5, "%s: a slot takes %d tokens from its cache",
+              sw ? "after a switch on the first" : "without a switch", st.cached_tokens);
+    }
+    session_close(sib[1]);
+    session_close(sib[0]);
+    session_close(first);
+    session_close(alone);
+}
+
 int main(void) {
     stop_filter_cases();
     request_cases();
@@ -305,6 +392,7 @@ int main(void) {
     tool_cases();
     add_turn_case();
     prompt_cache_case();
+    slots_case();
     if (t_skipped) printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
     else printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed ? 1 : 0;

@@ -8,12 +8,7 @@
 #   MODEL default: a random-weight Q4_0 model of 1024 wide, 8 layers (made once in /tmp).
 set -e
 BUILD=${1:-build}; MODEL=$2; N=${3:-128}; ROUNDS=${4:-5}; THREADS=${5:-2}
-CABIN="$BUILD/cabin"
-TOOLS="$(cd "$(dirname "$0")" && pwd)"
-PYTHONPATH="$TOOLS"; export PYTHONPATH   # tools/sse_stream.py
-T=$(mktemp -d /tmp/cabin-serve-bench-XXXXXX)
-trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
-. "$TOOLS/serve_start.sh"
+. "$(dirname "$0")/serve_start.sh"
 serve_start serve --ignore-eos
 PORT=$(cat "$T/serve.port")
 echo "model $MODEL, $N tokens, $THREADS threads, $ROUNDS rounds"

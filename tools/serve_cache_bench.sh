@@ -10,31 +10,14 @@
 #   tools/serve_start.sh makes it for both bench scripts).
 set -e
 BUILD=${1:-build}; MODEL=$2; TURNS=${3:-12}; THREADS=${4:-2}
-CABIN="$BUILD/cabin"
-TOOLS="$(cd "$(dirname "$0")" && pwd)"
-PYTHONPATH="$TOOLS"; export PYTHONPATH   # tools/sse_stream.py
-T=$(mktemp -d /tmp/cabin-serve-cache-XXXXXX)
-trap 'kill $PIDS 2>/dev/null; rm -rf "$T"' EXIT
-. "$TOOLS/serve_start.sh"
+. "$(dirname "$0")/serve_start.sh"
 serve_start cached --ctx 2048
 serve_start uncached --ctx 2048 --no-prompt-cache
 echo "model $MODEL, $TURNS turns, $THREADS threads"
 /usr/bin/python3 - "$(cat "$T/cached.port")" "$(cat "$T/uncached.port")" "$TURNS" <<'PY'
 import statistics, sys
-from sse_stream import events
+from sse_stream import ask_chat as ask
 ports, turns = (int(sys.argv[1]), int(sys.argv[2])), int(sys.argv[3])
-
-def ask(port, messages):
-    """(seconds to the first text, prompt tokens, cached tokens)"""
-    body = {"messages": messages, "max_tokens": 8, "temperature": 0, "stream_options": {"include_usage": True}}
-    first, usage = None, None
-    for t, e in events(port, "/v1/chat/completions", body):
-        d = e["choices"][0]["delta"] if e["choices"] else {}
-        if first is None and (d.get("content") or d.get("tool_calls")):
-            first = t
-        if e.get("usage"):
-            usage = e["usage"]
-    return first if first is not None else float("nan"), usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
 
 conv = [{"role": "system", "content": "You are a helpful assistant in a car. Answer in one or two sentences."}]
 rows = []
