@@ -65,8 +65,10 @@ void serve_app_update_state(serve_app *a, int slot) {
     cJSON_Delete(root);
     pthread_mutex_lock(&a->state_mu);
     a->slots[slot].kv_bytes = st.kv_bytes;
+    a->slots[slot].shared_passes = st.shared_passes;
     uint64_t kv_all = 0;
-    for (int i = 0; i < a->n_slots; i++) kv_all += a->slots[i].kv_bytes;
+    long shared = 0;
+    for (int i = 0; i < a->n_slots; i++) kv_all += a->slots[i].kv_bytes, shared += a->slots[i].shared_passes;
     pthread_mutex_unlock(&a->state_mu);
     strbuf m = { 0 };
     strbuf_printf(&m, "# HELP cabin_weight_bytes Weight bytes by type under the precision plan in force.\n"
@@ -78,6 +80,8 @@ void serve_app_update_state(serve_app *a, int slot) {
                       "cabin_precision_switches_total %d\n", st.switches);
     strbuf_printf(&m, "# HELP cabin_kv_bytes KV cache bytes allocated (every slot's), by format and policy.\n# TYPE cabin_kv_bytes gauge\n"
                       "cabin_kv_bytes{format=\"%s\",policy=\"%s\"} %llu\n", st.kv_format, st.kv_policy, (unsigned long long)kv_all);
+    strbuf_printf(&m, "# HELP cabin_decode_steps_shared_total Decode steps run in one forward pass with other slots'.\n"
+                      "# TYPE cabin_decode_steps_shared_total counter\ncabin_decode_steps_shared_total %ld\n", shared);
     strbuf_printf(&m, "# HELP cabin_decode_joules_per_token The last request's decode joules per token (%s).\n"
                       "# TYPE cabin_decode_joules_per_token gauge\ncabin_decode_joules_per_token %.6g\n",
                   st.energy.total_from[0] ? st.energy.total_from : "no power source", st.energy.decode_j_per_token);

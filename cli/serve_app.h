@@ -20,6 +20,7 @@ typedef struct serve_slot {
     int n_conv;
     unsigned long last_used;       // when it was last taken (a count): ties go to the oldest
     uint64_t kv_bytes;             // its cache's bytes (/metrics sums them)
+    int shared_passes;             // its decode steps that shared a pass with other slots' (summed)
 } serve_slot;
 
 typedef struct serve_app {

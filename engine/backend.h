@@ -107,6 +107,11 @@ struct backend {
     void (*act_read)(backend *b, const bk_act *a, int64_t row0, int64_t n_rows, float *dst);
     void (*act_write)(backend *b, bk_act *a, int64_t row0, int64_t n_rows, const float *src);
 
+    // Optional (NULL: not offered): rows [row0, row0+n) of a as an activation of their own that
+    // shares a's memory (act_free frees the view, not the rows). Decoding several conversations in
+    // one pass (model_forward_seqs) needs it, for each one's attention over its own cache.
+    bk_act *(*act_rows)(backend *b, bk_act *a, int64_t row0, int64_t n);
+
     int (*kv_prepare)(backend *b, kv_cache *kv, errbuf *err);  // after kv_cache_init
     void (*kv_release)(backend *b, kv_cache *kv);
 

@@ -96,8 +96,8 @@ static int check_windows(const model *m, const kv_cache *kv, errbuf *err) {
                    "layers differ (window %d)", kv->ring_window, m->hp.swa_window);
 }
 
-static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
-                         float *logits, errbuf *err);
+static int forward_batch(forward_ctx *fc, kv_cache *const *kvs, int n_seq, const int32_t *tokens, int n,
+                         bool all_logits, float *logits, errbuf *err);
 
 int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
                   float *logits, errbuf *err) {
@@ -116,18 +116,43 @@ int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, b
     for (int i = 0; i < n; i += part) {
         int c = n - i < part ? n - i : part;
         float *out = !logits ? NULL : all_logits ? logits + (size_t)i * hp->n_vocab : (i + c == n ? logits : NULL);
-        if (forward_batch(fc, kv, tokens + i, c, all_logits, out, err)) return -1;
+        if (forward_batch(fc, &kv, 1, tokens + i, c, all_logits, out, err)) return -1;
     }
     return 0;
 }
 
-// One pass over n tokens that the cache's rings hold (model_forward checked the arguments).
-static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
-                         float *logits, errbuf *err) {
+int model_forward_seqs(forward_ctx *fc, kv_cache *const *kvs, const int32_t *tokens, int n_seq, float *logits,
+                       errbuf *err) {
+    const model_hparams *hp = &fc->m->hp;
+    if (!fc->b->act_rows) return err_set(err, "forward: backend %s decodes one conversation a pass", fc->b->name);
+    if (n_seq < 1 || n_seq > fc->n_batch || n_seq > fc->logits_rows)
+        return err_set(err, "forward: %d conversations in one pass (1..%d allowed)", n_seq,
+                       fc->n_batch < fc->logits_rows ? fc->n_batch : fc->logits_rows);
+    if (fc->observe) return err_set(err, "forward: observing the rows needs one conversation a pass");
+    for (int i = 0; i < n_seq; i++) {
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            return err_set(err, "forward: token id %d out of range (vocabulary %d)", tokens[i], hp->n_vocab);
+        if (kvs[i]->n_ctx != kvs[0]->n_ctx) return err_set(err, "forward: conversations of one pass need one context size");
+        if (check_windows(fc->m, kvs[i], err)) return -1;
+    }
+    return forward_batch(fc, kvs, n_seq, tokens, n_seq, false, logits, err);
+}
+
+static void free_rows(backend *b, bk_act **rows, int n_seq) {
+    for (int i = 0; rows && i < 4 * n_seq; i++) b->act_free(b, rows[i]);
+    free(rows);
+}
+
+// One pass (the arguments checked by the caller): n_seq == 1, n tokens of one conversation that
+// its cache's rings hold; n_seq > 1, one token of each of n_seq conversations (n == n_seq), each
+// stored in and attending over its own cache, every row's logits out.
+static int forward_batch(forward_ctx *fc, kv_cache *const *kvs, int n_seq, const int32_t *tokens, int n,
+                         bool all_logits, float *logits, errbuf *err) {
     const model *m = fc->m;
     const model_hparams *hp = &m->hp;
     backend *b = fc->b;
-    int n_out = logits ? (all_logits ? n : 1) : 0;
+    kv_cache *kv = kvs[0];
+    int n_out = logits ? (all_logits || n_seq > 1 ? n : 1) : 0;
 
     // Keys are cached un-rotated and rotated by their slot inside attention (docs/KV.md), so the
     // cache knows the rope parameters; q is rotated here by its slot n_past + t.
@@ -139,14 +164,22 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
     const bool swa = m->layer_swa != NULL, swa_rope = swa && hp->rope_swa_own;   // gemma3's window layers' rope
     kv_shape ks = { hp->n_head, hp->n_kv_head, hp->head_dim, &fc->rope, swa_rope ? &fc->rope_swa : NULL,
                     swa_rope ? m->layer_swa : NULL, hp->rope_neox };
-    if (kv_cache_set_shape(kv, &ks, err)) return -1;
     // With an eviction policy this compacts the cache; with none it fails when n does not fit.
-    if (kv_cache_make_room(kv, n, err)) return -1;
+    for (int i = 0; i < n_seq; i++)
+        if (kv_cache_set_shape(kvs[i], &ks, err) || kv_cache_make_room(kvs[i], n_seq == 1 ? n : 1, err)) return -1;
 
     int32_t pos_stack[256];
     int32_t *pos = n <= 256 ? pos_stack : xmalloc((size_t)n * sizeof(int32_t));
     int n_past = kv->n_used;
-    for (int t = 0; t < n; t++) pos[t] = n_past + t;
+    for (int t = 0; t < n; t++) pos[t] = n_seq == 1 ? n_past + t : kvs[t]->n_used;
+    // several conversations: each one's row of q, k, v and the attention output, as views
+    bk_act **rows = n_seq > 1 ? xcalloc((size_t)n_seq * 4, sizeof *rows) : NULL;
+    for (int i = 0; i < (rows ? n_seq : 0); i++) {
+        rows[4 * i] = b->act_rows(b, fc->q, i, 1);
+        rows[4 * i + 1] = b->act_rows(b, fc->k, i, 1);
+        rows[4 * i + 2] = b->act_rows(b, fc->v, i, 1);
+        rows[4 * i + 3] = b->act_rows(b, fc->att, i, 1);
+    }
 
     // a window layer (gemma) sees the last swa_window slots; gemma3's turns by its own base
     rope_params rq = { hp->n_head, hp->head_dim, &fc->rope, hp->rope_neox };
@@ -181,8 +214,15 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
         if (L->q_norm.data) b->rmsnorm(b, fc->q, &L->q_norm, hp->rms_eps, n, fc->q);   // each head
         if (L->k_norm.data) b->rmsnorm(b, fc->k, &L->k_norm, hp->rms_eps, n, fc->k);
         b->rope(b, fc->q, n, pos, window ? &rq_swa : &rq);   // k stays un-rotated: attention rotates it by slot
-        b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
-        b->attention(b, fc->q, kv, l, n, n_past, window ? &ap_swa : &ap, fc->att);
+        if (n_seq == 1) {
+            b->kv_store(b, kv, l, fc->k, fc->v, n, pos);
+            b->attention(b, fc->q, kv, l, n, n_past, window ? &ap_swa : &ap, fc->att);
+        }
+        for (int i = 0; i < (rows ? n_seq : 0); i++) {
+            bk_act **r = rows + 4 * i;
+            b->kv_store(b, kvs[i], l, r[1], r[2], 1, pos + i);
+            b->attention(b, r[0], kvs[i], l, 1, pos[i], window ? &ap_swa : &ap, r[3]);
+        }
         OBSERVE(fc->att, l, TK_ATTN_OUTPUT, hp->n_head * hp->head_dim);
         b->matmul(b, &L->wo, fc->att, 0, n, fc->h);
         if (L->post_attn_norm.data) b->rmsnorm(b, fc->h, &L->post_attn_norm, hp->rms_eps, n, fc->h);
@@ -205,8 +245,10 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
 #undef OBSERVE
     int rc = b->end_batch(b, err);
     if (pos != pos_stack) free(pos);
+    free_rows(b, rows, n_seq);
     if (rc) return rc;
-    kv->n_used += n;
+    if (n_seq == 1) kv->n_used += n;
+    for (int i = 0; i < (n_seq > 1 ? n_seq : 0); i++) kvs[i]->n_used++;
     if (n_out > 0) b->act_read(b, fc->logits, 0, n_out, logits);
     if (n_out > 0 && hp->final_softcap > 0.0f) {   // gemma2: cap * tanh(logit / cap), on the host for every backend
         const float cap = hp->final_softcap;
@@ -215,6 +257,7 @@ static int forward_batch(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, i
     return 0;
 fail:
     if (pos != pos_stack) free(pos);
+    free_rows(b, rows, n_seq);
     return -1;
 }
 

@@ -189,5 +189,11 @@ void model_release_backend(model *m, backend *b);
 // in parts; a cache whose rings are not this model's window layers is refused.
 int model_forward(forward_ctx *fc, kv_cache *kv, const int32_t *tokens, int n, bool all_logits,
                   float *logits, errbuf *err);
+// One token for each of n_seq conversations in one pass: tokens[i] at kvs[i]->n_used, stored in
+// and attending over kvs[i] (caches of one context size); the weights are read once for all.
+// logits: n_seq rows. Each row is the one model_forward gives for that conversation alone. Needs
+// a backend with act_rows, n_seq <= fc->n_batch and <= fc->logits_rows, and no observe hook.
+int model_forward_seqs(forward_ctx *fc, kv_cache *const *kvs, const int32_t *tokens, int n_seq, float *logits,
+                       errbuf *err);
 
 #endif

@@ -121,6 +121,8 @@ fail:
 
 session *session_open_sibling(session *first, errbuf *err) {
     if (!first->owns_model) return err_set(err, "slots: a sibling opens beside the first session only"), NULL;
+    if (first->group && first->group->members >= SESSION_GROUP_MAX)
+        return err_set(err, "slots: at most %d sessions on one model", SESSION_GROUP_MAX), NULL;
     if (backend_has(first->b, BACKEND_CAP_DEVICES))
         return err_set(err, "slots: more than one needs the cpu backend (%s keeps each cache on its device, and a "
                        "device lost would be lost to all)", first->b->name), NULL;
@@ -152,11 +154,11 @@ void session_close(session *s) {
     forward_ctx_free(&s->fc_all);
     if (s->b && s->kv.k) s->b->kv_release(s->b, &s->kv);
     kv_cache_free(&s->kv);
+    session_group_leave(s);   // the last frees the group's buffers, on the backend still there
     if (s->owns_model) {
         backend_destroy(s->b);
         model_free(s->m);
     }
-    session_group_leave(s);
     sampler_free(s->smp);
     free(s->logits);
     free(s->hist);
@@ -408,6 +410,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
     s->st.prefill_tps = computed > 0 ? computed / (t1 - t0) : 0.0;
     if (s->power) power_monitor_mark(s->power, &pm1);
     if (s->profiling) s->b->profile_read(s->b, op_prefilled, calls_prefilled);
+    session_group_decoding(s, true);   // slots decoding side by side share their passes
     int n_decoded = 0;       // generated tokens fed to the model
     double t_prev = 0.0;
     double t_first = 0.0;
@@ -457,6 +460,7 @@ static int run_generation(session *s, const int32_t *tokens, int n, int n_predic
         }
         if (stop) break;
     }
+    session_group_decoding(s, false);
     double t2 = now_sec();
     if (s->st.gen_tokens > 0) {
         s->st.decode_ms = (t2 - t_first) * 1e3;

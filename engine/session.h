@@ -69,6 +69,8 @@ typedef struct session_stats {
     // totals
     int cached_tokens;           // tokens fed since the last reset that the cache held from before
                                  // a session_restart (not computed again)
+    int shared_passes;           // decode steps run in one pass with other slots' (a group of
+                                 // sessions: session_open_sibling), since the session opened
     int n_past;                  // tokens in the cache
     int n_ctx;
     uint64_t weight_bytes;

@@ -5,6 +5,7 @@
 
 #include "session.h"
 #include "kv_cache.h"
+#include "model.h"
 #include "precision.h"
 
 #include <pthread.h>
@@ -52,18 +53,28 @@ struct session {
     // slots (session_open_sibling): sessions on one model and backend, each with its own cache
     struct session_group *group;   // NULL: alone
     bool owns_model;         // the first of a group (or one alone): closes the model and backend
+    bool decoding;           // counted in group->decoding
     unsigned rows_epoch;     // the group's plan epoch when the cache was last empty
 };
 
-// The sessions of one model and backend (session_open_sibling): their forward passes take turns
-// through a gate, first come first served, and a precision switch is seen by all.
+// The sessions of one model and backend (session_open_sibling): their forward passes go through
+// one gate, first come first served; a decode step (one token, its logits) takes with it the
+// decode steps of the others waiting, in one pass (model_forward_seqs). A precision switch is
+// seen by all.
+#define SESSION_GROUP_MAX 16
+
+typedef struct gate_req gate_req;
+
 typedef struct session_group {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned long next, serving;   // the gate: the ticket to give next, and the one whose turn it is
+    gate_req *head, *tail;         // the passes waiting, in the order they asked
+    bool busy;                     // a pass (or a plan swap) holds the gate
     int members;
+    int decoding;                  // members between their prefill and their reply's end
     unsigned epoch;                // precision switches so far: rows made before one are stale
     precision_plan plan;           // the plan in force, for every member
+    forward_ctx multi;             // buffers of a pass over several conversations (made at first use)
 } session_group;
 
 // The cached rows no longer are what a fresh conversation would compute (other weights, a
@@ -83,5 +94,10 @@ void session_group_leave(session *s);
 // The group's gate held around a step that changes what every member reads (a plan's swap).
 void session_gate_enter(session *s);
 void session_gate_leave(session *s);
+// A member begins (true) or ends (false) decoding a reply: a decode step waits a moment for the
+// others decoding to post theirs, to share the pass.
+void session_group_decoding(session *s, bool on);
+// Passes waiting at the gate (for tests that line them up).
+int session_gate_waiting(session *s);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 // ---- the group of slots ----
 
@@ -36,37 +37,162 @@ void session_group_leave(session *s) {
     bool last = --g->members == 0;
     pthread_mutex_unlock(&g->mu);
     if (!last) return;
+    forward_ctx_free(&g->multi);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     free(g);
 }
 
-// A ticket lock: passes run in the order they asked, so slots decoding side by side alternate
-// token by token instead of one taking the gate again and again.
+// One pass waiting at the gate.
+struct gate_req {
+    session *s;
+    bool decode;                   // one token and its logits: may share a pass with others'
+    forward_ctx *fc;
+    const int32_t *tokens;
+    int n;
+    bool all_logits;
+    float *logits;
+    errbuf *err;
+    int rc;
+    bool done;
+    bool shared;                   // it ran in a pass with other slots'
+    gate_req *next;
+};
+
+static void queue_remove(session_group *g, gate_req *r) {
+    gate_req **p = &g->head, *prev = NULL;
+    while (*p && *p != r) prev = *p, p = &(*p)->next;
+    if (!*p) return;
+    *p = r->next;
+    if (g->tail == r) g->tail = prev;
+    r->next = NULL;
+}
+
+// How long a decode step that leads waits for the other members decoding to post their next
+// step (they sample and hand out the token they just got, then post): a member held up longer
+// (a slow filter, a descheduled thread) is left for the next pass.
+#define GATE_GATHER_NS 2000000L
+
+// Requests waiting from members that are decoding: those that will not post another step first.
+static int waiting_decoders(const session_group *g) {
+    int n = 0;
+    for (const gate_req *q = g->head; q; q = q->next) n += q->s->decoding;
+    return n;
+}
+
+// Queues r and waits until it leads (the gate is free and r is first: it holds the gate, and
+// *batch holds r and, for a decode step, every decode step waiting; their count is returned) or
+// until another leader ran it (0).
+static int gate_wait(session_group *g, gate_req *r, gate_req **batch) {
+    pthread_mutex_lock(&g->mu);
+    if (g->tail) g->tail->next = r;
+    else g->head = r;
+    g->tail = r;
+    pthread_cond_broadcast(&g->cv);   // a leader gathering decode steps, a test lining them up
+    while (!r->done && !(g->head == r && !g->busy)) pthread_cond_wait(&g->cv, &g->mu);
+    int nb = 0;
+    if (!r->done) {
+        g->busy = true;
+        if (r->decode && r->s->decoding && g->decoding > 1) {   // the others' next steps join this pass
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += GATE_GATHER_NS;
+            if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+            while (waiting_decoders(g) < g->decoding && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0) {}
+        }
+        queue_remove(g, r);
+        batch[nb++] = r;
+        for (gate_req *q = g->head, *next; r->decode && q && nb < SESSION_GROUP_MAX; q = next) {
+            next = q->next;
+            if (!q->decode) continue;
+            queue_remove(g, q);
+            batch[nb++] = q;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return nb;
+}
+
+static void gate_done(session_group *g, gate_req **batch, int nb, int rc, const errbuf *err) {
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < nb; i++) {
+        batch[i]->rc = rc;
+        if (rc && batch[i]->err && batch[i]->err != err) *batch[i]->err = *err;
+        batch[i]->done = true;
+        batch[i]->shared = nb > 1;
+    }
+    g->busy = false;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+// The decode steps of several slots in one pass: each gets its own row of logits.
+static int run_shared(session_group *g, gate_req **batch, int nb, errbuf *err) {
+    session *s = batch[0]->s;
+    if (!g->multi.b && forward_ctx_init(&g->multi, s->b, s->m, SESSION_GROUP_MAX, SESSION_GROUP_MAX, err)) return -1;
+    kv_cache *kvs[SESSION_GROUP_MAX];
+    int32_t tokens[SESSION_GROUP_MAX];
+    for (int i = 0; i < nb; i++) kvs[i] = &batch[i]->s->kv, tokens[i] = batch[i]->tokens[0];
+    const size_t nv = (size_t)s->m->hp.n_vocab;
+    float *logits = try_malloc((size_t)nb * nv * sizeof(float));
+    if (!logits) return err_set(err, "out of memory for the logits of %d conversations", nb);
+    int rc = model_forward_seqs(&g->multi, kvs, tokens, nb, logits, err);
+    for (int i = 0; !rc && i < nb; i++) memcpy(batch[i]->logits, logits + (size_t)i * nv, nv * sizeof(float));
+    free(logits);
+    return rc;
+}
+
 void session_gate_enter(session *s) {
     session_group *g = s->group;
     if (!g) return;
-    pthread_mutex_lock(&g->mu);
-    unsigned long t = g->next++;
-    while (g->serving != t) pthread_cond_wait(&g->cv, &g->mu);
-    pthread_mutex_unlock(&g->mu);
+    gate_req r = { .s = s };   // the gate itself (a plan swap), not a pass
+    gate_req *batch[SESSION_GROUP_MAX];
+    gate_wait(g, &r, batch);
 }
 
 void session_gate_leave(session *s) {
     session_group *g = s->group;
     if (!g) return;
     pthread_mutex_lock(&g->mu);
-    g->serving++;
+    g->busy = false;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
 
+void session_group_decoding(session *s, bool on) {
+    session_group *g = s->group;
+    if (!g || s->decoding == on) return;
+    pthread_mutex_lock(&g->mu);
+    s->decoding = on;
+    g->decoding += on ? 1 : -1;
+    pthread_cond_broadcast(&g->cv);   // a leader waiting for this member stops waiting
+    pthread_mutex_unlock(&g->mu);
+}
+
+int session_gate_waiting(session *s) {
+    session_group *g = s->group;
+    if (!g) return 0;
+    pthread_mutex_lock(&g->mu);
+    int n = 0;
+    for (gate_req *q = g->head; q; q = q->next) n++;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
 int session_forward_gated(session *s, forward_ctx *fc, const int32_t *tokens, int n, bool all_logits, float *logits,
                           errbuf *err) {
-    session_gate_enter(s);
-    int rc = model_forward(fc, &s->kv, tokens, n, all_logits, logits, err);
-    session_gate_leave(s);
-    return rc;
+    session_group *g = s->group;
+    if (!g) return model_forward(fc, &s->kv, tokens, n, all_logits, logits, err);
+    gate_req r = { .s = s, .fc = fc, .tokens = tokens, .n = n, .all_logits = all_logits, .logits = logits, .err = err };
+    r.decode = n == 1 && !all_logits && logits && fc == &s->fc && !fc->observe && s->b->act_rows;
+    gate_req *batch[SESSION_GROUP_MAX];
+    int nb = gate_wait(g, &r, batch);
+    if (nb > 0) {   // it leads: its pass, with the decode steps waiting beside it
+        int rc = nb == 1 ? model_forward(fc, &s->kv, tokens, n, all_logits, logits, err) : run_shared(g, batch, nb, err);
+        gate_done(g, batch, nb, rc, err);
+    }
+    if (r.shared) s->st.shared_passes++;
+    return r.rc;
 }
 
 unsigned session_plan_epoch(const session *s) {

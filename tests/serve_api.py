@@ -505,6 +505,8 @@ def slots(port):
     check(side == seq, "side by side the replies are those one after the other: %s | %s" % (side, seq))
     st, h, b = request(port, "GET", "/metrics")
     check(re.search(r"^cabin_slots 2$", b.decode(), re.M) is not None, "cabin_slots 2 in /metrics")
+    check(re.search(r"^cabin_decode_steps_shared_total \d+$", b.decode(), re.M) is not None,
+          "cabin_decode_steps_shared_total in /metrics")
     st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "governor tps>=10"})
     check(st == 400 and is_error(st, json.loads(b), 400, ["slots"]), "the governor is refused with 2 slots: %d %s" % (st, b[:160]))
     st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "kv q8"})

@@ -7,6 +7,8 @@
 #include "app/action_tools.h"
 #include "base/mem.h"
 #include "engine/session.h"
+#include "engine/session_impl.h"   // the gate, for lineup_case
+#include "base/clock.h"
 #include "serve/reply.h"
 #include "serve/serve.h"
 
@@ -319,6 +321,95 @@ static void *slot_thread(void *arg) {
     return NULL;
 }
 
+typedef struct step_run {
+    session *s;
+    int32_t token;
+    float *logits;
+    int rc;
+    errbuf err;
+} step_run;
+
+static void *step_thread(void *arg) {
+    step_run *r = arg;
+    r->rc = session_eval(r->s, &r->token, 1, r->logits, &r->err);
+    return NULL;
+}
+
+// Three slots' next tokens queued behind a held gate (white box: engine/session_impl.h) go in one
+// pass when it opens: each slot counts one shared pass and gets the logits one session alone has.
+static void lineup_case(session *alone, session *const *slot, int nv) {
+    errbuf err = { { 0 } };
+    static const char *const prompts[] = { "turn on the ac", "call mom and then play some jazz", "louder" };
+    float *want[3], *got[3];
+    step_run r[3];
+    session_stats before[3], after;
+    for (int i = 0; i < 3; i++) {
+        int32_t *ids = NULL;
+        int n = session_tokenize(alone, prompts[i], true, &ids, &err);
+        session_reset(alone);
+        session_reset(slot[i]);
+        want[i] = xmalloc((size_t)nv * sizeof(float));
+        got[i] = xmalloc((size_t)nv * sizeof(float));
+        int32_t next = (int32_t)(7 + 11 * i);
+        CHECK(n > 0 && session_eval(alone, ids, n, NULL, &err) == 0 && session_eval(alone, &next, 1, want[i], &err) == 0 &&
+              session_eval(slot[i], ids, n, NULL, &err) == 0, "%s", err.msg);
+        free(ids);
+        session_get_stats(slot[i], &before[i]);
+        r[i] = (step_run){ .s = slot[i], .token = next, .logits = got[i] };
+    }
+    pthread_t t[3];
+    session_gate_enter(slot[0]);
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, step_thread, &r[i]);
+    for (int spins = 0; session_gate_waiting(slot[0]) < 3 && spins < 100000; spins++) sleep_ms(0.1);
+    CHECK(session_gate_waiting(slot[0]) == 3, "three steps wait at the gate (%d)", session_gate_waiting(slot[0]));
+    session_gate_leave(slot[0]);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        CHECK(r[i].rc == 0, "slot %d: %s", i, r[i].err.msg);
+        session_get_stats(slot[i], &after);
+        CHECK(after.shared_passes == before[i].shared_passes + 1, "slot %d: one shared pass (%d -> %d)", i,
+              before[i].shared_passes, after.shared_passes);
+        float d = max_abs_diff(want[i], got[i], nv);
+        CHECK(d == 0.0f, "slot %d: the logits of the shared pass are those alone (max difference %g)", i, (double)d);
+        free(want[i]);
+        free(got[i]);
+    }
+}
+
+// lineup_case on a file made by others, with a kernel table: the K-quant kernels (and the
+// others) give a row the same bits however many rows share the pass.
+static void lineup_file_case(const char *path, const char *kernels) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        SKIP("%s is missing (../shared/ref)", path);
+        return;
+    }
+    fclose(f);
+    session_opts o = session_opts_default();
+    o.model_path = path;
+    o.backend.n_threads = 2;
+    o.backend.kernels = kernels;
+    o.sampling.temp = 0;
+    errbuf err = { { 0 } };
+    session *alone = session_open(&o, &err);
+    if (!alone && strcmp(kernels, "auto") != 0 && strstr(err.msg, kernels)) {
+        SKIP("the %s kernel table: %s", kernels, err.msg);
+        return;
+    }
+    session *first = alone ? session_open(&o, &err) : NULL;
+    session *s1 = first ? session_open_sibling(first, &err) : NULL;
+    session *s2 = s1 ? session_open_sibling(first, &err) : NULL;
+    CHECK(s2 != NULL, "%s (%s): %s", path, kernels, err.msg);
+    if (s2) {
+        session *slot[3] = { first, s1, s2 };
+        lineup_case(alone, slot, session_n_vocab(alone));
+    }
+    session_close(s2);
+    session_close(s1);
+    session_close(first);
+    session_close(alone);
+}
+
 static void slots_case(void) {
     session *alone, *first;
     if (!open_two(&alone, &first)) return;
@@ -363,6 +454,8 @@ static void slots_case(void) {
             strbuf_free(&r[i].reply);
         }
     }
+    // decode steps lined up at the gate run in one pass, each with the logits it has alone
+    lineup_case(alone, slot, nv);
     // a slot's rows are taken again, until a precision switch on the first
     session_stats st;
     for (int sw = 0; sw < 2; sw++) {
@@ -393,6 +486,9 @@ int main(void) {
     add_turn_case();
     prompt_cache_case();
     slots_case();
+    lineup_file_case("../shared/ref/models/llama-spm-d256-Q4_K_M.gguf", "auto");
+    lineup_file_case("../shared/ref/models/llama-spm-d256-Q4_K_M.gguf", "avx2");
+    lineup_file_case("../shared/ref/models/llama-spm-d64-Q8_0.gguf", "avx2");
     if (t_skipped) printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
     else printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed ? 1 : 0;

@@ -5,7 +5,9 @@
 # other's conversation in the cache and computes its own again; with two each goes back to the
 # slot that holds its own (the prompt cache, tools/serve_cache_bench.sh). The client times the
 # first streamed text and reads the tokens taken from the cache. Then, on each server, a short
-# request is sent while a long stream runs: its time to the first token.
+# request is sent while a long stream runs: its time to the first token; and two 256-token
+# streams at once: the tokens of both over the time until both end (with two slots the two
+# replies' decode steps share passes).
 # Usage: tools/serve_slots_bench.sh [BUILD] [MODEL] [TURNS] [THREADS]
 #   MODEL default: a random-weight Q4_0 model of 1024 wide, 8 layers (tools/serve_start.sh).
 set -e
@@ -15,7 +17,7 @@ serve_start one --ctx 2048 --ignore-eos --slots 1
 serve_start two --ctx 2048 --ignore-eos --slots 2
 echo "model $MODEL, two clients, $TURNS turns each, $THREADS threads"
 /usr/bin/python3 - "$(cat "$T/one.port")" "$(cat "$T/two.port")" "$TURNS" <<'PY'
-import statistics, sys, threading, time
+import http.client, re, statistics, sys, threading, time
 from sse_stream import ask_chat, events
 ports, turns = (int(sys.argv[1]), int(sys.argv[2])), int(sys.argv[3])
 names = ("--slots 1", "--slots 2")
@@ -57,4 +59,26 @@ for p, name in zip(ports, names):
     done.set()
     th.join()
     print("%s: a short request during a 1024-token stream: first token after %.1f ms" % (name, first * 1e3))
+
+def count_stream(port, out, i):
+    n = 0
+    for t, e in events(port, "/v1/completions", {"prompt": "stream %d: one two three" % i, "max_tokens": 256}):
+        if e["choices"] and e["choices"][0].get("text"):
+            n += 1
+    out[i] = n
+
+for p, name in zip(ports, names):
+    out = [0, 0]
+    ths = [threading.Thread(target=count_stream, args=(p, out, i)) for i in range(2)]
+    t0 = time.monotonic()
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    secs = time.monotonic() - t0
+    c = http.client.HTTPConnection("127.0.0.1", p, timeout=60)
+    c.request("GET", "/metrics")
+    m = re.search(r"^cabin_decode_steps_shared_total (\d+)$", c.getresponse().read().decode(), re.M)
+    print("%s: two 256-token streams at once: %d text events in %.2f s, %.1f a second (decode steps in shared passes: %s)"
+          % (name, sum(out), secs, sum(out) / secs, m.group(1) if m else "?"))
 PY

@@ -18,6 +18,7 @@
 struct bk_act {
     float *data;        // (rows, cols) row-major
     int64_t rows, cols;
+    bool view;          // rows of another activation (cpu_act_rows): data is not its own
 };
 
 typedef struct cpu_backend {
@@ -130,8 +131,15 @@ static bk_act *cpu_act_new(backend *b, int64_t rows, int64_t cols) {
 static void cpu_act_free(backend *b, bk_act *a) {
     (void)b;
     if (!a) return;
-    free(a->data);
+    if (!a->view) free(a->data);
     free(a);
+}
+
+static bk_act *cpu_act_rows(backend *b, bk_act *a, int64_t row0, int64_t n) {
+    (void)b;
+    bk_act *v = xcalloc(1, sizeof *v);
+    *v = (bk_act){ a->data + row0 * a->cols, n, a->cols, true };
+    return v;
 }
 static void cpu_act_read(backend *b, const bk_act *a, int64_t row0, int64_t n_rows, float *dst) {
     (void)b;
@@ -542,6 +550,7 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
         }
     b->act_new = cpu_act_new;
     b->act_free = cpu_act_free;
+    b->act_rows = cpu_act_rows;
     b->act_read = cpu_act_read;
     b->act_write = cpu_act_write;
     b->kv_prepare = cpu_kv_prepare;
