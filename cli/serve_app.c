@@ -23,44 +23,51 @@ typedef struct run_state {
     bool acted;
 } run_state;
 
+cJSON *serve_state_object(const char *model_id, int n_slots, int slot, const session_stats *st, bool governor,
+                          const vehicle *car) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", model_id);
+    cJSON_AddNumberToObject(root, "slots", n_slots);
+    cJSON_AddStringToObject(root, "backend", st->backend);
+    cJSON_AddStringToObject(root, "template", st->template_name);
+    cJSON_AddNumberToObject(root, "turns", st->turns);
+    cJSON *last = cJSON_AddObjectToObject(root, "last_turn");
+    cJSON_AddNumberToObject(last, "slot", slot);
+    cJSON_AddNumberToObject(last, "prompt_tokens", st->prompt_tokens);
+    cJSON_AddNumberToObject(last, "cached_tokens", st->cached_tokens);
+    cJSON_AddNumberToObject(last, "generated_tokens", st->gen_tokens);
+    cJSON_AddNumberToObject(last, "ttft_ms", st->ttft_ms);
+    cJSON_AddNumberToObject(last, "prefill_tps", st->prefill_tps);
+    cJSON_AddNumberToObject(last, "decode_tps", st->decode_tps);
+    cJSON_AddNumberToObject(last, "decode_j_per_token", st->energy.decode_j_per_token);
+    cJSON *kv = cJSON_AddObjectToObject(root, "kv");   // the slot's cache
+    cJSON_AddStringToObject(kv, "format", st->kv_format);
+    cJSON_AddStringToObject(kv, "policy", st->kv_policy);
+    cJSON_AddNumberToObject(kv, "tokens", st->n_past);
+    cJSON_AddNumberToObject(kv, "context", st->n_ctx);
+    cJSON_AddNumberToObject(kv, "bytes", (double)st->kv_bytes);
+    cJSON *prec = cJSON_AddObjectToObject(root, "precision");
+    cJSON_AddNumberToObject(prec, "weight_bytes", (double)st->weight_bytes);
+    cJSON *by = cJSON_AddObjectToObject(prec, "bytes_by_type");
+    for (int t = 0; t < WT_COUNT; t++)
+        if (st->bytes_by_type[t]) cJSON_AddNumberToObject(by, wtype_name((uint32_t)t), (double)st->bytes_by_type[t]);
+    cJSON_AddNumberToObject(prec, "switches", st->switches);
+    cJSON_AddBoolToObject(root, "governor", governor);
+    cJSON_AddNumberToObject(root, "rss_bytes", (double)st->rss_bytes);
+    cJSON *fields = cJSON_AddObjectToObject(root, "vehicle");
+    for (const char *const *f = vehicle_fields(); car && *f; f++) {
+        char v[128];
+        if (vehicle_get(car, *f, v, sizeof v) == 0) cJSON_AddStringToObject(fields, *f, v);
+    }
+    return root;
+}
+
 // The state /v1/cabin/state gives, made in a slot (after each request and command) and read by
 // the route at any time: the slot's figures, the precision by type, and the car.
 void serve_app_update_state(serve_app *a, int slot) {
     session_stats st;
     session_get_stats(a->slots[slot].as->s, &st);
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "model", a->model_id);
-    cJSON_AddNumberToObject(root, "slots", a->n_slots);
-    cJSON_AddStringToObject(root, "backend", st.backend);
-    cJSON_AddStringToObject(root, "template", st.template_name);
-    cJSON *last = cJSON_AddObjectToObject(root, "last_turn");
-    cJSON_AddNumberToObject(last, "slot", slot);
-    cJSON_AddNumberToObject(last, "prompt_tokens", st.prompt_tokens);
-    cJSON_AddNumberToObject(last, "cached_tokens", st.cached_tokens);
-    cJSON_AddNumberToObject(last, "generated_tokens", st.gen_tokens);
-    cJSON_AddNumberToObject(last, "ttft_ms", st.ttft_ms);
-    cJSON_AddNumberToObject(last, "prefill_tps", st.prefill_tps);
-    cJSON_AddNumberToObject(last, "decode_tps", st.decode_tps);
-    cJSON_AddNumberToObject(last, "decode_j_per_token", st.energy.decode_j_per_token);
-    cJSON *kv = cJSON_AddObjectToObject(root, "kv");   // the slot's cache
-    cJSON_AddStringToObject(kv, "format", st.kv_format);
-    cJSON_AddStringToObject(kv, "policy", st.kv_policy);
-    cJSON_AddNumberToObject(kv, "tokens", st.n_past);
-    cJSON_AddNumberToObject(kv, "context", st.n_ctx);
-    cJSON_AddNumberToObject(kv, "bytes", (double)st.kv_bytes);
-    cJSON *prec = cJSON_AddObjectToObject(root, "precision");
-    cJSON_AddNumberToObject(prec, "weight_bytes", (double)st.weight_bytes);
-    cJSON *by = cJSON_AddObjectToObject(prec, "bytes_by_type");
-    for (int t = 0; t < WT_COUNT; t++)
-        if (st.bytes_by_type[t]) cJSON_AddNumberToObject(by, wtype_name((uint32_t)t), (double)st.bytes_by_type[t]);
-    cJSON_AddNumberToObject(prec, "switches", st.switches);
-    cJSON_AddBoolToObject(root, "governor", a->c.as.gov != NULL);
-    cJSON_AddNumberToObject(root, "rss_bytes", (double)st.rss_bytes);
-    cJSON *car = cJSON_AddObjectToObject(root, "vehicle");
-    for (const char *const *f = vehicle_fields(); *f; f++) {
-        char v[128];
-        if (vehicle_get(a->c.as.car, *f, v, sizeof v) == 0) cJSON_AddStringToObject(car, *f, v);
-    }
+    cJSON *root = serve_state_object(a->model_id, a->n_slots, slot, &st, a->c.as.gov != NULL, a->c.as.car);
     char *js = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     pthread_mutex_lock(&a->state_mu);

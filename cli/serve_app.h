@@ -54,6 +54,11 @@ bool serve_app_has_tool(void *ud, const char *name);
 // The id a model is served as: its file's name without .gguf ("assets/models/cabin-tiny.gguf" ->
 // "cabin-tiny").
 void serve_model_id(const char *path, char *buf, size_t n);
+// /v1/cabin/state's object (cJSON) from a session's figures: the model, the slots and the one
+// the figures are of, the last turn, the cache, the precision by type, the governor on or off, the
+// resident memory and every field of the car (NULL: none).
+struct cJSON *serve_state_object(const char *model_id, int n_slots, int slot, const session_stats *st, bool governor,
+                                 const vehicle *car);
 // Remakes what serve_app_state gives from a slot's session (called in the slot after each
 // request, after a command, and once before serving).
 void serve_app_update_state(serve_app *a, int slot);

@@ -2,10 +2,12 @@
 // turns of the workbench's conversation, on its worker.
 #include "cli/workbench_serve.h"
 #include "app/action_tools.h"
+#include "app/cmdlang.h"
 #include "base/mem.h"
 #include "cli/serve_app.h"
 #include "serve/serve.h"
 
+#include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@ struct workbench_serve {
     serve_engine e;
     char *tools_json;              // the car's tools (the embedded assistant), else NULL
     char label[96];                // said in the conversation before a request's turn
+    char command_label[96];        // and before a command's output
 };
 
 // One request's turn as the worker tells it (on the worker thread).
@@ -52,6 +55,12 @@ static bool on_piece(void *ud, const char *p, int len) {
     return go;
 }
 
+// The client left while its turn waited behind the person's: the turn is dropped unsaid.
+static bool client_gone(void *ud) {
+    const remote_turn *t = ud;
+    return t->out->alive && !t->out->alive(t->out->ud);
+}
+
 static void on_action(void *ud, const action *a, const char *desc) { action_call_on_action(&((remote_turn *)ud)->call, a, desc); }
 static void on_change(void *ud, const action *a, const char *change) { action_call_on_change(&((remote_turn *)ud)->call, a, change); }
 static void on_refused(void *ud, const action *a, const char *reason, const char *sentence) {
@@ -81,11 +90,12 @@ static int run(void *ud, int slot, const serve_request *rq, const serve_output *
     const char *text = rq->msgs[rq->n_msgs - 1].content;   // the decoder ends a chat on a user message
     remote_turn t = { .out = out, .split_action = ws->tools_json != NULL, .max = rq->max_tokens > 0 ? rq->max_tokens : INT_MAX };
     const worker_sink sink = { .ud = &t, .piece = on_piece, .action = on_action, .change = on_change,
-                               .refused = on_refused, .label = ws->label };
+                               .refused = on_refused, .label = ws->label, .gone = client_gone };
     session_stats st;
     int rc = worker_say_remote(ws->s->w, text, &sink, &st);
     int status = 0;
     if (rc == -2) status = 503, err_set(err, "the workbench is closing");
+    else if (rc == -3) status = 499, err_set(err, "the client went away before its turn");
     else if (rc) status = 500, err_set(err, "the turn failed (the workbench's conversation says why)");
     if (!status) {
         if (t.split_action) reply_split_finish(&t.split, send_text, &t);
@@ -108,6 +118,34 @@ static int run(void *ud, int slot, const serve_request *rq, const serve_output *
     return status;
 }
 
+// GET /v1/cabin/state: the snapshot the panels draw from, as cabin serve gives its own (the car
+// read as it is: its functions take a lock).
+static char *state(void *ud) {
+    workbench_serve *ws = ud;
+    ui_snapshot *snap = xcalloc(1, sizeof *snap);
+    worker_peek(ws->s->w, snap);
+    cJSON *root = serve_state_object(ws->model_id, 1, 0, &snap->st, snap->governor[0] != 0, ws->s->c.as.car);
+    cJSON_AddStringToObject(root, "plan", snap->plan_name);
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(snap);
+    char *out = xstrdup(js ? js : "{}");
+    cJSON_free(js);
+    return out;
+}
+
+// POST /v1/cabin/command: the line runs on the workbench's worker, shown in its conversation.
+static int command(void *ud, const char *line, char **output, errbuf *err) {
+    workbench_serve *ws = ud;
+    int rc = worker_exec_remote(ws->s->w, line, ws->command_label, output, err);
+    if (rc == 0) return 0;
+    if (rc == -2) return 503;
+    char msg[ERR_LINE];
+    snprintf(msg, sizeof msg, "%s", cmdlang_for_person(err->msg));
+    err_set(err, "%s", msg);
+    return 400;
+}
+
 static bool has_tool(void *ud, const char *name) {
     const workbench_serve *ws = ud;
     return ws->tools_json && action_tool_known(name);
@@ -127,12 +165,14 @@ int workbench_serve_attach(ui_session *s, void *ud, errbuf *err) {
     session_stats st;
     session_get_stats(s->c.as.s, &st);
     ws->e = (serve_engine){ .ud = ws, .model_id = ws->model_id, .n_ctx = st.n_ctx, .run = run,
-                            .tools_json = ws->tools_json, .has_tool = has_tool };
+                            .tools_json = ws->tools_json, .has_tool = has_tool, .state = state,
+                            .command = command };
     serve_opts so = serve_opts_default();
     so.port = ws->port;
     ws->sv = serve_start(&so, &ws->e, err);
     if (!ws->sv) return err_prefix(err, "--serve %d", ws->port);
     snprintf(ws->label, sizeof ws->label, "an app asks over HTTP (port %d):", serve_port(ws->sv));
+    snprintf(ws->command_label, sizeof ws->command_label, "an app runs a command over HTTP (port %d):", serve_port(ws->sv));
     char line[400];
     snprintf(line, sizeof line, "serving the OpenAI API at http://%s:%d/v1 (model %s): its requests are turns of this conversation",
              so.host, serve_port(ws->sv), ws->model_id);

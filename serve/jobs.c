@@ -278,6 +278,8 @@ static void on_tool_call(void *ud, const char *name, const char *args, const cha
     }
 }
 
+static bool on_alive(void *ud) { return !gone(ud); }
+
 // The run itself, once the slot is held.
 static void job_body(job *j) {
     j->t0 = now_sec();
@@ -287,7 +289,7 @@ static void job_body(job *j) {
         return;
     }
     stop_filter_init(&j->sf, j->rq.stop, j->rq.n_stop);
-    serve_output out = { .ud = j, .content = on_content, .tool_call = on_tool_call };
+    serve_output out = { .ud = j, .content = on_content, .tool_call = on_tool_call, .alive = on_alive };
     int status = j->e->run(j->e->ud, j->slot, &j->rq, &out, &j->res, &j->err);
     if (status) {
         j->status = status;

@@ -72,6 +72,9 @@ typedef struct serve_output {
     // The reply called a tool: its name and arguments (JSON text); `result` what it did, as
     // JSON text (cabin's own field; NULL: nothing to say).
     void (*tool_call)(void *ud, const char *name, const char *arguments, const char *result);
+    // Whether the client is still there (an engine that queues the request again asks before it
+    // begins: one gone is dropped unsaid).
+    bool (*alive)(void *ud);
 } serve_output;
 
 typedef struct serve_result {

@@ -11,6 +11,9 @@ usage: serve_api.py CHECK PORT [ARG...]; prints "FAIL: ..." per failed check and
                          replies equal sequential ones, commands reach both slots
   side PORT              a server with --slots 2 on a slow model: a short request is answered
                          while a long stream runs
+  workbench PORT         cabin workbench --serve: turns, refusals, its state and commands
+  workbench-gone PORT    the same on a slow model busy with a :bench: a client that leaves while
+                         its turn waits is not a turn
   load PORT N CLIENTS    N requests from CLIENTS threads, streamed and not: none lost or malformed
   structured PORT N      N replies held to a JSON schema, 2 to any object: all parse and validate
   tools PORT             the client's own tools on a model without the car's: calls that validate
@@ -404,6 +407,38 @@ def workbench(port):
         check(is_error(st, r, 400, [word]), "%s refused by name: %d %s" % (word, st, r))
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "hi"})
     check(st == 400 and b"chat turns" in b, "completions refused: %d %s" % (st, b[:200]))
+    # the workbench's own state and commands, as cabin serve gives its own
+    st, h, b = request(port, "GET", "/v1/cabin/state")
+    state = json.loads(b) if st == 200 else {}
+    check(state.get("model") == "cabin-tiny" and state.get("vehicle", {}).get("climate.driver_temp") == "22"
+          and state.get("turns", 0) >= 3 and state.get("last_turn", {}).get("generated_tokens", 0) > 0,
+          "the state the panels draw from: %d %s" % (st, b[:300]))
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "note hello from an app"})
+    out = json.loads(b).get("output", "") if st == 200 else ""
+    check(st == 200 and "hello from an app" in out, "a command's output: %d %s" % (st, b[:200]))
+    st, h, b = request(port, "POST", "/v1/cabin/command", {"command": "fly away"})
+    check(is_error(st, json.loads(b), 400, ["fly"]), "an unknown command: %d %s" % (st, b[:200]))
+
+
+def workbench_gone(port):
+    """cabin workbench --serve while the workbench's worker is busy (a :bench typed before): a
+    client that leaves while its turn waits behind it is dropped unsaid; the next one is a turn."""
+    turns0 = json.loads(request(port, "GET", "/v1/cabin/state")[2])["turns"]
+    s = socket.create_connection(("127.0.0.1", port))
+    body = json.dumps({"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 4}).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    time.sleep(0.3)
+    busy = json.loads(request(port, "GET", "/health")[2])["busy"]
+    s.close()
+    deadline = time.time() + 60
+    while time.time() < deadline and json.loads(request(port, "GET", "/health")[2])["busy"]:
+        time.sleep(0.05)
+    turns1 = json.loads(request(port, "GET", "/v1/cabin/state")[2])["turns"]
+    check(busy == 1 and turns1 == turns0, "a request whose client left while it waited: not a turn (%d -> %d turns; busy %d)"
+          % (turns0, turns1, busy))
+    st, r = chat(port, {"messages": [{"role": "user", "content": "hello again"}], "max_tokens": 2})
+    turns2 = json.loads(request(port, "GET", "/v1/cabin/state")[2])["turns"]
+    check(st == 200 and turns2 == turns1 + 1, "the next request is a turn: %d, %d -> %d" % (st, turns1, turns2))
 
 
 def long_stream(port):
@@ -652,6 +687,8 @@ def main():
         side_by_side(port)
     elif what == "workbench":
         workbench(port)
+    elif what == "workbench-gone":
+        workbench_gone(port)
     elif what == "cache":
         prompt_cache(port, sys.argv[3] == "on", sys.argv[4] if len(sys.argv) > 4 else None)
     elif what == "load":

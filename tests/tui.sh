@@ -4,7 +4,8 @@
 # KL vs the file measured aside, help, resize 120x40 -> 80x24, push-to-talk (F5 twice) with a
 # WAV recording as the microphone and the reply spoken into a WAV, `:voice FILE`, a capture
 # device that is not there, a scene played with --tui, the workbench serving its session over HTTP
-# (--serve: requests shown as turns, a port in use), and every captured screen checked for
+# (--serve: requests shown as turns, its state and commands, a client that left while its turn
+# waited, a port in use), and every captured screen checked for
 # garbage (escape sequences, '^[' , lines wider than the terminal). Screens are kept in
 # $TUI_SHOTS (default: none) for docs/WORKBENCH.md.
 TAG=tui; . "$(dirname "$0")/lib.sh"
@@ -281,7 +282,8 @@ else
     skip=$((skip + 1))
 fi
 
-# ---- the workbench serving its session over HTTP (--serve): requests show as turns ----
+# ---- the workbench serving its session over HTTP (--serve): requests show as turns, commands
+# as commands; a request whose client left while it waited is not a turn ----
 if [ -f "$TINY" ] && command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
     PORT=$(/usr/bin/python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
     rm -f "$T/rc"
@@ -294,6 +296,7 @@ if [ -f "$TINY" ] && command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3
     if [ -n "$p" ] && [ "$f" = 0 ]; then pass=$((pass + p)); else bad "workbench --serve: serve_api.py: ${f:-no result}"; fi
     wait_for "action: media.next" 10 && grep -qF "an app asks over HTTP (port $PORT)" "$T/screen" \
         && grep -qF "you › set the temperature to 22 degrees" "$T/screen" && grep -qF "action: climate.set zone=all temp=22" "$T/screen" \
+        && grep -qF "an app runs a command over HTTP (port $PORT)" "$T/screen" && grep -qF "note: hello from an app" "$T/screen" \
         && clean 120 && ok || { bad "--serve: the requests are not shown as turns"; cat "$T/screen"; }
     shot serve-120x40
     # the port taken: a second workbench says so in one line and exits 1
@@ -306,6 +309,18 @@ if [ -f "$TINY" ] && command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3
     i=0; while [ ! -f "$T/rc" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     [ "$(cat "$T/rc" 2>/dev/null)" = 0 ] && ! /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null \
         && ok || bad "--serve: :quit leaves with the port still open (rc $(cat "$T/rc" 2>/dev/null))"
+    # a client that leaves while its turn waits behind the person's (a :bench on a slow model)
+    "$CABIN" make-model -o "$T/slow.gguf" --type f32 --dim 512 --ffn 1536 --vocab 1000 --layers 8 >/dev/null
+    rm -f "$T/rc"
+    start 120 40 "$T/slow.gguf" --temp 0 -t 1 --no-voice --serve "$PORT"
+    wait_for "serving the OpenAI API at http://127.0.0.1:$PORT/v1" 20 && ok || bad "--serve (slow model): no serving line"
+    tmux send-keys -t "$S" ":bench 400" Enter
+    out=$(/usr/bin/python3 tests/serve_api.py workbench-gone "$PORT" 2>&1)
+    printf '%s\n' "$out" | grep '^FAIL' | sed 's/^/workbench --serve: /'
+    p=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    f=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -n "$p" ] && [ "$f" = 0 ]; then pass=$((pass + p)); else bad "workbench --serve (gone): serve_api.py: ${f:-no result}"; fi
+    tmux send-keys -t "$S" ":quit" Enter
 else
     echo "skipped: the workbench serving: $TINY or /usr/bin/python3 is missing"
     skip=$((skip + 1))

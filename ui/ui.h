@@ -168,11 +168,20 @@ typedef struct worker_sink {
     void (*change)(void *ud, const action *a, const char *change);
     void (*refused)(void *ud, const action *a, const char *reason, const char *sentence);
     const char *label;           // a line said in the conversation before the turn (NULL: none)
+    bool (*gone)(void *ud);      // the asker left while the turn waited in the queue: it is dropped
+                                 // before it starts (NULL: never asked)
 } worker_sink;
 // A turn another face asks for (any thread but the UI's; cabin workbench --serve): as a spoken
 // one, with sink told the pieces and the action, in the queue with the typed turns; *st (may be
-// NULL) gets the session's figures once it is done. 0, -1 failed, -2 the worker stopped first.
+// NULL) gets the session's figures once it is done. 0, -1 failed, -2 the worker stopped first,
+// -3 sink.gone said the asker left before the turn began (nothing was said).
 int worker_say_remote(worker *w, const char *text, const worker_sink *sink, session_stats *st);
+// A line of the command language another face asks for (cabin workbench --serve's
+// /v1/cabin/command), run in the queue as cabin serve's route runs it (CMD_IN_HTTP), after the
+// line label in the conversation: *output (malloc'd) what it printed. 0, or -1 with err.
+int worker_exec_remote(worker *w, const char *line, const char *label, char **output, errbuf *err);
+// Copies the worker's newest snapshot (its half) without taking its news from the face (any thread).
+void worker_peek(worker *w, ui_snapshot *s);
 // Stops the spoken turn being generated, or drops a queued one (barge-in). Thread-safe.
 void worker_cancel_voice(worker *w);
 // A line in the conversation from any thread (enum msg_kind).

@@ -20,7 +20,16 @@
 enum job_kind { JOB_SAY, JOB_EXEC, JOB_HEATMAP, JOB_VOICE, JOB_REMOTE };
 // A turn's waiter on another thread (the voice pipeline's reply thread, an HTTP connection's):
 // done, rc and st under the worker's mu.
-typedef struct turn_wait { bool done; int rc; session_stats *st; } turn_wait;
+// A job another thread waits for: done, its result (0, -1 failed, -2 the worker stopped first,
+// -3 its asker left before it ran), the session's figures after a turn, and what a command
+// printed (malloc'd) and why it failed.
+typedef struct turn_wait {
+    bool done;
+    int rc;
+    session_stats *st;
+    char **output;
+    errbuf *err;
+} turn_wait;
 typedef struct job {
     int kind;
     char *text;
@@ -363,12 +372,26 @@ static void run_heatmap(worker *w, uint32_t type, const char *file) {
     post(w, EV_HEATMAP, 0, NULL, 0, m);
 }
 
+// The thread waiting for j (if one does) is told it is done, with rc.
+static void finish_wait(worker *w, job *j, int rc) {
+    if (!j->wait) return;
+    pthread_mutex_lock(&w->mu);
+    j->wait->rc = rc;
+    j->wait->done = true;
+    pthread_cond_broadcast(&w->voice_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void run_job(worker *w, job *j) {
     app_ctx *c = w->c;
     errbuf err = {{0}};
     size_t from = c->transcript.len;
     const bool turn = j->kind == JOB_SAY || j->kind == JOB_VOICE || j->kind == JOB_REMOTE;
     if (w->switch_inflight && !turn) { session_wait_switch(c->as.s); check_switch_done(w, false); }
+    if (j->kind == JOB_REMOTE && j->sink.gone && j->sink.gone(j->sink.ud)) {   // nobody waits for it now
+        finish_wait(w, j, -3);
+        return;
+    }
     if (turn) {
         if (j->kind != JOB_SAY) {   // the UI shows the recognised or sent text as the user's turn
             if (j->sink.label) post_line(w, MSG_INFO, j->sink.label);
@@ -384,18 +407,22 @@ static void run_job(worker *w, job *j) {
         post(w, EV_TURN_DONE, 0, reply, reply ? strlen(reply) : 0, NULL);
         free(w->turn_reply);
         w->turn_reply = NULL;
-        if (j->wait) {
-            pthread_mutex_lock(&w->mu);
-            if (j->wait->st) session_get_stats(c->as.s, j->wait->st);
-            j->wait->rc = rc ? -1 : 0;
-            j->wait->done = true;
-            pthread_cond_broadcast(&w->voice_cv);
-            pthread_mutex_unlock(&w->mu);
-        }
+        if (j->wait && j->wait->st) session_get_stats(c->as.s, j->wait->st);
+        finish_wait(w, j, rc ? -1 : 0);
     } else if (j->kind == JOB_EXEC) {
+        unsigned front = c->front;
+        if (j->wait) {   // another face's (cabin workbench --serve): what cabin serve's route may run
+            if (j->sink.label) post_line(w, MSG_INFO, j->sink.label);
+            c->front = CMD_IN_HTTP;
+        }
         int rc = cmdlang_exec(c, j->text, &err);
+        c->front = front;
+        if (j->wait && j->wait->output)
+            *j->wait->output = xstrndup(strbuf_str(&c->transcript) + from, c->transcript.len - from);
+        if (j->wait && j->wait->err && rc < 0) *j->wait->err = err;
         post_transcript(w, from);
         if (rc < 0) post_line(w, MSG_ERROR, err.msg);
+        finish_wait(w, j, rc < 0 ? -1 : 0);
     } else {
         run_heatmap(w, j->type, j->text);
     }
@@ -532,9 +559,10 @@ static void push_job(worker *w, int kind, const char *text) {
     pthread_mutex_unlock(&w->mu);
 }
 
-// A turn from another thread, waited for.
-static int say_waiting(worker *w, int kind, const char *text, const worker_sink *sink, session_stats *st) {
-    turn_wait tw = { false, -2, st };
+// A job from another thread, waited for.
+static int say_waiting(worker *w, int kind, const char *text, const worker_sink *sink, session_stats *st,
+                       char **output, errbuf *err) {
+    turn_wait tw = { false, -2, st, output, err };
     pthread_mutex_lock(&w->mu);
     if (w->stop) { pthread_mutex_unlock(&w->mu); return -2; }
     push_job_locked(w, kind, text);
@@ -548,11 +576,25 @@ static int say_waiting(worker *w, int kind, const char *text, const worker_sink 
 
 int worker_say_voice(worker *w, const char *text, bool (*piece)(void *ud, const char *p, int len), void *ud) {
     const worker_sink sink = { .ud = ud, .piece = piece };
-    return say_waiting(w, JOB_VOICE, text, &sink, NULL);
+    return say_waiting(w, JOB_VOICE, text, &sink, NULL, NULL, NULL);
 }
 
 int worker_say_remote(worker *w, const char *text, const worker_sink *sink, session_stats *st) {
-    return say_waiting(w, JOB_REMOTE, text, sink, st);
+    return say_waiting(w, JOB_REMOTE, text, sink, st, NULL, NULL);
+}
+
+int worker_exec_remote(worker *w, const char *line, const char *label, char **output, errbuf *err) {
+    const worker_sink sink = { .label = label };
+    *output = NULL;
+    int rc = say_waiting(w, JOB_EXEC, line, &sink, NULL, output, err);
+    if (rc == -2) err_set(err, "the workbench is closing");
+    return rc;
+}
+
+void worker_peek(worker *w, ui_snapshot *s) {
+    pthread_mutex_lock(&w->mu);
+    *s = w->snap;
+    pthread_mutex_unlock(&w->mu);
 }
 
 void worker_cancel_voice(worker *w) {
