@@ -6,14 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+// The reply grammar on a's session, bound to a's car (none with free actions).
+static void bind_grammar(assistant *a) {
+    a->grammar = a->free_actions ? NULL : action_grammar_new(a->s);
+    action_grammar_set_car(a->grammar, a->car);
+}
+
 int assistant_open(assistant *a, const session_opts *o, bool free_actions, errbuf *err) {
     a->free_actions = free_actions;
     a->said = (strbuf){ 0 };
     a->s = session_open(o, err);
     if (!a->s) return -1;
     a->car = vehicle_new();
-    a->grammar = free_actions ? NULL : action_grammar_new(a->s);
-    action_grammar_set_car(a->grammar, a->car);
+    bind_grammar(a);
     return 0;
 }
 
@@ -25,8 +30,7 @@ int assistant_reopen(assistant *a, const session_opts *o, errbuf *err) {
     gov_run_free(a->gov);   // its ladder and shadow belong to the model that was
     a->gov = NULL;
     action_grammar_free(a->grammar);
-    a->grammar = a->free_actions ? NULL : action_grammar_new(s);
-    action_grammar_set_car(a->grammar, a->car);
+    bind_grammar(a);
     vehicle_reset(a->car);
     strbuf_clear(&a->said);   // a new conversation
     return 0;
@@ -38,8 +42,7 @@ int assistant_open_sibling(assistant *a, const assistant *first, errbuf *err) {
     a->s = session_open_sibling(first->s, err);
     if (!a->s) return -1;
     a->car = first->car;
-    a->grammar = a->free_actions ? NULL : action_grammar_new(a->s);
-    action_grammar_set_car(a->grammar, a->car);
+    bind_grammar(a);
     return 0;
 }
 

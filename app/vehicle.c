@@ -94,11 +94,6 @@ const char *vehicle_field_unit(const char *field) {
 // grammar reads it (vehicle_check) while another slot's action changes it.
 static pthread_mutex_t car_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void reset_unlocked(vehicle *v) {
-    memset(v, 0, sizeof *v);
-    for (size_t i = 0; i < N_FIELDS; i++) v->val[i] = fields[i].init;
-}
-
 vehicle *vehicle_new(void) {
     vehicle *v = xcalloc(1, sizeof *v);
     vehicle_reset(v);
@@ -109,7 +104,8 @@ void vehicle_free(vehicle *v) { free(v); }
 
 void vehicle_reset(vehicle *v) {
     pthread_mutex_lock(&car_mu);
-    reset_unlocked(v);
+    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < N_FIELDS; i++) v->val[i] = fields[i].init;
     pthread_mutex_unlock(&car_mu);
 }
 

@@ -40,7 +40,7 @@ static const opt_def SERVE_OPTS[] = {
     { "--no-prompt-cache", NULL, OPT_FLAG, SO(no_prompt_cache), NULL, "compute every request's conversation from the start, not\n"
       "taking what the cache holds of it from the request before", NULL, NULL, NULL },
     { "--slots", NULL, OPT_INT, SO(slots), "N", "conversations generated side by side, each with its own cache on\n"
-      "the one model (cpu backend; their forward passes take turns)", NULL, NULL, NULL, OPT_RANGE(1, JOBS_MAX_SLOTS) },
+      "the one model (cpu backend; the slots decoding at once share\nforward passes)", NULL, NULL, NULL, OPT_RANGE(1, JOBS_MAX_SLOTS) },
     { "--queue", NULL, OPT_INT, SO(queue), "N", "requests that may wait for a slot; more get 503", NULL, NULL, NULL,
       OPT_RANGE(0, 4096) },
     { "--max-body", NULL, OPT_INT, SO(max_body_kib), "KiB", "the largest request body; larger gets 413", NULL, NULL, NULL,

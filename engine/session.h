@@ -125,9 +125,9 @@ typedef struct token_filter {
 
 session *session_open(const session_opts *o, errbuf *err);
 // Another session on first's model and backend (a server's slot): a cache, sampler and
-// conversation of its own, the weights not held twice. The sessions' forward passes take turns,
-// in the order they ask (one pass at a time on the one backend); a precision switch on any of them
-// is in force for all, and the others' cached rows are then not reused (session_restart). The cpu
+// conversation of its own, the weights not held twice. The sessions' forward passes go one at a
+// time on the one backend, in the order they ask, and the decode steps of those decoding at once
+// share a pass (model_forward_seqs); a precision switch on any of them is in force for all, and the others' cached rows are then not reused (session_restart). The cpu
 // backend only. Close the siblings before first.
 session *session_open_sibling(session *first, errbuf *err);
 void session_close(session *s);

@@ -75,6 +75,7 @@ typedef struct session_group {
     unsigned epoch;                // precision switches so far: rows made before one are stale
     precision_plan plan;           // the plan in force, for every member
     forward_ctx multi;             // buffers of a pass over several conversations (made at first use)
+    float *multi_logits;           // its logits on the host: (SESSION_GROUP_MAX, n_vocab)
 } session_group;
 
 // The cached rows no longer are what a fresh conversation would compute (other weights, a

@@ -1,6 +1,6 @@
 // What a session shares: the model's precision plan (switching it, at once or between two
 // tokens) and, for slots (session_open_sibling), the model and backend with its siblings, whose
-// forward passes take turns through one gate.
+// forward passes go through one gate (the decode steps waiting there in one pass).
 #include "session_impl.h"
 #include "base/clock.h"
 #include "base/mem.h"
@@ -38,6 +38,7 @@ void session_group_leave(session *s) {
     pthread_mutex_unlock(&g->mu);
     if (!last) return;
     forward_ctx_free(&g->multi);
+    free(g->multi_logits);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     free(g);
@@ -129,16 +130,17 @@ static void gate_done(session_group *g, gate_req **batch, int nb, int rc, const 
 // The decode steps of several slots in one pass: each gets its own row of logits.
 static int run_shared(session_group *g, gate_req **batch, int nb, errbuf *err) {
     session *s = batch[0]->s;
-    if (!g->multi.b && forward_ctx_init(&g->multi, s->b, s->m, SESSION_GROUP_MAX, SESSION_GROUP_MAX, err)) return -1;
+    const size_t nv = (size_t)s->m->hp.n_vocab;
+    if (!g->multi.b) {   // made once: the buffers of a pass over every member
+        g->multi_logits = try_malloc((size_t)SESSION_GROUP_MAX * nv * sizeof(float));
+        if (!g->multi_logits) return err_set(err, "out of memory for the logits of %d conversations", SESSION_GROUP_MAX);
+        if (forward_ctx_init(&g->multi, s->b, s->m, SESSION_GROUP_MAX, SESSION_GROUP_MAX, err)) return -1;
+    }
     kv_cache *kvs[SESSION_GROUP_MAX];
     int32_t tokens[SESSION_GROUP_MAX];
     for (int i = 0; i < nb; i++) kvs[i] = &batch[i]->s->kv, tokens[i] = batch[i]->tokens[0];
-    const size_t nv = (size_t)s->m->hp.n_vocab;
-    float *logits = try_malloc((size_t)nb * nv * sizeof(float));
-    if (!logits) return err_set(err, "out of memory for the logits of %d conversations", nb);
-    int rc = model_forward_seqs(&g->multi, kvs, tokens, nb, logits, err);
-    for (int i = 0; !rc && i < nb; i++) memcpy(batch[i]->logits, logits + (size_t)i * nv, nv * sizeof(float));
-    free(logits);
+    int rc = model_forward_seqs(&g->multi, kvs, tokens, nb, g->multi_logits, err);
+    for (int i = 0; !rc && i < nb; i++) memcpy(batch[i]->logits, g->multi_logits + (size_t)i * nv, nv * sizeof(float));
     return rc;
 }
 
