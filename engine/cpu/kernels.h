@@ -185,7 +185,7 @@ void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
 // The r16 kernels of the AVX-512 table (engine/cpu/kernels_r16_avx512.c) and of the AVX2 table
 // (engine/cpu/kernels_r16_avx2.c: the same layouts, two 256-bit halves to a line), for every type
 // R16_TYPES names: matmul_K_r16_avx512 and matmul_K_r16_avx2.
-#define R16_TYPES(X) X(q4_0) X(q8_0) X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
+#define R16_TYPES(X) X(q4_0) X(q4_1) X(q5_0) X(q5_1) X(iq4_nl) X(q8_0) X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
 #define R16_DECLARE(K)                                                                                    \
     void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                  size_t xrb, int64_t n_tok, float *y, int64_t ldy);                        \
@@ -204,9 +204,12 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 // (the last group padded with zero rows); a group is a run of units, each 16 rows x a span of
 // the row; chunked bytes are 4-byte chunks of the 16 rows side by side (byte j of row i at
 // (j/4*16 + i)*4 + j%4). Units are whole cache lines:
-//   Q4_0, Q8_0 (a pair of 32-weight blocks; an odd count padded with a zero block): 64 bytes of
-//     scales (16 fp16 of the first block, then 16 of the second), then each block's payload
-//     chunked (Q4_0: 16 bytes of nibbles a row; Q8_0: 32 int8). 576 / 1088 bytes.
+//   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0 (a pair of 32-weight blocks; an odd count padded with a
+//     zero block): 64 bytes of scales (16 fp16 d of the first block, then 16 of the second), for
+//     Q4_1 and Q5_1 then 64 bytes of their m likewise, then each block's payload: its codes
+//     chunked (16 bytes of nibbles a row; Q8_0: 32 int8), and for Q5_0 and Q5_1 the fifth bits,
+//     4 bytes a row chunked, regrouped so that a nibble's fifth bit shares its byte
+//     (engine/cpu/pack_r16.c). 576 (Q4_0, IQ4_NL) / 640 / 704 / 768 / 1088 (Q8_0) bytes.
 //   Q4_K (a 256-weight super-block): d[16], dmin[16] (fp16), the 8 six-bit scales and then the 8
 //     mins unpacked to bytes, [j][row], then the 128 bytes of nibbles chunked. 2368 bytes.
 //   Q5_K (a super-block): Q4_K's unit, then the 32 bytes of fifth bits (qh) chunked. 2880 bytes.
@@ -222,7 +225,7 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //     32 bytes of padding. 3392 bytes.
 //   BF16 (32 weights; the row's end padded with zeros): its 64 bytes a row chunked, so a chunk
 //     is one pair of weights. 1024 bytes.
-bool cpu_r16_type(uint32_t type);                        // Q4_0, Q8_0, Q2_K..Q6_K, IQ4_XS, BF16
+bool cpu_r16_type(uint32_t type);   // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q2_K..Q6_K, IQ4_XS, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // The rows of row group g (rows 16g .. 16g+15) that lie in [row0, row1), as bits (bit i: row 16g+i):

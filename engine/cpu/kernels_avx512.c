@@ -618,6 +618,8 @@ const cpu_kernels cpu_kernels_avx512_table = {
         DQ8_TYPES(DQ8_ACT) [WT_Q4_K] = ACT_Q8_K, [WT_Q6_K] = ACT_Q8_K,
     },
     .matmul_packed = { [WT_Q4_0] = matmul_q4_0_r16_avx512, [WT_Q8_0] = matmul_q8_0_r16_avx512,
+                       [WT_Q4_1] = matmul_q4_1_r16_avx512, [WT_Q5_0] = matmul_q5_0_r16_avx512,
+                       [WT_Q5_1] = matmul_q5_1_r16_avx512, [WT_IQ4_NL] = matmul_iq4_nl_r16_avx512,
                        [WT_Q4_K] = matmul_q4_k_r16_avx512, [WT_Q5_K] = matmul_q5_k_r16_avx512,
                        [WT_Q6_K] = matmul_q6_k_r16_avx512, [WT_IQ4_XS] = matmul_iq4_xs_r16_avx512,
                        [WT_Q2_K] = matmul_q2_k_r16_avx512, [WT_Q3_K] = matmul_q3_k_r16_avx512 },

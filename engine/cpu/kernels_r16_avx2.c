@@ -352,19 +352,32 @@ MATMUL_FN(q2_k, Q2K_UNIT, 4) MATMUL_FN(q3_k, Q3K_UNIT, 4) MATMUL_FN(q4_k, Q4K_UN
 MATMUL_FN(q6_k, Q6K_UNIT, 4) MATMUL_FN(iq4_xs, IQ4XS_UNIT, 4)
 
 // ---------------------------------------------------------------------------------------------
-// Q4_0 and Q8_0 against Q8_0 activation blocks (fp16 d, 32 int8 in [-127, 127]): a unit is a
-// pair of blocks, 64 bytes of fp16 row scales (16 of the first block, 16 of the second), then
-// each block's payload chunked (Q4_0: 16 bytes of nibbles a row, low nibbles weights 0-15, high
-// 16-31; Q8_0: 32 int8). Q4_0's nibbles go in as they are, each block's sum seeded with -8 times
-// its activation sum (made once per token); Q8_0's int8 weights go in as absolute values with
-// their signs moved onto the activations.
+// The 32-weight types against Q8_0 activation blocks (fp16 d, 32 int8 in [-127, 127]): a unit is
+// a pair of blocks, a header of fp16 row scales (d of the 16 rows for the first block, then the
+// second; Q4_1 and Q5_1 then their m likewise), then each block's payload chunked (the 4-bit
+// types: 16 bytes of nibbles a row, low nibbles weights 0-15, high 16-31, and Q5's line of fifth
+// bits, engine/cpu/pack_r16.c; Q8_0: 32 int8).
+// - Q4_0, Q4_1, Q5_0, Q5_1: the codes go in as they are (0..15, 0..31); Q4_0's block sum is
+//   seeded with -8 times its activation sum and Q5_0's with -16 (made once per token); Q4_1 and
+//   Q5_1 add m times the block's activation sum d_x Σ x_q.
+// - IQ4_NL and Q8_0: signed weights (the codebook's levels looked up by vpshufb; int8) go in as
+//   absolute values with their signs moved onto the activations.
 
-enum { TML = 4, Q4_0_UNIT = 576, Q8_0_UNIT = 1088 };
+enum { TML = 4 };
+enum { K4_0, K4_1, K5_0, K5_1, KNL, K8_0, N_KINDS };   // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0
 
-// Per token and block: -8 x the sum of its activation bytes (Q4_0), and its scale as a float.
-typedef struct { int32_t seed; float d; } block_prep;
+INLINE bool has_min(const int kind) { return kind == K4_1 || kind == K5_1; }
+INLINE bool five_bit(const int kind) { return kind == K5_0 || kind == K5_1; }
+INLINE size_t head_bytes(const int kind) { return has_min(kind) ? 128 : 64; }
+INLINE size_t payload_bytes(const int kind) { return kind == K8_0 ? 512 : five_bit(kind) ? 320 : 256; }
+INLINE size_t unit_bytes(const int kind) { return head_bytes(kind) + 2 * payload_bytes(kind); }
+static int code_offset(const int kind) { return kind == K4_0 ? 8 : kind == K5_0 ? 16 : 0; }
 
-static void prep_blocks(const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb, block_prep *out) {
+// Per token and block: -offset x the sum of its activation bytes, its scale d_x as a float, and
+// d_x times the sum.
+typedef struct { int32_t seed; float d, dsum; } block_prep;
+
+static void prep_blocks(const int off, const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb, block_prep *out) {
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t t = 0; t < n_tok; t++) {
         const block_q8_0 *xb = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
@@ -376,27 +389,38 @@ static void prep_blocks(const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb,
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
             uint16_t d;
             memcpy(&d, &xb[b].d, 2);
-            out[t * nb + b] = (block_prep){ -8 * _mm_cvtsi128_si32(h), _cvtsh_ss(d) };
+            const int sum = _mm_cvtsi128_si32(h);
+            const float dx = _cvtsh_ss(d);
+            out[t * nb + b] = (block_prep){ -off * sum, dx, dx * (float)sum };
         }
     }
 }
 
-INLINE void tile_legacy(const bool four, const uint8_t *gw, int64_t nb, const uint8_t *x, size_t xrb,
+// Q5's fifth bits of nibble set j (chunk j/2's low nibbles for even j, high for odd) at bit 4 of
+// every byte, from the block's fifth bits (bit j of each byte).
+INLINE __m256i fifth_bits(__m256i qh, const int j) {
+    const __m256i sh = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+    return _mm256_and_si256(sh, _mm256_set1_epi8(0x10));
+}
+
+INLINE void tile_legacy(const int kind, const uint8_t *gw, int64_t nb, const uint8_t *x, size_t xrb,
                         const block_prep *prep, float *y, int64_t ldy, unsigned store, const int T) {
-    const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT, pay = (unit - 64) / 2;
+    const size_t unit = unit_bytes(kind), pay = payload_bytes(kind);
     const block_q8_0 *xb[TML];
     __m256 acc[TML][2];
     UNROLL for (int t = 0; t < T; t++) {
         xb[t] = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
         acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     }
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones16 = _mm256_set1_epi16(1);
+    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)iq4_levels));
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *u = gw + (size_t)(b / 2) * unit, *pl = u + 64 + (size_t)(b % 2) * pay;
+        const uint8_t *u = gw + (size_t)(b / 2) * unit, *pl = u + head_bytes(kind) + (size_t)(b % 2) * pay;
         if (b % 2 == 0)
             for (size_t l = 0; l < unit; l += 64) _mm_prefetch((const char *)(uintptr_t)((uintptr_t)u + 2048 + l), _MM_HINT_T1);
         __m256i s[TML][2];
-        if (four) {
+        UNROLL for (int t = 0; t < T; t++) s[t][0] = s[t][1] = _mm256_set1_epi32(prep[t * nb + b].seed);
+        if (kind == K4_0 || kind == K4_1) {
             // Both halves of a line against each activation broadcast; the 8 pair sums of
             // nibble x activation (<= 2*15*127 each) a block adds up fit an int16.
             __m256i s16[TML][2];
@@ -414,10 +438,43 @@ INLINE void tile_legacy(const bool four, const uint8_t *gw, int64_t nb, const ui
                 }
             }
             UNROLL for (int t = 0; t < T; t++) UNROLL for (int h = 0; h < 2; h++)
-                s[t][h] = _mm256_add_epi32(_mm256_set1_epi32(prep[t * nb + b].seed),
-                                           _mm256_madd_epi16(s16[t][h], _mm256_set1_epi16(1)));
+                s[t][h] = _mm256_add_epi32(s[t][h], _mm256_madd_epi16(s16[t][h], ones16));
+        } else if (five_bit(kind)) {
+            // One half of the row group, then the low nibbles of the 4 lines and then their high
+            // ones: 4 pair sums of code x activation (<= 2*31*127 each) fit an int16.
+            UNROLL for (int h = 0; h < 2; h++) {
+                const __m256i qh = load(pl + 256 + 32 * h);
+                UNROLL for (int hi = 0; hi < 2; hi++) {
+                    __m256i s16[TML];
+                    UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
+                    UNROLL for (int c = 0; c < 4; c++) {
+                        const __m256i v = load(pl + 64 * c + 32 * h);
+                        const __m256i q = _mm256_or_si256(_mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m4),
+                                                          fifth_bits(qh, 2 * c + hi));
+                        UNROLL for (int t = 0; t < T; t++) s16[t] = dot4_16(s16[t], q, bcast4(xb[t][b].qs + 16 * hi + 4 * c));
+                    }
+                    UNROLL for (int t = 0; t < T; t++) s[t][h] = _mm256_add_epi32(s[t][h], _mm256_madd_epi16(s16[t], ones16));
+                }
+            }
+        } else if (kind == KNL) {
+            UNROLL for (int c = 0; c < 4; c++) {
+                __m256i lo[2], hi[2], alo[2], ahi[2];
+                UNROLL for (int h = 0; h < 2; h++) {
+                    const __m256i v = load(pl + 64 * c + 32 * h);
+                    lo[h] = _mm256_shuffle_epi8(levels, _mm256_and_si256(v, m4));
+                    hi[h] = _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                    alo[h] = _mm256_abs_epi8(lo[h]);
+                    ahi[h] = _mm256_abs_epi8(hi[h]);
+                }
+                UNROLL for (int t = 0; t < T; t++) {
+                    const __m256i xl = bcast4(xb[t][b].qs + 4 * c), xh = bcast4(xb[t][b].qs + 16 + 4 * c);
+                    UNROLL for (int h = 0; h < 2; h++) {
+                        s[t][h] = dot4(s[t][h], alo[h], _mm256_sign_epi8(xl, lo[h]));
+                        s[t][h] = dot4(s[t][h], ahi[h], _mm256_sign_epi8(xh, hi[h]));
+                    }
+                }
+            }
         } else {
-            UNROLL for (int t = 0; t < T; t++) s[t][0] = s[t][1] = _mm256_setzero_si256();
             UNROLL for (int c = 0; c < 8; c++) {
                 __m256i w[2], aw[2];
                 UNROLL for (int h = 0; h < 2; h++) {
@@ -434,54 +491,56 @@ INLINE void tile_legacy(const bool four, const uint8_t *gw, int64_t nb, const ui
             const __m256 dw = f16x8(u + (size_t)(b % 2) * 32 + 16 * h);
             UNROLL for (int t = 0; t < T; t++)
                 acc[t][h] = add_scaled(acc[t][h], s[t][h], dw, prep[t * nb + b].d);
+            if (has_min(kind)) {
+                const __m256 mw = f16x8(u + 64 + (size_t)(b % 2) * 32 + 16 * h);
+                UNROLL for (int t = 0; t < T; t++) acc[t][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(prep[t * nb + b].dsum), acc[t][h]);
+            }
         }
     }
     TILE_END
 }
 
-#define LEGACY_TILE(FOUR, T)                                                                   \
-    switch (T) {                                                                               \
-    case 1: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 1); break;       \
-    case 2: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 2); break;       \
-    case 3: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 3); break;       \
-    default: tile_legacy(FOUR, gw, nb, xt, xrb, prep + t * nb, yt, ldy, store, 4); break;      \
+// tile_K_T for the kinds and T = 1..TML, and their table.
+typedef void (*legacy_tile_fn)(const uint8_t *gw, int64_t nb, const uint8_t *x, size_t xrb, const block_prep *prep,
+                               float *y, int64_t ldy, unsigned store);
+#define LTILE_FN(K, T)                                                                                        \
+    static void ltile_##K##_##T(const uint8_t *gw, int64_t nb, const uint8_t *x, size_t xrb,                  \
+                                const block_prep *prep, float *y, int64_t ldy, unsigned store) {              \
+        tile_legacy(K, gw, nb, x, xrb, prep, y, ldy, store, T);                                               \
     }
+#define LTILE_FNS(K) LTILE_FN(K, 1) LTILE_FN(K, 2) LTILE_FN(K, 3) LTILE_FN(K, 4)
+#define LTILE_ROW(K) [K] = { ltile_##K##_1, ltile_##K##_2, ltile_##K##_3, ltile_##K##_4 }
+LTILE_FNS(K4_0) LTILE_FNS(K4_1) LTILE_FNS(K5_0) LTILE_FNS(K5_1) LTILE_FNS(KNL) LTILE_FNS(K8_0)
+static const legacy_tile_fn ltiles_of[N_KINDS][TML] = { LTILE_ROW(K4_0), LTILE_ROW(K4_1), LTILE_ROW(K5_0),
+                                                        LTILE_ROW(K5_1), LTILE_ROW(KNL), LTILE_ROW(K8_0) };
 
-// Rows [row0, row1) of a packed Q4_0 / Q8_0 matrix: the tokens' block scales and seeds prepared
-// once, then every row group sweeps the tokens TML at a time.
-static void matmul_legacy(const bool four, const void *w, int64_t k, int64_t row0, int64_t row1, const void *x,
+// Rows [row0, row1) of a packed 32-weight-type matrix: the tokens' block scales, sums and seeds
+// prepared once, then every row group sweeps the tokens TML at a time.
+static void matmul_legacy(const int kind, const void *w, int64_t k, int64_t row0, int64_t row1, const void *x,
                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const int64_t nb = k / 32, np = (nb + 1) / 2;
     block_prep *prep = cpu_kernels_scratch((size_t)(n_tok * nb) * sizeof(block_prep));
     if (!prep) return;   // out of memory: the pass fails at its end (cpu_kernels_scratch_failed)
-    prep_blocks(x, xrb, n_tok, nb, prep);
-    const size_t unit = four ? Q4_0_UNIT : Q8_0_UNIT;
+    prep_blocks(code_offset(kind), x, xrb, n_tok, nb, prep);
+    const size_t unit = unit_bytes(kind);
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {
         const unsigned store = cpu_r16_rows_in(g, row0, row1);
         const uint8_t *gw = (const uint8_t *)w + (size_t)(g * np) * unit;
         for (int64_t t = 0; t < n_tok;) {
-            const uint8_t *xt = (const uint8_t *)x + (size_t)t * xrb;
-            float *yt = y + t * ldy + g * R16;
-            const int64_t left = n_tok - t;
-            const int T = left >= TML ? TML : (int)left;
-            if (four) {
-                LEGACY_TILE(true, T)
-            } else {
-                LEGACY_TILE(false, T)
-            }
+            const int T = n_tok - t >= TML ? TML : (int)(n_tok - t);
+            ltiles_of[kind][T - 1](gw, nb, (const uint8_t *)x + (size_t)t * xrb, xrb, prep + t * nb,
+                                   y + t * ldy + g * R16, ldy, store);
             t += T;
         }
     }
 }
 
-void matmul_q4_0_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_legacy(true, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
+#define MATMUL_LEGACY(K, KIND)                                                                                \
+    void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+                               size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
+        (void)wrb;                                                                                            \
+        matmul_legacy(KIND, w, k, row0, row1, x, xrb, n_tok, y, ldy);                                         \
+    }
+MATMUL_LEGACY(q4_0, K4_0) MATMUL_LEGACY(q4_1, K4_1) MATMUL_LEGACY(q5_0, K5_0) MATMUL_LEGACY(q5_1, K5_1)
+MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 
-void matmul_q8_0_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_legacy(false, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}

@@ -1,17 +1,22 @@
 // AVX-512 VNNI kernels over the row-interleaved layout (engine/cpu/kernels.h, cpu_pack_r16):
-// Q4_0 and Q8_0 weights against Q8_0 activations, 16 weight rows per register (Q4_K and Q6_K,
-// and BF16 on vdpbf16ps, further down).
+// the 32-weight types (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0) against Q8_0 activations, 16
+// weight rows per register (the K-quants, IQ4_XS, and BF16 on vdpbf16ps, further down).
 //
 // One 512-bit load holds 4 bytes of each of 16 rows; vpdpbusd against the matching 4
 // activation bytes broadcast to every lane adds four products to each row's int32 lane, so a
-// block of 32 weights of 16 rows is 8 dot-product instructions (Q4_0: 4 loads, each giving the
-// low and the high nibbles), one conversion of the 16 fp16 row scales and one multiply-add
-// into the 16 row sums — no horizontal reduction, and the weights stream from one place.
+// block of 32 weights of 16 rows is 8 dot-product instructions (the 4-bit types: 4 loads, each
+// giving the low and the high nibbles), one conversion of the 16 fp16 row scales and one
+// multiply-add into the 16 row sums — no horizontal reduction, and the weights stream from one
+// place.
 //
-// vpdpbusd multiplies unsigned (weights: Q4_0 nibbles as stored, 0..15; Q8_0 int8 with the
-// sign bit flipped, w + 128) by signed bytes (activations). The offset (8 or 128 times the sum
-// of the block's activation bytes) is taken back out by seeding each block's int32 sum with
-// -offset * sum, made once per token when the activations are prepared.
+// vpdpbusd multiplies unsigned bytes (weights) by signed ones (activations), so each type's
+// weights go in as unsigned codes u = q + offset: Q4_0 its nibbles (offset 8), Q5_0 its 5-bit
+// codes (16), Q8_0 its int8 with the sign bit flipped (128), IQ4_NL its nibbles looked up
+// (vpshufb) in the codebook plus 128 (1..241). The offset is taken back out by seeding each
+// block's int32 sum with -offset * sum of the block's activation bytes, made once per token when
+// the activations are prepared. Q4_1 and Q5_1 (w = d * q + m) have no offset: their codes are
+// summed as they are, and each block adds m times the block's activation sum (d_x * Σ x_q, also
+// made once per token).
 //
 // Prefill runs tiles of one row group x up to TM tokens: the group's weights (k/32 * 288 bytes
 // for Q4_0: 18-72 KiB in the model shapes) stay in L1/L2 while the tokens sweep past them.
@@ -33,22 +38,29 @@ enum {
     PF_AHEAD = 2048,
 };
 
-enum { K4, K8 };   // Q4_0, Q8_0
+enum { K4_0, K4_1, K5_0, K5_1, KNL, K8_0, N_KINDS };   // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0
 
-INLINE size_t unit_bytes(const int kind) { return kind == K4 ? 576 : 1088; }
+// A kind's unit (engine/cpu/pack_r16.c): the header (d of both blocks, then m of both), then each
+// block's payload (the codes, then Q5's line of fifth bits).
+INLINE bool has_min(const int kind) { return kind == K4_1 || kind == K5_1; }
+INLINE bool five_bit(const int kind) { return kind == K5_0 || kind == K5_1; }
+INLINE size_t head_bytes(const int kind) { return has_min(kind) ? 128 : 64; }
+INLINE size_t payload_bytes(const int kind) { return kind == K8_0 ? 512 : five_bit(kind) ? 320 : 256; }
+INLINE size_t unit_bytes(const int kind) { return head_bytes(kind) + 2 * payload_bytes(kind); }
+// The unsigned codes' offset (see the top of the file).
+static int code_offset(const int kind) { return kind == K4_0 ? 8 : kind == K5_0 ? 16 : kind == KNL || kind == K8_0 ? 128 : 0; }
 
 // Prepared activations of one token, for blocks [0, 2*np): the 32 activation bytes of each
-// block as 8 int32, then each block's seed (-offset * sum of its bytes, int32), then its scale
-// (float); a padding block is all zero.
-static size_t prep_bytes_per_token(int64_t np) { return ((size_t)np * 2 * 40 + 63) / 64 * 64; }
+// block as 8 int32, then each block's seed (-offset * sum of its bytes, int32), its scale d_x
+// (float) and d_x times the sum of its bytes (float); a padding block is all zero.
+static size_t prep_bytes_per_token(int64_t np) { return ((size_t)np * 2 * 44 + 63) / 64 * 64; }
 
-INLINE void prep_x(const int kind, const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb,
-                   uint8_t *out, size_t per_tok) {
+static void prep_x(const int off, const uint8_t *x, size_t xrb, int64_t n_tok, int64_t nb, uint8_t *out,
+                   size_t per_tok) {
     const int64_t nbp = (nb + 1) / 2 * 2;
-    const int off = kind == K4 ? 8 : 128;
     for (int64_t t = 0; t < n_tok; t++) {
         int32_t *xq = (int32_t *)(void *)(out + (size_t)t * per_tok), *seed = xq + nbp * 8;
-        float *dx = (float *)(void *)(seed + nbp);
+        float *dx = (float *)(void *)(seed + nbp), *dxs = dx + nbp;
         const block_q8_0 *xb = (const block_q8_0 *)(const void *)(x + (size_t)t * xrb);
         for (int64_t b = 0; b < nb; b++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)xb[b].qs);
@@ -58,34 +70,47 @@ INLINE void prep_x(const int kind, const uint8_t *x, size_t xrb, int64_t n_tok, 
             __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-            seed[b] = -off * _mm_cvtsi128_si32(h);
+            const int sum = _mm_cvtsi128_si32(h);
+            seed[b] = -off * sum;
             uint16_t d;
             memcpy(&d, &xb[b].d, 2);
             dx[b] = _cvtsh_ss(d);
+            dxs[b] = dx[b] * (float)sum;
         }
         if (nb < nbp) {
             memset(xq + nb * 8, 0, 32);
             seed[nb] = 0;
-            dx[nb] = 0.0f;
+            dx[nb] = dxs[nb] = 0.0f;
         }
     }
+}
+
+// Q5's fifth bits of nibble set j (chunk j/2's low nibbles for even j, high for odd) at bit 4 of
+// every byte, from the block's line of fifth bits (bit j of each byte: engine/cpu/pack_r16.c).
+INLINE __m512i fifth_bits(__m512i qh, const int j) {
+    const __m512i sh = j <= 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - j)) : _mm512_srli_epi16(qh, (unsigned)(j - 4));
+    return _mm512_and_si512(sh, _mm512_set1_epi8(0x10));
 }
 
 // One row group (its packed units at gw, np pairs) x T tokens (prepared rows at xp, per_tok
 // apart) -> y[t*ldy + lane] for the lanes in `store`.
 INLINE void tile(const int kind, const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok,
                  float *y, int64_t ldy, __mmask16 store, const int T) {
-    const size_t unit = unit_bytes(kind), pay = (unit - 64) / 2;
+    const size_t unit = unit_bytes(kind), pay = payload_bytes(kind);
     const int64_t nbp = 2 * np;
     const int32_t *xq[TM], *seed[TM];
-    const float *dx[TM];
+    const float *dx[TM], *dxs[TM];
     __m512 acc[TM];
     UNROLL for (int t = 0; t < T; t++) {
         xq[t] = (const int32_t *)(const void *)(xp + (size_t)t * per_tok);
         seed[t] = xq[t] + nbp * 8;
         dx[t] = (const float *)(const void *)(seed[t] + nbp);
+        dxs[t] = dx[t] + nbp;
         acc[t] = _mm512_setzero_ps();
     }
+    int8_t lv[16];
+    for (int i = 0; i < 16; i++) lv[i] = (int8_t)(iq4_levels[i] + 128);
+    const __m512i levels = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)lv));
     const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
     for (int64_t p = 0; p < np; p++) {
         const uint8_t *u = gw + (size_t)p * unit;
@@ -94,56 +119,59 @@ INLINE void tile(const int kind, const uint8_t *gw, int64_t np, const uint8_t *x
         UNROLL for (int h = 0; h < 2; h++) {
             const int64_t b = 2 * p + h;
             const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 32 * h)));
-            const uint8_t *pl = u + 64 + (size_t)h * pay;
+            const uint8_t *pl = u + head_bytes(kind) + (size_t)h * pay;
             __m512i s[TM];
-            UNROLL for (int t = 0; t < T; t++) s[t] = _mm512_set1_epi32(seed[t][b]);
-            if (kind == K4) {
-                UNROLL for (int c = 0; c < 4; c++) {
-                    const __m512i v = _mm512_loadu_si512((const void *)(pl + 64 * c));
-                    const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                    UNROLL for (int t = 0; t < T; t++) {
-                        s[t] = _mm512_dpbusd_epi32(s[t], lo, _mm512_set1_epi32(xq[t][b * 8 + c]));
-                        s[t] = _mm512_dpbusd_epi32(s[t], hi, _mm512_set1_epi32(xq[t][b * 8 + 4 + c]));
-                    }
-                }
-            } else {
+            UNROLL for (int t = 0; t < T; t++) s[t] = code_offset(kind) ? _mm512_set1_epi32(seed[t][b]) : _mm512_setzero_si512();
+            if (kind == K8_0) {
                 UNROLL for (int c = 0; c < 8; c++) {
                     const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pl + 64 * c)), flip);
                     UNROLL for (int t = 0; t < T; t++)
                         s[t] = _mm512_dpbusd_epi32(s[t], v, _mm512_set1_epi32(xq[t][b * 8 + c]));
                 }
+            } else {
+                const __m512i qh = five_bit(kind) ? _mm512_loadu_si512((const void *)(pl + 256)) : _mm512_setzero_si512();
+                UNROLL for (int c = 0; c < 4; c++) {
+                    const __m512i v = _mm512_loadu_si512((const void *)(pl + 64 * c));
+                    __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    if (five_bit(kind)) {
+                        lo = _mm512_or_si512(lo, fifth_bits(qh, 2 * c));
+                        hi = _mm512_or_si512(hi, fifth_bits(qh, 2 * c + 1));
+                    } else if (kind == KNL) {
+                        lo = _mm512_shuffle_epi8(levels, lo);
+                        hi = _mm512_shuffle_epi8(levels, hi);
+                    }
+                    UNROLL for (int t = 0; t < T; t++) {
+                        s[t] = _mm512_dpbusd_epi32(s[t], lo, _mm512_set1_epi32(xq[t][b * 8 + c]));
+                        s[t] = _mm512_dpbusd_epi32(s[t], hi, _mm512_set1_epi32(xq[t][b * 8 + 4 + c]));
+                    }
+                }
             }
             UNROLL for (int t = 0; t < T; t++)
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t][b])), acc[t]);
+            if (has_min(kind)) {
+                const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(u + 64 + 32 * h)));
+                UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(dxs[t][b]), acc[t]);
+            }
         }
     }
     UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy, store, acc[t]);
 }
 
-// One tile of a kind and a token count as a function: the weights of one row group (n units),
-// the tokens' activations (x, xrb bytes apart: prepared ones for Q4_0/Q8_0, Q8_K rows for the
-// K-quants), the group's 16 outputs of each token. TILE_FN(K, T) makes tile_K_T from tile_K.
-typedef void (*tile_fn)(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y,
+// One tile of a kind and a token count as a function: the weights of one row group (np units),
+// the tokens' prepared activations (per_tok bytes apart), the group's 16 outputs of each token.
+typedef void (*tile_fn)(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y,
                         int64_t ldy, __mmask16 store);
 #define TILE_FN(K, T)                                                                              \
-    static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb,        \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok,  \
                                float *y, int64_t ldy, __mmask16 store) {                           \
-        tile_##K(gw, n, x, xrb, y, ldy, store, T);                                                 \
+        tile(K, gw, np, xp, per_tok, y, ldy, store, T);                                            \
     }
-INLINE void tile_K4(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y, int64_t ldy,
-                    __mmask16 store, const int T) {
-    tile(K4, gw, np, xp, per_tok, y, ldy, store, T);
-}
-INLINE void tile_K8(const uint8_t *gw, int64_t np, const uint8_t *xp, size_t per_tok, float *y, int64_t ldy,
-                    __mmask16 store, const int T) {
-    tile(K8, gw, np, xp, per_tok, y, ldy, store, T);
-}
 #define TILE_FNS(K) TILE_FN(K, 1) TILE_FN(K, 2) TILE_FN(K, 3) TILE_FN(K, 4) TILE_FN(K, 5) \
     TILE_FN(K, 6) TILE_FN(K, 7) TILE_FN(K, 8)
-TILE_FNS(K4)
-TILE_FNS(K8)
-static const tile_fn tiles_k4[TM] = { tile_K4_1, tile_K4_2, tile_K4_3, tile_K4_4, tile_K4_5, tile_K4_6, tile_K4_7, tile_K4_8 };
-static const tile_fn tiles_k8[TM] = { tile_K8_1, tile_K8_2, tile_K8_3, tile_K8_4, tile_K8_5, tile_K8_6, tile_K8_7, tile_K8_8 };
+#define TILE_ROW(K) [K] = { tile_##K##_1, tile_##K##_2, tile_##K##_3, tile_##K##_4, tile_##K##_5, tile_##K##_6, tile_##K##_7, tile_##K##_8 }
+TILE_FNS(K4_0) TILE_FNS(K4_1) TILE_FNS(K5_0) TILE_FNS(K5_1) TILE_FNS(KNL) TILE_FNS(K8_0)
+static const tile_fn tiles_of[N_KINDS][TM] = { TILE_ROW(K4_0), TILE_ROW(K4_1), TILE_ROW(K5_0),
+                                               TILE_ROW(K5_1), TILE_ROW(KNL), TILE_ROW(K8_0) };
 
 // The lanes of row group g that lie in rows [row0, row1).
 INLINE __mmask16 lanes_in(int64_t g, int64_t row0, int64_t row1) { return (__mmask16)cpu_r16_rows_in(g, row0, row1); }
@@ -157,13 +185,12 @@ static void matmul_r16(const int kind, const void *w, int64_t k, int64_t row0, i
     int64_t group = (int64_t)(X_GROUP_BYTES / per_tok) / TM * TM;
     if (group < TM) group = TM;
     if (group > n_tok) group = n_tok;
-    const tile_fn *tiles = kind == K4 ? tiles_k4 : tiles_k8;
+    const tile_fn *tiles = tiles_of[kind];
     uint8_t *prep = cpu_kernels_scratch((size_t)group * per_tok);
     if (!prep) return;   // out of memory: the pass fails at its end (cpu_kernels_scratch_failed)
     for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
         const int64_t ng = n_tok - t0 < group ? n_tok - t0 : group;
-        if (kind == K4) prep_x(K4, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
-        else prep_x(K8, (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
+        prep_x(code_offset(kind), (const uint8_t *)x + (size_t)t0 * xrb, xrb, ng, nb, prep, per_tok);
         for (int64_t g = row0 / R16; g * R16 < row1; g++) {
             const __mmask16 store = lanes_in(g, row0, row1);
             const uint8_t *gw = (const uint8_t *)w + (size_t)g * group_bytes;
@@ -462,17 +489,15 @@ TILE_FNS_K(q2_k) TILE_FNS_K(q3_k) TILE_FNS_K(q4_k) TILE_FNS_K(q5_k) TILE_FNS_K(q
 MATMUL_KQUANT(q2_k, Q2K_UNIT) MATMUL_KQUANT(q3_k, Q3K_UNIT) MATMUL_KQUANT(q4_k, Q4K_UNIT)
 MATMUL_KQUANT(q5_k, Q5K_UNIT) MATMUL_KQUANT(q6_k, Q6K_UNIT) MATMUL_KQUANT(iq4_xs, IQ4XS_UNIT)
 
-void matmul_q4_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_r16(K4, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
-
-void matmul_q8_0_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
-    matmul_r16(K8, w, k, row0, row1, x, xrb, n_tok, y, ldy);
-}
+// matmul_K_r16_avx512 for the 32-weight types.
+#define MATMUL_LEGACY(K, KIND)                                                                                 \
+    void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
+                                 size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
+        (void)wrb;                                                                                             \
+        matmul_r16(KIND, w, k, row0, row1, x, xrb, n_tok, y, ldy);                                             \
+    }
+MATMUL_LEGACY(q4_0, K4_0) MATMUL_LEGACY(q4_1, K4_1) MATMUL_LEGACY(q5_0, K5_0) MATMUL_LEGACY(q5_1, K5_1)
+MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 
 // ---------------------------------------------------------------------------------------------
 // BF16 weights on the AVX-512 BF16 dot product (vdpbf16ps), against activations rounded to bf16

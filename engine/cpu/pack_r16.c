@@ -12,6 +12,10 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     switch (type) {
     case WT_Q4_0: return 64 + 2 * R16 * 16;                     // 576
     case WT_Q8_0: return 64 + 2 * R16 * 32;                     // 1088
+    case WT_IQ4_NL: return 64 + 2 * R16 * 16;                   // 576
+    case WT_Q4_1: return 128 + 2 * R16 * 16;                    // 640
+    case WT_Q5_0: return 64 + 2 * R16 * 20;                     // 704
+    case WT_Q5_1: return 128 + 2 * R16 * 20;                    // 768
     case WT_Q4_K: return 4 * R16 + 2 * 8 * R16 + R16 * 128;     // 2368
     case WT_Q5_K: return 4 * R16 + 2 * 8 * R16 + R16 * 160;     // 2880
     case WT_IQ4_XS: return 2 * R16 + 8 * R16 + R16 * 128 + 32;  // 2240 (32 bytes of padding)
@@ -42,10 +46,37 @@ static void put_chunks(uint8_t *dst, int i, const uint8_t *src, size_t n) {
 }
 
 // Row i of a group into unit u (block index b of the row) for each type.
-static void pack_q_legacy(uint8_t *u, int i, const uint8_t *row, int64_t b, size_t payload) {
-    const uint8_t *blk = row + (size_t)b * (2 + payload);
-    memcpy(u + (size_t)(b % 2) * R16 * 2 + (size_t)i * 2, blk, 2);
-    put_chunks(u + 2 * R16 * 2 + (size_t)(b % 2) * R16 * payload, i, blk + 2, payload);
+// The 32-weight types: a unit is a pair of blocks. Its header holds d (fp16) of the 16 rows for
+// the first block, then for the second; Q4_1 and Q5_1 then their m likewise. Each block's
+// payload follows: the codes chunked as the block has them (16 bytes of nibbles a row, Q8_0's 32
+// int8), and for Q5_0 and Q5_1 one line of fifth bits, 4 bytes a row, regrouped so that a
+// nibble's fifth bit lies in the same byte of the chunk as the nibble: byte j of the row's 4 holds
+// at bit 2c the fifth bit of the low nibble of byte j of nibble chunk c (weight 4c + j), at bit
+// 2c + 1 that of its high nibble (weight 16 + 4c + j). A kernel moves bit 2c or 2c + 1 of every
+// byte to bit 4 with one shift.
+static void pack_q_legacy(uint8_t *u, int i, uint32_t type, const uint8_t *row, int64_t b) {
+    const bool has_min = type == WT_Q4_1 || type == WT_Q5_1, five = type == WT_Q5_0 || type == WT_Q5_1;
+    const size_t codes = type == WT_Q8_0 ? 32 : 16, payload = (size_t)R16 * (codes + (five ? 4 : 0));
+    const uint8_t *blk = row + (size_t)b * wtype_get(type)->block_bytes;
+    const int half = (int)(b % 2);
+    memcpy(u + (size_t)half * R16 * 2 + (size_t)i * 2, blk, 2);   // d
+    size_t at = 2;
+    if (has_min) {   // m
+        memcpy(u + 2 * R16 * 2 + (size_t)half * R16 * 2 + (size_t)i * 2, blk + 2, 2);
+        at = 4;
+    }
+    uint8_t *pl = u + (has_min ? 4 : 2) * R16 * 2 + (size_t)half * payload;
+    if (five) {
+        uint32_t qh;
+        memcpy(&qh, blk + at, 4);
+        at += 4;
+        uint8_t fifth[4] = { 0 };
+        for (int j = 0; j < 4; j++)
+            for (int c = 0; c < 4; c++)
+                for (int hi = 0; hi < 2; hi++) fifth[j] |= (uint8_t)((qh >> (16 * hi + 4 * c + j) & 1) << (2 * c + hi));
+        put_chunks(pl + R16 * codes, i, fifth, 4);
+    }
+    put_chunks(pl, i, blk + at, codes);
 }
 
 // Q4_K's unit from the parts Q4_K and Q5_K share: d, dmin, the unpacked scales and mins, nibbles.
@@ -165,8 +196,11 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             switch (type) {
             case WT_Q4_0:
             case WT_Q8_0:
-                for (int64_t b = 0; b < k / 32; b++)
-                    pack_q_legacy(gu + (size_t)(b / 2) * unit, i, row, b, type == WT_Q4_0 ? 16 : 32);
+            case WT_Q4_1:
+            case WT_Q5_0:
+            case WT_Q5_1:
+            case WT_IQ4_NL:
+                for (int64_t b = 0; b < k / 32; b++) pack_q_legacy(gu + (size_t)(b / 2) * unit, i, type, row, b);
                 break;
             case WT_BF16:
                 for (int64_t b = 0; b < nu; b++) {
