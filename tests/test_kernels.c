@@ -111,7 +111,8 @@ static int run_case(const cpu_kernels *fast, uint32_t type, shape s, int *n_chec
         cpu_pack_r16(type, w, wrb, rows, k, mid, ng, packed);
         yp = xmalloc(sizeof(float) * ny);
         for (size_t i = 0; i < ny; i++) yp[i] = SENTINEL;
-        fast->matmul_packed[type](packed, 0, k, s.row0, s.row1, xq, xqrb, n_tok, yp, s.ldy);
+        if (xq) fast->matmul_packed[type](packed, 0, k, s.row0, s.row1, xq, xqrb, n_tok, yp, s.ldy);
+        else fast->matmul_packed[type](packed, 0, k, s.row0, s.row1, x, xs * 4, n_tok, yp, s.ldy);   // float activations (F16)
     }
 
     int ok = 1;

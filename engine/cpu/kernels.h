@@ -192,6 +192,8 @@ void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,   \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 R16_TYPES(R16_DECLARE)
+// F16 (ACT_F32 activations), in both tables.
+R16_DECLARE(f16)
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
 // processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
@@ -225,7 +227,9 @@ void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
 //     32 bytes of padding. 3392 bytes.
 //   BF16 (32 weights; the row's end padded with zeros): its 64 bytes a row chunked, so a chunk
 //     is one pair of weights. 1024 bytes.
-bool cpu_r16_type(uint32_t type);   // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q2_K..Q6_K, IQ4_XS, BF16
+//   F16 (32 weights; the row's end padded with zeros): line p holds weight 2p of the 16 rows
+//     (16 fp16 side by side), then weight 2p + 1. 1024 bytes.
+bool cpu_r16_type(uint32_t type);   // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q2_K..Q6_K, IQ4_XS, F16, BF16
 size_t cpu_r16_unit_bytes(uint32_t type);
 size_t cpu_r16_bytes(uint32_t type, int64_t rows, int64_t k);
 // The rows of row group g (rows 16g .. 16g+15) that lie in [row0, row1), as bits (bit i: row 16g+i):

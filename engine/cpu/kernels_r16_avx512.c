@@ -500,6 +500,89 @@ MATMUL_LEGACY(q4_0, K4_0) MATMUL_LEGACY(q4_1, K4_1) MATMUL_LEGACY(q5_0, K5_0) MA
 MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 
 // ---------------------------------------------------------------------------------------------
+// F16 weights against float activations (ACT_F32), in units of 16 rows x 32 weights
+// (engine/cpu/kernels.h): line p holds weight 2p of the 16 rows (32 bytes of fp16), then weight
+// 2p + 1. A line half widens to 16 floats, one per row (vcvtph2ps), and each token's activation
+// broadcast to every lane adds to the 16 row sums with one FMA: no horizontal sums, and one
+// widening serves every token of the tile (the row kernel widens each weight for at most 4).
+// Each (row, token) sum runs along k in order, one FMA at a time, whatever the tile's shape: a
+// token gets the same bits however many share its pass.
+// Its single weight stream is prefetched 8 KiB ahead (2 KiB, Q4_0's distance, left the 1B F16
+// file's decode 9% under the row kernel's, whose tile ahead is several rows on).
+enum { F16_UNIT = 16 * 64, PF_F16 = 8192 };
+
+INLINE void f16_step(const uint8_t *line, size_t gs, const float *const *xt, int64_t i, bool odd_too,
+                     __m512 acc[2][TM], const int G, const int T) {
+    __m512 w0[2], w1[2];
+    UNROLL for (int g = 0; g < G; g++) {
+        _mm_prefetch((const char *)(uintptr_t)((uintptr_t)line + g * gs + PF_F16), _MM_HINT_T1);
+        w0[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(line + g * gs)));
+        w1[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(line + g * gs + 32)));
+    }
+    UNROLL for (int t = 0; t < T; t++) {
+        const __m512 x0 = _mm512_set1_ps(xt[t][i]);
+        UNROLL for (int g = 0; g < G; g++) acc[g][t] = _mm512_fmadd_ps(w0[g], x0, acc[g][t]);
+        if (odd_too) {
+            const __m512 x1 = _mm512_set1_ps(xt[t][i + 1]);
+            UNROLL for (int g = 0; g < G; g++) acc[g][t] = _mm512_fmadd_ps(w1[g], x1, acc[g][t]);
+        }
+    }
+}
+
+// G row groups (1 or 2, gs bytes apart) x T tokens (float rows at x, xrb bytes apart).
+INLINE void tile_f16(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                     const __mmask16 *store, const int G, const int T) {
+    __m512 acc[2][TM];
+    const float *xt[TM];
+    UNROLL for (int t = 0; t < T; t++) xt[t] = (const float *)(const void *)(x + (size_t)t * xrb);
+    UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
+    const int64_t nfull = k / 32;
+    for (int64_t u = 0; u < nfull; u++)
+        UNROLL for (int p = 0; p < 16; p++) f16_step(gw + (size_t)u * F16_UNIT + 64 * p, gs, xt, 32 * u + 2 * p, true, acc, G, T);
+    for (int64_t i = 32 * nfull; i < k; i += 2)   // the row's last, partial unit
+        f16_step(gw + (size_t)nfull * F16_UNIT + 64 * ((i % 32) / 2), gs, xt, i, i + 1 < k, acc, G, T);
+    UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++)
+        _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + g * R16, store[g], acc[g][t]);
+}
+
+typedef void (*f16_tile_fn)(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb, float *y,
+                            int64_t ldy, const __mmask16 *store);
+#define F16_TILE_FN(G, T)                                                                                     \
+    static void tile_f16_##G##_##T(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb,     \
+                                   float *y, int64_t ldy, const __mmask16 *store) {                           \
+        tile_f16(gw, gs, k, x, xrb, y, ldy, store, G, T);                                                     \
+    }
+#define F16_TILE_FNS(G) F16_TILE_FN(G, 1) F16_TILE_FN(G, 2) F16_TILE_FN(G, 3) F16_TILE_FN(G, 4) \
+    F16_TILE_FN(G, 5) F16_TILE_FN(G, 6) F16_TILE_FN(G, 7) F16_TILE_FN(G, 8)
+F16_TILE_FNS(1)
+F16_TILE_FNS(2)
+static const f16_tile_fn f16_tiles[2][TM] = {
+    { tile_f16_1_1, tile_f16_1_2, tile_f16_1_3, tile_f16_1_4, tile_f16_1_5, tile_f16_1_6, tile_f16_1_7, tile_f16_1_8 },
+    { tile_f16_2_1, tile_f16_2_2, tile_f16_2_3, tile_f16_2_4, tile_f16_2_5, tile_f16_2_6, tile_f16_2_7, tile_f16_2_8 },
+};
+
+// Rows [row0, row1): prefill takes two row groups at a time while both hold rows of the range,
+// each pair sweeping the tokens TM at a time (the pair's weights stay in L2 between tiles, and a
+// broadcast activation feeds two FMAs); decode (up to 3 tokens) one group, one weight stream
+// (two streams decoded the 1B F16 file 15% slower).
+void matmul_f16_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    const size_t gs = (size_t)((k + 31) / 32) * F16_UNIT;
+    for (int64_t g = row0 / R16; g * R16 < row1;) {
+        const int G = n_tok > 3 && (g + 1) * R16 < row1 ? 2 : 1;
+        const __mmask16 store[2] = { lanes_in(g, row0, row1), G == 2 ? lanes_in(g + 1, row0, row1) : 0 };
+        const uint8_t *gw = (const uint8_t *)w + (size_t)g * gs;
+        for (int64_t t = 0; t < n_tok;) {
+            const int T = n_tok - t >= TM ? TM : (int)(n_tok - t);
+            f16_tiles[G - 1][T - 1](gw, gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy, store);
+            t += T;
+        }
+        g += G;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // BF16 weights on the AVX-512 BF16 dot product (vdpbf16ps), against activations rounded to bf16
 // once per token (ACT_BF16). These functions are compiled for the extension by their target
 // attribute; cpu_kernels_avx512() puts them in the table it returns only where the processor has

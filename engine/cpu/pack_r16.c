@@ -23,13 +23,14 @@ size_t cpu_r16_unit_bytes(uint32_t type) {
     case WT_Q2_K: return 4 * R16 + 16 * R16 + R16 * 64;         // 1344
     case WT_Q6_K: return 2 * R16 + 16 * R16 + R16 * 192 + 32;   // 3392 (32 bytes of padding)
     case WT_BF16: return R16 * 64;                              // 1024
+    case WT_F16: return R16 * 64;                               // 1024
     default: return 0;
     }
 }
 
 static int64_t unit_weights(uint32_t type) {
     return type == WT_Q2_K || type == WT_Q3_K || type == WT_Q4_K || type == WT_Q5_K || type == WT_Q6_K || type == WT_IQ4_XS ? 256
-         : type == WT_BF16 ? 32 : 64;
+         : type == WT_BF16 || type == WT_F16 ? 32 : 64;
 }
 
 bool cpu_r16_type(uint32_t type) { return cpu_r16_unit_bytes(type) != 0; }
@@ -201,6 +202,11 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q5_1:
             case WT_IQ4_NL:
                 for (int64_t b = 0; b < k / 32; b++) pack_q_legacy(gu + (size_t)(b / 2) * unit, i, type, row, b);
+                break;
+            case WT_F16:   // weight j of the unit: line j/2, half j%2, 2 bytes a row
+                for (int64_t j = 0; j < k; j++)
+                    memcpy(gu + (size_t)(j / 32) * unit + (size_t)(j % 32 / 2) * 64 + (size_t)(j % 2) * 32 + (size_t)i * 2,
+                           row + (size_t)j * 2, 2);
                 break;
             case WT_BF16:
                 for (int64_t b = 0; b < nu; b++) {
