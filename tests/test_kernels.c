@@ -690,6 +690,12 @@ int main(void) {
         test_kv_tiles(fast[i].k);
         test_matmul(fast[i].k);
     }
+    // A processor with AVX-512 BF16 gets the avx512 table with the vdpbf16ps kernels in BF16's
+    // place; the table's own BF16 kernels (float activations, for processors without it) run the
+    // same checks here, since this processor can run them.
+    if (cpu_kernels_avx512() && cpu_kernels_avx512() != &cpu_kernels_avx512_table) test_matmul(&cpu_kernels_avx512_table);
+    else SKIP("the avx512 table without AVX-512 BF16: %s", cpu_kernels_avx512() ? "it is the table this processor runs, checked above"
+                                                                                 : "this processor does not run avx512");
     // The scalar table's own helpers on the reference quantizer (they are the same function).
     block_q8_0 a[2], b[2];
     float x[64];

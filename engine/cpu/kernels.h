@@ -192,8 +192,10 @@ void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,   \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 R16_TYPES(R16_DECLARE)
-// F16 (ACT_F32 activations), in both tables.
+// F16 and BF16 (ACT_F32 activations), in both tables (an AVX-512 table with AVX-512 BF16 puts
+// the vdpbf16ps kernels in BF16's place: cpu_kernels_avx512_add_bf16).
 R16_DECLARE(f16)
+R16_DECLARE(bf16)
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
 // processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);

@@ -545,17 +545,30 @@ MATMUL_LEGACY(q4_0, K4_0) MATMUL_LEGACY(q4_1, K4_1) MATMUL_LEGACY(q5_0, K5_0) MA
 MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 
 // ---------------------------------------------------------------------------------------------
-// F16 weights against float activations (ACT_F32), in the AVX-512 table's units (16 rows x 32
-// weights; line p: weight 2p of the 16 rows, then weight 2p + 1; engine/cpu/kernels_r16_avx512.c
-// has the scheme): a line quarter widens to the 8 floats of half a row group, each token's
-// activation broadcast adds to its row sums with one FMA, one at a time along k whatever the tile
+// F16 and BF16 weights against float activations (ACT_F32), in the AVX-512 table's units (16 rows
+// x 32 weights, line p holding weights 2p and 2p + 1; engine/cpu/kernels_r16_avx512.c has the
+// scheme): a weight of half the row group widens to 8 floats, each token's activation broadcast
+// adds to its row sums with one FMA, one at a time along k whatever the tile
 // shape. One row group x up to 6 tokens (12 sums in registers); the single weight stream is
 // prefetched 8 KiB ahead.
 enum { F16_UNIT = 16 * 64, TMF = 6, PF_F16 = 8192 };
 
-INLINE void f16_half_step(const uint8_t *half, const float *const *xt, int64_t i, __m256 acc[TMF][2], const int T) {
-    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)half));
-    const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(half + 16)));
+// Weight i of the line (odd: the second of its pair) for half h of the row group (rows 8h ..
+// 8h + 7), as floats: F16 (weight i of the 16 rows in the line's first 32 bytes, i + 1 in its
+// last) by vcvtph2ps; BF16 (each row's pair in a 32-bit lane, rows 8h .. 8h + 7 in half h) by
+// moving the low half up or masking the high one in place.
+INLINE __m256 widen8(const uint8_t *line, const int odd, const int h, const bool bf) {
+    if (!bf) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(line + 32 * odd + 16 * h)));
+    const __m256i v = load(line + 32 * h);
+    return _mm256_castsi256_ps(odd ? _mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)) : _mm256_slli_epi32(v, 16));
+}
+
+// Weight i of the line (i's parity: which of its pair) against the tokens: both halves of the row
+// group widened, each token's activation broadcast once for both.
+INLINE void f16_half_step(const bool bf, const uint8_t *line, const float *const *xt, int64_t i, __m256 acc[TMF][2],
+                          const int T) {
+    const int odd = (int)(i % 2);
+    const __m256 w0 = widen8(line, odd, 0, bf), w1 = widen8(line, odd, 1, bf);
     UNROLL for (int t = 0; t < T; t++) {
         const __m256 xv = _mm256_broadcast_ss(xt[t] + i);
         acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
@@ -563,8 +576,8 @@ INLINE void f16_half_step(const uint8_t *half, const float *const *xt, int64_t i
     }
 }
 
-INLINE void tile_f16(const uint8_t *gw, int64_t k, const uint8_t *x, size_t xrb, float *y, int64_t ldy, unsigned store,
-                     const int T) {
+INLINE void tile_f16(const bool bf, const uint8_t *gw, int64_t k, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+                     unsigned store, const int T) {
     __m256 acc[TMF][2];
     const float *xt[TMF];
     UNROLL for (int t = 0; t < T; t++) {
@@ -576,33 +589,46 @@ INLINE void tile_f16(const uint8_t *gw, int64_t k, const uint8_t *x, size_t xrb,
         UNROLL for (int p = 0; p < 16; p++) {
             const uint8_t *line = gw + (size_t)u * F16_UNIT + 64 * p;
             _mm_prefetch((const char *)(uintptr_t)((uintptr_t)line + PF_F16), _MM_HINT_T1);
-            f16_half_step(line, xt, 32 * u + 2 * p, acc, T);
-            f16_half_step(line + 32, xt, 32 * u + 2 * p + 1, acc, T);
+            f16_half_step(bf, line, xt, 32 * u + 2 * p, acc, T);
+            f16_half_step(bf, line, xt, 32 * u + 2 * p + 1, acc, T);
         }
     for (int64_t i = 32 * nfull; i < k; i++)   // the row's last, partial unit
-        f16_half_step(gw + (size_t)nfull * F16_UNIT + (size_t)(i % 32 / 2) * 64 + (size_t)(i % 2) * 32, xt, i, acc, T);
+        f16_half_step(bf, gw + (size_t)nfull * F16_UNIT + (size_t)(i % 32 / 2) * 64, xt, i, acc, T);
     UNROLL for (int t = 0; t < T; t++) store16(y + (size_t)t * (size_t)ldy, acc[t][0], acc[t][1], store);
 }
 
-#define F16_TILE_FN(T)                                                                                         \
-    static void tile_f16_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
-                             unsigned store) { tile_f16(gw, n, x, xrb, y, ldy, store, T); }
-F16_TILE_FN(1) F16_TILE_FN(2) F16_TILE_FN(3) F16_TILE_FN(4) F16_TILE_FN(5) F16_TILE_FN(6)
-static const cpu_r16_tile_fn f16_tiles[TMF] = { tile_f16_1, tile_f16_2, tile_f16_3, tile_f16_4, tile_f16_5, tile_f16_6 };
+#define F16_TILE_FN(K, BF, T)                                                                                  \
+    static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy, \
+                               unsigned store) { tile_f16(BF, gw, n, x, xrb, y, ldy, store, T); }
+#define F16_TILE_FNS(K, BF) F16_TILE_FN(K, BF, 1) F16_TILE_FN(K, BF, 2) F16_TILE_FN(K, BF, 3) F16_TILE_FN(K, BF, 4) \
+    F16_TILE_FN(K, BF, 5) F16_TILE_FN(K, BF, 6)                                                                    \
+    static const cpu_r16_tile_fn tiles_##K[TMF] = { tile_##K##_1, tile_##K##_2, tile_##K##_3,                       \
+                                                    tile_##K##_4, tile_##K##_5, tile_##K##_6 };
+F16_TILE_FNS(f16, false) F16_TILE_FNS(bf16, true)
 
 // Rows [row0, row1): each row group sweeps the tokens TMF at a time (its weights stay in L2
 // between tiles).
-void matmul_f16_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                         size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
+static void matmul_wide_r16(const cpu_r16_tile_fn *tiles, const void *w, int64_t k, int64_t row0, int64_t row1,
+                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const size_t gs = (size_t)((k + 31) / 32) * F16_UNIT;
     for (int64_t g = row0 / R16; g * R16 < row1; g++) {
         const unsigned store = cpu_r16_rows_in(g, row0, row1);
         for (int64_t t = 0; t < n_tok;) {
             const int T = n_tok - t >= TMF ? TMF : (int)(n_tok - t);
-            f16_tiles[T - 1]((const uint8_t *)w + (size_t)g * gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb,
-                             y + t * ldy + g * R16, ldy, store);
+            tiles[T - 1]((const uint8_t *)w + (size_t)g * gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb,
+                         y + t * ldy + g * R16, ldy, store);
             t += T;
         }
     }
+}
+
+void matmul_f16_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                         size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_wide_r16(tiles_f16, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+void matmul_bf16_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_wide_r16(tiles_bf16, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }

@@ -1,6 +1,7 @@
 // AVX-512 VNNI kernels over the row-interleaved layout (engine/cpu/kernels.h, cpu_pack_r16):
 // the 32-weight types (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0) against Q8_0 activations, 16
-// weight rows per register (the K-quants, IQ4_XS, and BF16 on vdpbf16ps, further down).
+// weight rows per register (the K-quants, IQ4_XS, F16 and BF16 further down; BF16 on vdpbf16ps
+// where the processor has it).
 //
 // One 512-bit load holds 4 bytes of each of 16 rows; vpdpbusd against the matching 4
 // activation bytes broadcast to every lane adds four products to each row's int32 lane, so a
@@ -500,24 +501,37 @@ MATMUL_LEGACY(q4_0, K4_0) MATMUL_LEGACY(q4_1, K4_1) MATMUL_LEGACY(q5_0, K5_0) MA
 MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 
 // ---------------------------------------------------------------------------------------------
-// F16 weights against float activations (ACT_F32), in units of 16 rows x 32 weights
-// (engine/cpu/kernels.h): line p holds weight 2p of the 16 rows (32 bytes of fp16), then weight
-// 2p + 1. A line half widens to 16 floats, one per row (vcvtph2ps), and each token's activation
-// broadcast to every lane adds to the 16 row sums with one FMA: no horizontal sums, and one
-// widening serves every token of the tile (the row kernel widens each weight for at most 4).
-// Each (row, token) sum runs along k in order, one FMA at a time, whatever the tile's shape: a
-// token gets the same bits however many share its pass.
-// Its single weight stream is prefetched 8 KiB ahead (2 KiB, Q4_0's distance, left the 1B F16
-// file's decode 9% under the row kernel's, whose tile ahead is several rows on).
+// F16 and BF16 weights against float activations (ACT_F32), in units of 16 rows x 32 weights
+// (engine/cpu/kernels.h): line p holds weights 2p and 2p + 1 of the 16 rows. Each widens to 16
+// floats, one per row (F16: vcvtph2ps; BF16: a shift or a mask, bf16 being a float's top half),
+// and each token's activation broadcast to every lane adds to the 16 row sums with one FMA: no horizontal sums, and one widening serves every token of the tile (the row
+// kernel widens each weight for at most 4). Each (row, token) sum runs along k in order, one FMA
+// at a time, whatever the tile's shape: a token gets the same bits however many share its pass.
+// The single weight stream is prefetched 8 KiB ahead (2 KiB, Q4_0's distance, left the 1B F16
+// file's decode 9% under the row kernel's, whose tile ahead is several rows on). BF16 runs here
+// on processors without AVX-512 BF16 (with it, on vdpbf16ps below).
 enum { F16_UNIT = 16 * 64, PF_F16 = 8192 };
 
-INLINE void f16_step(const uint8_t *line, size_t gs, const float *const *xt, int64_t i, bool odd_too,
+// A line's two weights of the 16 rows as floats: F16 (weight 2p in the first half, 2p + 1 in the
+// second) widened by vcvtph2ps; BF16 in its own unit (engine/cpu/kernels.h: each row's pair side
+// by side in a 32-bit lane) by moving the low half up and masking the high one in place.
+INLINE void widen_line(const uint8_t *line, const bool bf, __m512 *w0, __m512 *w1) {
+    if (bf) {
+        const __m512i v = _mm512_loadu_si512((const void *)line);
+        *w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        *w1 = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+    } else {
+        *w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)line));
+        *w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(line + 32)));
+    }
+}
+
+INLINE void f16_step(const bool bf, const uint8_t *line, size_t gs, const float *const *xt, int64_t i, bool odd_too,
                      __m512 acc[2][TM], const int G, const int T) {
     __m512 w0[2], w1[2];
     UNROLL for (int g = 0; g < G; g++) {
         _mm_prefetch((const char *)(uintptr_t)((uintptr_t)line + g * gs + PF_F16), _MM_HINT_T1);
-        w0[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(line + g * gs)));
-        w1[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(line + g * gs + 32)));
+        widen_line(line + g * gs, bf, &w0[g], &w1[g]);
     }
     UNROLL for (int t = 0; t < T; t++) {
         const __m512 x0 = _mm512_set1_ps(xt[t][i]);
@@ -530,44 +544,45 @@ INLINE void f16_step(const uint8_t *line, size_t gs, const float *const *xt, int
 }
 
 // G row groups (1 or 2, gs bytes apart) x T tokens (float rows at x, xrb bytes apart).
-INLINE void tile_f16(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
-                     const __mmask16 *store, const int G, const int T) {
+INLINE void tile_f16(const bool bf, const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb, float *y,
+                     int64_t ldy, const __mmask16 *store, const int G, const int T) {
     __m512 acc[2][TM];
     const float *xt[TM];
     UNROLL for (int t = 0; t < T; t++) xt[t] = (const float *)(const void *)(x + (size_t)t * xrb);
     UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
     const int64_t nfull = k / 32;
     for (int64_t u = 0; u < nfull; u++)
-        UNROLL for (int p = 0; p < 16; p++) f16_step(gw + (size_t)u * F16_UNIT + 64 * p, gs, xt, 32 * u + 2 * p, true, acc, G, T);
+        UNROLL for (int p = 0; p < 16; p++)
+            f16_step(bf, gw + (size_t)u * F16_UNIT + 64 * p, gs, xt, 32 * u + 2 * p, true, acc, G, T);
     for (int64_t i = 32 * nfull; i < k; i += 2)   // the row's last, partial unit
-        f16_step(gw + (size_t)nfull * F16_UNIT + 64 * ((i % 32) / 2), gs, xt, i, i + 1 < k, acc, G, T);
+        f16_step(bf, gw + (size_t)nfull * F16_UNIT + 64 * ((i % 32) / 2), gs, xt, i, i + 1 < k, acc, G, T);
     UNROLL for (int g = 0; g < G; g++) UNROLL for (int t = 0; t < T; t++)
         _mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + g * R16, store[g], acc[g][t]);
 }
 
 typedef void (*f16_tile_fn)(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb, float *y,
                             int64_t ldy, const __mmask16 *store);
-#define F16_TILE_FN(G, T)                                                                                     \
-    static void tile_f16_##G##_##T(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb,     \
-                                   float *y, int64_t ldy, const __mmask16 *store) {                           \
-        tile_f16(gw, gs, k, x, xrb, y, ldy, store, G, T);                                                     \
+#define F16_TILE_FN(K, BF, G, T)                                                                              \
+    static void tile_##K##_##G##_##T(const uint8_t *gw, size_t gs, int64_t k, const uint8_t *x, size_t xrb,   \
+                                     float *y, int64_t ldy, const __mmask16 *store) {                         \
+        tile_f16(BF, gw, gs, k, x, xrb, y, ldy, store, G, T);                                                 \
     }
-#define F16_TILE_FNS(G) F16_TILE_FN(G, 1) F16_TILE_FN(G, 2) F16_TILE_FN(G, 3) F16_TILE_FN(G, 4) \
-    F16_TILE_FN(G, 5) F16_TILE_FN(G, 6) F16_TILE_FN(G, 7) F16_TILE_FN(G, 8)
-F16_TILE_FNS(1)
-F16_TILE_FNS(2)
-static const f16_tile_fn f16_tiles[2][TM] = {
-    { tile_f16_1_1, tile_f16_1_2, tile_f16_1_3, tile_f16_1_4, tile_f16_1_5, tile_f16_1_6, tile_f16_1_7, tile_f16_1_8 },
-    { tile_f16_2_1, tile_f16_2_2, tile_f16_2_3, tile_f16_2_4, tile_f16_2_5, tile_f16_2_6, tile_f16_2_7, tile_f16_2_8 },
-};
+#define F16_TILE_FNS(K, BF, G) F16_TILE_FN(K, BF, G, 1) F16_TILE_FN(K, BF, G, 2) F16_TILE_FN(K, BF, G, 3) \
+    F16_TILE_FN(K, BF, G, 4) F16_TILE_FN(K, BF, G, 5) F16_TILE_FN(K, BF, G, 6) F16_TILE_FN(K, BF, G, 7)  \
+    F16_TILE_FN(K, BF, G, 8)
+#define F16_TILE_ROW(K, G) { tile_##K##_##G##_1, tile_##K##_##G##_2, tile_##K##_##G##_3, tile_##K##_##G##_4, \
+                             tile_##K##_##G##_5, tile_##K##_##G##_6, tile_##K##_##G##_7, tile_##K##_##G##_8 }
+F16_TILE_FNS(wide_f16, false, 1) F16_TILE_FNS(wide_f16, false, 2) F16_TILE_FNS(wide_bf16, true, 1)
+F16_TILE_FNS(wide_bf16, true, 2)
+static const f16_tile_fn f16_tiles[2][2][TM] = { { F16_TILE_ROW(wide_f16, 1), F16_TILE_ROW(wide_f16, 2) },
+                                                 { F16_TILE_ROW(wide_bf16, 1), F16_TILE_ROW(wide_bf16, 2) } };
 
 // Rows [row0, row1): prefill takes two row groups at a time while both hold rows of the range,
 // each pair sweeping the tokens TM at a time (the pair's weights stay in L2 between tiles, and a
 // broadcast activation feeds two FMAs); decode (up to 3 tokens) one group, one weight stream
 // (two streams decoded the 1B F16 file 15% slower).
-void matmul_f16_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
-                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    (void)wrb;
+static void matmul_wide_r16(const bool bf, const void *w, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     const size_t gs = (size_t)((k + 31) / 32) * F16_UNIT;
     for (int64_t g = row0 / R16; g * R16 < row1;) {
         const int G = n_tok > 3 && (g + 1) * R16 < row1 ? 2 : 1;
@@ -575,11 +590,23 @@ void matmul_f16_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, i
         const uint8_t *gw = (const uint8_t *)w + (size_t)g * gs;
         for (int64_t t = 0; t < n_tok;) {
             const int T = n_tok - t >= TM ? TM : (int)(n_tok - t);
-            f16_tiles[G - 1][T - 1](gw, gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy, store);
+            f16_tiles[bf][G - 1][T - 1](gw, gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * R16, ldy,
+                                        store);
             t += T;
         }
         g += G;
     }
+}
+
+void matmul_f16_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_wide_r16(false, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+}
+void matmul_bf16_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
+                            size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
+    (void)wrb;
+    matmul_wide_r16(true, w, k, row0, row1, x, xrb, n_tok, y, ldy);
 }
 
 // ---------------------------------------------------------------------------------------------
