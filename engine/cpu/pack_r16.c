@@ -165,6 +165,18 @@ static void pack_q6_k(uint8_t *u, int i, const void *b) {
     for (int p = 0; p < 3; p++) put_chunks(u + 18 * R16 + (size_t)p * 64 * R16, i, plane[p], 64);
 }
 
+// F16: weight j of a unit goes to line j/2, half j%2, 2 bytes a row. A whole group at a time,
+// line by line, so that every line is written once and whole (the group's n rows, from row r0,
+// are read side by side: each row's 64 bytes of a unit are one cache line).
+static void pack_f16_group(uint8_t *gu, const void *w, size_t w_row_bytes, int n, int64_t r0, int64_t k) {
+    const uint16_t *src[R16];
+    for (int i = 0; i < n; i++) src[i] = (const uint16_t *)(const void *)((const uint8_t *)w + (size_t)(r0 + i) * w_row_bytes);
+    for (int64_t j = 0; j < k; j++) {
+        uint16_t *half = (uint16_t *)(void *)(gu + (size_t)(j / 32) * (R16 * 64) + (size_t)(j % 32 / 2) * 64 + (size_t)(j % 2) * 32);
+        for (int i = 0; i < n; i++) memcpy(half + i, src[i] + j, 2);
+    }
+}
+
 // The packer of one 256-weight super-block into its unit (row i of the group), or NULL.
 typedef void (*super_block_packer)(uint8_t *u, int i, const void *blk);
 static super_block_packer packer_of(uint32_t type) {
@@ -188,6 +200,10 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
     for (int64_t g = g0; g < g1; g++) {
         uint8_t *gu = (uint8_t *)dst + (size_t)(g * nu) * unit;
         memset(gu, 0, (size_t)nu * unit);   // padding rows and blocks: zero scales, zero codes
+        if (type == WT_F16) {
+            pack_f16_group(gu, w, w_row_bytes, rows - g * R16 < R16 ? (int)(rows - g * R16) : R16, g * R16, k);
+            continue;
+        }
         for (int i = 0; i < R16 && g * R16 + i < rows; i++) {
             const uint8_t *row = (const uint8_t *)w + (size_t)(g * R16 + i) * w_row_bytes;
             if (pack) {   // a unit per super-block
@@ -202,11 +218,6 @@ void cpu_pack_r16(uint32_t type, const void *w, size_t w_row_bytes, int64_t rows
             case WT_Q5_1:
             case WT_IQ4_NL:
                 for (int64_t b = 0; b < k / 32; b++) pack_q_legacy(gu + (size_t)(b / 2) * unit, i, type, row, b);
-                break;
-            case WT_F16:   // weight j of the unit: line j/2, half j%2, 2 bytes a row
-                for (int64_t j = 0; j < k; j++)
-                    memcpy(gu + (size_t)(j / 32) * unit + (size_t)(j % 32 / 2) * 64 + (size_t)(j % 2) * 32 + (size_t)i * 2,
-                           row + (size_t)j * 2, 2);
                 break;
             case WT_BF16:
                 for (int64_t b = 0; b < nu; b++) {
