@@ -1,4 +1,5 @@
-// The K-quant and IQ4_XS packed kernels of the AVX2 table, over the same row-interleaved units
+// The packed kernels of the AVX2 table (the K-quants and IQ4_XS first; the 32-weight types, then
+// F16 and BF16, further down), over the same row-interleaved units
 // as the AVX-512 ones (engine/cpu/kernels.h, "r16"; the sums are written out in
 // engine/cpu/kernels_r16_avx512.c). A unit's 64-byte line holds 4 bytes of each of 16 rows: its
 // first 32 bytes are rows 0-7 and its last 32 rows 8-15, so each line is two 256-bit registers,
