@@ -240,23 +240,24 @@ static inline unsigned cpu_r16_rows_in(int64_t g, int64_t row0, int64_t row1) {
     const int64_t lane0 = row0 > g * 16 ? row0 - g * 16 : 0, lane1 = row1 < (g + 1) * 16 ? row1 - g * 16 : 16;
     return ((1u << lane1) - 1) & ~((1u << lane0) - 1);
 }
-// A packed K-quant tile (both tables): row group gw's nsb super-block units against the Q8_K
-// rows of T tokens at x (xrb apart), the group's sums of each token into y (ldy apart) for the
-// rows in `store` (cpu_r16_rows_in); tiles[T - 1] takes T tokens.
-typedef void (*cpu_r16_tile_fn)(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
+// A packed tile (both tables): row group gw's weights against the activation rows of T tokens
+// at x (xrb apart), the group's sums of each token into y (ldy apart) for the rows in `store`
+// (cpu_r16_rows_in); tiles[T - 1] takes T tokens. n is the tile's own count: the K-quants' nsb
+// super-block units a row (Q8_K activations), or F16's and BF16's row length k (float ones).
+typedef void (*cpu_r16_tile_fn)(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y, int64_t ldy,
                                 unsigned store);
-// Rows [row0, row1) of a packed K-quant matrix (units of `unit` bytes): every row group of the
-// range sweeps the tokens up to tmax at a time (the group's weights stay in L2 between tiles).
-static inline void cpu_r16_kquant_sweep(const cpu_r16_tile_fn *tiles, int tmax, size_t unit, const void *w, int64_t k,
-                                        int64_t row0, int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y,
-                                        int64_t ldy) {
-    const int64_t nsb = k / 256;
+// Rows [row0, row1) of a packed matrix whose row groups are group_bytes apart: every row group of
+// the range sweeps the tokens up to tmax at a time (the group's weights stay in L2 between tiles),
+// each tile given n.
+static inline void cpu_r16_sweep(const cpu_r16_tile_fn *tiles, int tmax, size_t group_bytes, int64_t n, const void *w,
+                                 int64_t row0, int64_t row1, const void *x, size_t xrb, int64_t n_tok, float *y,
+                                 int64_t ldy) {
     for (int64_t g = row0 / 16; g * 16 < row1; g++) {
         const unsigned store = cpu_r16_rows_in(g, row0, row1);
-        const uint8_t *gw = (const uint8_t *)w + (size_t)(g * nsb) * unit;
+        const uint8_t *gw = (const uint8_t *)w + (size_t)g * group_bytes;
         for (int64_t t = 0; t < n_tok;) {
             const int T = n_tok - t >= tmax ? tmax : (int)(n_tok - t);
-            tiles[T - 1](gw, nsb, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * 16, ldy, store);
+            tiles[T - 1](gw, n, (const uint8_t *)x + (size_t)t * xrb, xrb, y + t * ldy + g * 16, ldy, store);
             t += T;
         }
     }

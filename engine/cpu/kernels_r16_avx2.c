@@ -1,9 +1,9 @@
 // The packed kernels of the AVX2 table (the K-quants and IQ4_XS first; the 32-weight types, then
-// F16 and BF16, further down), over the same row-interleaved units
-// as the AVX-512 ones (engine/cpu/kernels.h, "r16"; the sums are written out in
-// engine/cpu/kernels_r16_avx512.c). A unit's 64-byte line holds 4 bytes of each of 16 rows: its
-// first 32 bytes are rows 0-7 and its last 32 rows 8-15, so each line is two 256-bit registers,
-// one per half of the row group, with one int32 lane per row.
+// F16 and BF16, further down), over the same row-interleaved units as the AVX-512 ones
+// (engine/cpu/kernels.h, "r16"; the sums are written out in engine/cpu/kernels_r16_avx512.c). A
+// unit's 64-byte line holds 4 bytes of each of 16 rows: its first 32 bytes are rows 0-7 and its
+// last 32 rows 8-15, so each line is two 256-bit registers, one per half of the row group, with
+// one int32 lane per row.
 //
 // AVX2 has no vpdpbusd: vpmaddubsw multiplies unsigned bytes by signed ones and sums adjacent
 // pairs into int16, vpmaddwd takes pairs of int16 into the int32 lane. A pair sum cannot
@@ -347,7 +347,7 @@ TILE_FNS(q2_k) TILE_FNS(q3_k) TILE_FNS(q4_k) TILE_FNS(q5_k) TILE_FNS(q6_k) TILE_
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
         (void)wrb;                                                                                           \
-        cpu_r16_kquant_sweep(tiles_##K, TMAX, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                \
+        cpu_r16_sweep(tiles_##K, TMAX, (size_t)(k / 256) * UNIT, k / 256, w, row0, row1, x, xrb, n_tok, y, ldy); \
     }
 MATMUL_FN(q2_k, Q2K_UNIT, 4) MATMUL_FN(q3_k, Q3K_UNIT, 4) MATMUL_FN(q4_k, Q4K_UNIT, 4) MATMUL_FN(q5_k, Q5K_UNIT, 4)
 MATMUL_FN(q6_k, Q6K_UNIT, 4) MATMUL_FN(iq4_xs, IQ4XS_UNIT, 4)
@@ -549,9 +549,9 @@ MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 // F16 and BF16 weights against float activations (ACT_F32), in the AVX-512 table's units (16 rows
 // x 32 weights, line p holding weights 2p and 2p + 1; engine/cpu/kernels_r16_avx512.c has the
 // scheme): a weight of half the row group widens to 8 floats, each token's activation broadcast
-// adds to its row sums with one FMA, one at a time along k whatever the tile
-// shape. One row group x up to 6 tokens (12 sums in registers); the single weight stream is
-// prefetched 8 KiB ahead.
+// adds to its row sums with one FMA, one at a time along k whatever the tile shape. One row group
+// x up to 6 tokens (12 sums in registers), each group sweeping the tokens (cpu_r16_sweep: its
+// weights stay in L2 between tiles); the single weight stream is prefetched 8 KiB ahead.
 enum { F16_UNIT = 16 * 64, TMF = 6, PF_F16 = 8192 };
 
 // Weight i of the line (odd: the second of its pair) for half h of the row group (rows 8h ..
@@ -607,29 +607,13 @@ INLINE void tile_f16(const bool bf, const uint8_t *gw, int64_t k, const uint8_t 
                                                     tile_##K##_4, tile_##K##_5, tile_##K##_6 };
 F16_TILE_FNS(f16, false) F16_TILE_FNS(bf16, true)
 
-// Rows [row0, row1): each row group sweeps the tokens TMF at a time (its weights stay in L2
-// between tiles).
-static void matmul_wide_r16(const cpu_r16_tile_fn *tiles, const void *w, int64_t k, int64_t row0, int64_t row1,
-                            const void *x, size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
-    const size_t gs = (size_t)((k + 31) / 32) * F16_UNIT;
-    for (int64_t g = row0 / R16; g * R16 < row1; g++) {
-        const unsigned store = cpu_r16_rows_in(g, row0, row1);
-        for (int64_t t = 0; t < n_tok;) {
-            const int T = n_tok - t >= TMF ? TMF : (int)(n_tok - t);
-            tiles[T - 1]((const uint8_t *)w + (size_t)g * gs, k, (const uint8_t *)x + (size_t)t * xrb, xrb,
-                         y + t * ldy + g * R16, ldy, store);
-            t += T;
-        }
-    }
-}
-
 void matmul_f16_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                          size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
-    matmul_wide_r16(tiles_f16, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+    cpu_r16_sweep(tiles_f16, TMF, (size_t)((k + 31) / 32) * F16_UNIT, k, w, row0, row1, x, xrb, n_tok, y, ldy);
 }
 void matmul_bf16_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,
                           size_t xrb, int64_t n_tok, float *y, int64_t ldy) {
     (void)wrb;
-    matmul_wide_r16(tiles_bf16, w, k, row0, row1, x, xrb, n_tok, y, ldy);
+    cpu_r16_sweep(tiles_bf16, TMF, (size_t)((k + 31) / 32) * F16_UNIT, k, w, row0, row1, x, xrb, n_tok, y, ldy);
 }

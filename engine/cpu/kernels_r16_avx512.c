@@ -470,7 +470,7 @@ INLINE void tile_q6_k(const uint8_t *gw, int64_t nsb, const uint8_t *x, size_t x
     TILE_END
 }
 
-// tile_K_T for T = 1..TMK as cpu_r16_tile_fn, and their table (the sweep: cpu_r16_kquant_sweep;
+// tile_K_T for T = 1..TMK as cpu_r16_tile_fn, and their table (the sweep: cpu_r16_sweep;
 // a group's weights, 37-53 KiB per 2048 of k, stay in L2 between the tiles).
 #define KTILE_FN(K, T)                                                                                  \
     static void tile_##K##_##T(const uint8_t *gw, int64_t n, const uint8_t *x, size_t xrb, float *y,   \
@@ -485,7 +485,7 @@ TILE_FNS_K(q2_k) TILE_FNS_K(q3_k) TILE_FNS_K(q4_k) TILE_FNS_K(q5_k) TILE_FNS_K(q
     void matmul_##K##_r16_avx512(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x, \
                                  size_t xrb, int64_t n_tok, float *y, int64_t ldy) {                            \
         (void)wrb;                                                                                             \
-        cpu_r16_kquant_sweep(tiles_##K, TMK, UNIT, w, k, row0, row1, x, xrb, n_tok, y, ldy);                   \
+        cpu_r16_sweep(tiles_##K, TMK, (size_t)(k / 256) * UNIT, k / 256, w, row0, row1, x, xrb, n_tok, y, ldy); \
     }
 MATMUL_KQUANT(q2_k, Q2K_UNIT) MATMUL_KQUANT(q3_k, Q3K_UNIT) MATMUL_KQUANT(q4_k, Q4K_UNIT)
 MATMUL_KQUANT(q5_k, Q5K_UNIT) MATMUL_KQUANT(q6_k, Q6K_UNIT) MATMUL_KQUANT(iq4_xs, IQ4XS_UNIT)
@@ -504,9 +504,10 @@ MATMUL_LEGACY(iq4_nl, KNL) MATMUL_LEGACY(q8_0, K8_0)
 // F16 and BF16 weights against float activations (ACT_F32), in units of 16 rows x 32 weights
 // (engine/cpu/kernels.h): line p holds weights 2p and 2p + 1 of the 16 rows. Each widens to 16
 // floats, one per row (F16: vcvtph2ps; BF16: a shift or a mask, bf16 being a float's top half),
-// and each token's activation broadcast to every lane adds to the 16 row sums with one FMA: no horizontal sums, and one widening serves every token of the tile (the row
-// kernel widens each weight for at most 4). Each (row, token) sum runs along k in order, one FMA
-// at a time, whatever the tile's shape: a token gets the same bits however many share its pass.
+// and each token's activation broadcast to every lane adds to the 16 row sums with one FMA: no
+// horizontal sums, and one widening serves every token of the tile (the row kernel widens each
+// weight for at most 4). Each (row, token) sum runs along k in order, one FMA at a time, whatever
+// the tile's shape: a token gets the same bits however many share its pass.
 // The single weight stream is prefetched 8 KiB ahead (2 KiB, Q4_0's distance, left the 1B F16
 // file's decode 9% under the row kernel's, whose tile ahead is several rows on). BF16 runs here
 // on processors without AVX-512 BF16 (with it, on vdpbf16ps below).
