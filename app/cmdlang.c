@@ -76,6 +76,128 @@ static int v_number(cmd_line *l, errbuf *err) {
     return 0;
 }
 
+// glibc compiles a POSIX regex into an automaton that copies each repeated part, then works out
+// for each node the nodes reachable without reading a character. "(x{32767}){32767}" takes
+// gigabytes, so does a "+" nested twenty deep (each doubles), some thousands of nested groups
+// overflow the stack, and a repeat of something that can match nothing is worse: the closures
+// grow as the square of the copies ("(()+){680}": 4.7 s) or the compile time doubles with each
+// copy ("(()*|()*){20}": 1.7 s, {100} past a minute). A back-reference makes matching
+// exponential. A scene pattern is therefore refused when it holds a back-reference, repeats
+// something that can match nothing, nests groups more than REGEX_MAX_DEPTH deep, or expands past
+// REGEX_MAX_NODES nodes, counted from above: an atom (a character, an escape, a bracket
+// expression, an anchor) is one, a group one more than what it holds, "*" and "?" one more than
+// what they follow, "+" doubles it and {m}, {m,}, {m,n} multiply it by m, m+1 and n. What passes
+// compiles here within a few MiB and milliseconds.
+#define REGEX_MAX_DEPTH 32
+#define REGEX_MAX_NODES 2048.0
+
+// The end of the bracket expression that starts at s ('['), or NULL when it does not close.
+static const char *bracket_end(const char *s) {
+    s++;
+    if (*s == '^') s++;
+    if (*s == ']') s++;   // a ']' first is a member
+    for (; *s && *s != ']'; s++)
+        if (*s == '[' && (s[1] == ':' || s[1] == '=' || s[1] == '.')) {   // [:class:] [=equiv=] [.coll.]
+            const char *close = s + 2;
+            while (*close && !(close[0] == s[1] && close[1] == ']')) close++;
+            if (!*close) return NULL;
+            s = close + 1;
+        }
+    return *s ? s : NULL;
+}
+
+// The bound {m}, {m,} or {m,n} at s ('{'): its factor (m, m+1, n; at least 1), whether it allows
+// no copy (m == 0) and its end in *end; 0 when s does not start a bound (glibc then reads '{' as
+// itself).
+static double bound_factor(const char *s, const char **end, bool *allows_none) {
+    char *p;
+    if (!isdigit((unsigned char)s[1])) return 0;
+    double m = (double)strtoul(s + 1, &p, 10), n = m;
+    if (*p == ',') {
+        n = m + 1;
+        if (isdigit((unsigned char)p[1])) n = (double)strtoul(p + 1, &p, 10);
+        else p++;
+    }
+    if (*p != '}') return 0;
+    *end = p;
+    *allows_none = m == 0;
+    return m > n ? m : n > 1 ? n : 1;
+}
+
+// One open group while a pattern is read: its nodes so far, the last item's (what a repeat
+// applies to), and whether the group can match nothing (an alternative done that can, or this
+// one so far).
+typedef struct re_group {
+    double nodes, last;
+    bool last_empty;      // the last item can match nothing
+    bool alt_empty;       // the items of this alternative before the last can all match nothing
+    bool some_alt_empty;  // an alternative done can match nothing
+} re_group;
+
+static const re_group RE_GROUP_OPEN = { 0, 0, true, true, false };
+
+// 0 when PATTERN is within the limits above, else -1 with the reason in WHY.
+static int regex_within_limits(const char *pattern, char *why, size_t why_size) {
+    re_group g[REGEX_MAX_DEPTH + 1];
+    int depth = 0;
+    g[0] = RE_GROUP_OPEN;
+    for (const char *s = pattern; *s; s++) {
+        re_group *cur = &g[depth];
+        double atom = 1;
+        bool empty = false;   // the atom can match nothing
+        if (*s == '\\' && s[1]) {
+            s++;
+            if (isdigit((unsigned char)*s)) return snprintf(why, why_size, "a back-reference (\\%c)", *s), -1;
+            empty = strchr("bB<>`'", *s) != NULL;   // glibc's zero-width escapes
+        } else if (*s == '[') {
+            const char *e = bracket_end(s);
+            if (!e) return 0;   // regcomp says what is wrong
+            s = e;
+        } else if (*s == '^' || *s == '$') {
+            empty = true;
+        } else if (*s == '(') {
+            if (depth == REGEX_MAX_DEPTH)
+                return snprintf(why, why_size, "groups nested more than %d deep", REGEX_MAX_DEPTH), -1;
+            g[++depth] = RE_GROUP_OPEN;
+            continue;
+        } else if (*s == ')' && depth > 0) {
+            atom = cur->nodes + 1;
+            empty = cur->some_alt_empty || (cur->alt_empty && cur->last_empty);
+            cur = &g[--depth];
+        } else if (*s == '|') {
+            cur->some_alt_empty |= cur->alt_empty && cur->last_empty;
+            cur->alt_empty = cur->last_empty = true;
+            cur->last = 0;
+            continue;
+        } else if (*s == '*' || *s == '?' || *s == '+' || *s == '{') {
+            const char *e = s;
+            bool none = *s != '+';
+            const double f = *s == '+' ? 2 : *s == '{' ? bound_factor(s, &e, &none) : 1;
+            if (f > 0) {
+                if (cur->last > 0 && cur->last_empty)
+                    return snprintf(why, why_size, "a repeat of something that can match nothing"), -1;
+                const double loop = *s == '*' || *s == '?';   // the repeat's own node
+                cur->nodes += cur->last * (f - 1) + loop;
+                cur->last = cur->last * f + loop;
+                cur->last_empty |= none;
+                s = e;
+                if (cur->nodes > REGEX_MAX_NODES) break;
+                continue;
+            }
+        }
+        cur->alt_empty &= cur->last_empty;   // a new item: the last one joins those before it
+        cur->nodes += atom;
+        cur->last = atom;
+        cur->last_empty = empty;
+        if (cur->nodes > REGEX_MAX_NODES) break;
+    }
+    double nodes = 0;
+    for (int d = 0; d <= depth; d++) nodes += g[d].nodes;
+    if (nodes > REGEX_MAX_NODES)
+        return snprintf(why, why_size, "its repeats expand past %.0f nodes", REGEX_MAX_NODES), -1;
+    return 0;
+}
+
 static int v_expect(cmd_line *l, errbuf *err) {
     const char *kind = l->argv[0];
     if (strcmp(kind, "reply") == 0) {
@@ -88,6 +210,13 @@ static int v_expect(cmd_line *l, errbuf *err) {
         if (*r != '/' || end == r)
             return err_set(err, "%s:%d: expect reply: the pattern must be written /REGEX/", WHERE(l));
         char *pat = xstrndup(r + 1, (size_t)(end - r - 1));
+        char why[64];
+        if (regex_within_limits(pat, why, sizeof why)) {
+            err_set(err, "%s:%d: expect reply: regex /%.64s%s/ refused: %s", WHERE(l), pat, strlen(pat) > 64 ? "..." : "",
+                    why);
+            free(pat);
+            return -1;
+        }
         int rc = regcomp(&l->re, pat, REG_EXTENDED | REG_NOSUB);
         if (rc) {
             char msg[128];

@@ -65,8 +65,10 @@ for src in fuzz/fuzz_*.c; do
             [ -f "$c" ] || continue
             mkdir -p "fuzz/regressions/$t"
             out="$(pwd)/fuzz/regressions/$t/$(basename "$c")"
-            "$FB/fuzz/fuzz_$t" -minimize_crash=1 -runs=20000 -max_total_time=60 -exact_artifact_path="$out" "$c" \
-                >"$log.min" 2>&1 || true
+            # libFuzzer's own time limit is checked between its child runs, which an out-of-memory
+            # input makes long: timeout bounds the whole minimisation
+            timeout -k 10 120 "$FB/fuzz/fuzz_$t" -minimize_crash=1 -runs=20000 -max_total_time=60 \
+                -exact_artifact_path="$out" "$c" >"$log.min" 2>&1 || true
             [ -f "$out" ] || cp "$c" "$out"
             echo "  input kept as $out ($(wc -c <"$out") bytes; full log $log)"
         done

@@ -18,6 +18,20 @@ printf 'snapshot %s/ran.txt\nsay hello\nfrobnicate now\n' "$T" >"$T/unknown.scen
 check_refused unknown "unknown command 'frobnicate'" 3
 printf 'snapshot %s/ran.txt\nexpect reply /a(b/\n' "$T" >"$T/badre.scene"
 check_refused badre "bad regex" 2
+# patterns that glibc would compile into gigabytes or for minutes, or recurse on past the stack,
+# are refused first
+printf 'snapshot %s/ran.txt\nexpect reply /(x{32767}){32767}/\n' "$T" >"$T/bigre.scene"
+check_refused bigre "refused: its repeats expand past 2048 nodes" 2
+printf 'snapshot %s/ran.txt\nexpect reply /%s/\n' "$T" "$(awk 'BEGIN { s = "a"; for (i = 0; i < 24; i++) s = "(" s ")+"; print s }')" \
+    >"$T/plusre.scene"
+check_refused plusre "refused: its repeats expand past" 2
+printf 'snapshot %s/ran.txt\nexpect reply /%s/\n' "$T" "$(awk 'BEGIN { for (i = 0; i < 5000; i++) printf "("; printf "a"; for (i = 0; i < 5000; i++) printf ")" }')" \
+    >"$T/deepre.scene"
+check_refused deepre "refused: groups nested more than 32 deep" 2
+printf 'snapshot %s/ran.txt\nexpect reply /(()*|()*){100}/\n' "$T" >"$T/emptyre.scene"
+check_refused emptyre "refused: a repeat of something that can match nothing" 2
+printf 'snapshot %s/ran.txt\nexpect reply /(a*)\\1/\n' "$T" >"$T/backre.scene"
+check_refused backre "refused: a back-reference" 2
 printf 'snapshot %s/ran.txt\nsay "unterminated\n' "$T" >"$T/quote.scene"
 check_refused quote "unterminated quote" 2
 printf 'snapshot %s/ran.txt\ninclude loop2.scene\n' "$T" >"$T/loop.scene"
