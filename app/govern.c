@@ -98,7 +98,7 @@ static int build_ladder(gov_run *r, session *s, const sensitivity_map *heat, gov
     for (int layer = 0; layer < r->n_layer; layer++)
         for (int kind = 0; kind < TK_LAYER_KINDS; kind++) {
             tensor *t = model_tensor_by_kind(m, layer, kind);
-            if (!t || !t->data) continue;
+            if (!t || !t->src_data) continue;
             uint64_t hi = wtype_row_bytes(t->type, (uint64_t)t->ne0) * (uint64_t)t->ne1;
             uint64_t lo = wtype_row_bytes(low, (uint64_t)t->ne0) * (uint64_t)t->ne1;
             if (!lo || lo >= hi) continue;   // already at or below the low type, or rows it cannot hold
@@ -106,7 +106,7 @@ static int build_ladder(gov_run *r, session *s, const sensitivity_map *heat, gov
                                          .sens = sens_at(heat, layer, kind)->kl_mean };
         }
     tensor *out = model_tensor_by_kind(m, 0, TK_OUTPUT);
-    if (out && out->data) l->bytes_fixed = wtype_row_bytes(out->type, (uint64_t)out->ne0) * (uint64_t)out->ne1;
+    if (out && out->src_data) l->bytes_fixed = wtype_row_bytes(out->type, (uint64_t)out->ne0) * (uint64_t)out->ne1;
     if (l->n == 0) {
         gov_ladder_free(l);
         return err_set(err, "governor: no layer matrix is above %s here: nothing to lower", wtype_name(low));

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "base/threads.h"
 #include "engine/precision.h"
+#include "engine/telemetry.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -79,9 +80,9 @@ static int bench_switch(session *s, const char *spec, errbuf *err) {
         return err_prefix(err, "--switch %s", spec);
     session_stats st;
     session_get_stats(s, &st);
-    printf("switch to %s: %d tensors converted in %.0f ms (conversion %.0f ms), weights now %.1f MiB\n",
-           spec, st.last_switch_tensors, st.last_switch_ms, st.last_switch_convert_ms,
-           (double)st.weight_bytes / (1 << 20));
+    printf("switch to %s: %d tensors converted in %.0f ms (conversion %.0f ms), weights now %.1f MiB, resident set "
+           "%.1f MiB\n", spec, st.last_switch_tensors, st.last_switch_ms, st.last_switch_convert_ms,
+           (double)st.weight_bytes / (1 << 20), (double)telemetry_rss_bytes() / (1 << 20));
     return 0;
 }
 

@@ -83,6 +83,9 @@ struct backend {
     // kernels, engine/cpu/kernels.h), so that a host copy of its file bytes buys no speed; NULL
     // means never. own_weight_bytes: the bytes of weights so held now.
     bool (*weight_keeps_own)(backend *b, const tensor *w);
+    // True when weight_prepare did make that copy of w (it may not have: no memory for it) and
+    // multiplies from it alone; NULL means never.
+    bool (*weight_holds_own)(backend *b, const tensor *w);
     uint64_t own_weight_bytes;
     // True if the backend can multiply by weights of this type.
     bool (*supports_type)(backend *b, uint32_t wtype);

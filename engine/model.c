@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct prep_ctx { const model *m; backend *b; errbuf *err; int rc; } prep_ctx;
+typedef struct prep_ctx { model *m; backend *b; errbuf *err; int rc; } prep_ctx;
 
 // Whether [p, p+n) lies in the model file's mapping.
 static bool in_file_mapping(const model *m, const void *p, size_t n) {
@@ -15,21 +15,36 @@ static bool in_file_mapping(const model *m, const void *p, size_t n) {
     return m->file.mapped && a >= base && a + n <= base + m->file.size;
 }
 
+bool model_drop_file_pages(const model *m, const void *p, size_t n) {
+    if (!p || !in_file_mapping(m, p, n)) return false;
+    mem_drop_pages(p, n);
+    return true;
+}
+
+bool model_tensor_rows_only(const model *m, const tensor *t) { return t == &m->tok_embd && !m->hp.tied_output; }
+
+int model_prepare_tensor(model *m, backend *b, tensor *t, errbuf *err) {
+    if (t->ne1 > 1 && !b->supports_type(b, t->type))
+        return err_set(err, "backend %s: tensor %s has type %s, which it cannot multiply", b->name, t->name,
+                       wtype_name(t->type));
+    const bool own = b->weight_keeps_own && b->weight_keeps_own(b, t);
+    if (own && model_tensor_rows_only(m, t)) return 0;   // its rows stay where they are, read as they are
+    if (b->weight_prepare(b, t, err)) return -1;
+    if (!own || !b->weight_holds_own || !b->weight_holds_own(b, t)) return 0;
+    // b multiplies from its own copy and has just read the rows under it: the resident set is
+    // not to hold the weight twice. The file's pages fault back from the page cache should the
+    // embedding's rows be read; a conversion's buffer has no such backing and stays for it.
+    if (!model_drop_file_pages(m, t->data, t->n_bytes) && t->owned && t->data == t->owned && t != &m->tok_embd) {
+        free(t->owned);
+        t->owned = NULL;
+        t->data = NULL;
+    }
+    return 0;
+}
+
 static void prep_one(tensor *t, void *ud) {
     prep_ctx *pc = ud;
-    if (pc->rc) return;
-    if (t->ne1 > 1 && !pc->b->supports_type(pc->b, t->type)) {
-        pc->rc = err_set(pc->err, "backend %s: tensor %s has type %s, which it cannot multiply",
-                         pc->b->name, t->name, wtype_name(t->type));
-        return;
-    }
-    pc->rc = pc->b->weight_prepare(pc->b, t, pc->err);
-    // A backend that multiplies from a copy of its own (the CPU's packed layout) has just read
-    // the file's pages under the tensor: drop them, so the resident set does not hold the
-    // weight twice (an embedding row read later faults its page back from the page cache).
-    if (!pc->rc && pc->b->weight_keeps_own && pc->b->weight_keeps_own(pc->b, t) &&
-        in_file_mapping(pc->m, t->data, t->n_bytes))
-        mem_drop_pages(t->data, t->n_bytes);
+    if (!pc->rc) pc->rc = model_prepare_tensor(pc->m, pc->b, t, pc->err);
 }
 
 static void release_one(tensor *t, void *ud) {

@@ -116,7 +116,8 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // bytes copied: 0 when nothing is read from the file, or when the copy would not leave 512 MiB
 // of the available memory (the weights then stay in the mapping).
 // Weights the backend keeps in a layout of its own (backend.weight_keeps_own) are left where
-// they are: b may be NULL (copy everything).
+// they are, and so is the untied token embedding (a row read per token): b may be NULL (copy
+// everything).
 uint64_t model_copy_weights(model *m, int n_threads, backend *b);
 // Before a forward pass or a plan's conversion: when a weight (or the source a conversion
 // reads) is still in the mapped file (--mmap, or a copy that did not fit), that the file has
@@ -180,6 +181,18 @@ int forward_ctx_init(forward_ctx *fc, backend *b, const model *m, int n_batch, i
 void forward_ctx_free(forward_ctx *fc);
 // Prepares (uploads) every weight on the backend; checks the backend supports each type.
 int model_prepare_backend(model *m, backend *b, errbuf *err);
+// Prepares one weight (model_prepare_backend, and a plan's commit for each tensor it changed).
+// Once b holds the weight in a layout of its own (backend.weight_holds_own) the rows it was
+// made from go where nothing else reads them: the file's pages under it are dropped from the
+// mapping, and a conversion's buffer is freed (tensor.data NULL) unless it is the token
+// embedding, whose rows are read one per token. The embedding of a model with an output matrix
+// of its own is never multiplied: b does not get it in its own layout.
+int model_prepare_tensor(model *m, backend *b, tensor *t, errbuf *err);
+// When [p, p+n) lies in the model file's mapping: drops its pages from the resident set (they
+// fault back from the page cache when read) and returns true.
+bool model_drop_file_pages(const model *m, const void *p, size_t n);
+// Whether t is read a row at a time and never multiplied (the untied token embedding).
+bool model_tensor_rows_only(const model *m, const tensor *t);
 // Lets go of what b holds of every weight (before b is destroyed while m lives on).
 void model_release_backend(model *m, backend *b);
 

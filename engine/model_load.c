@@ -455,7 +455,7 @@ static void free_owned(tensor *t, void *ud) {
 
 // One weight to copy out of the file's mapping.
 typedef struct copy_item { tensor *t; const uint8_t *src; uint8_t *dst; size_t n; } copy_item;
-typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; backend *b; } copy_list;
+typedef struct copy_list { copy_item *items; int n, cap; uint64_t total; backend *b; const model *m; } copy_list;
 typedef struct copy_job { const copy_list *l; int ith, nth; bool drop; } copy_job;
 
 #define COPY_ALIGN 64   // bytes: each tensor starts on a cache line
@@ -465,6 +465,7 @@ static void collect_copy(tensor *t, void *ud) {
     copy_list *l = ud;
     if (!t->data || t->data != t->src_data) return;   // converted (or absent): not read from the file
     if (l->b && l->b->weight_keeps_own && l->b->weight_keeps_own(l->b, t)) return;
+    if (model_tensor_rows_only(l->m, t)) return;   // a row per token: the mapping serves
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
         l->items = xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
@@ -490,7 +491,7 @@ static void *copy_worker(void *arg) {
 
 uint64_t model_copy_weights(model *m, int n_threads, backend *b) {
     if (m->weights_copy) return 0;
-    copy_list l = { .b = b };
+    copy_list l = { .b = b, .m = m };
     model_for_each_tensor(m, collect_copy, &l);
     // Not when the copy would not fit beside everything else (the mapping pages from the file on
     // demand; a copy larger than the free memory would swap or be killed): keep the mapping.
@@ -540,7 +541,7 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud) 
                          &L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down,
                          &L->post_attn_norm, &L->post_ffn_norm };
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (ts[i]->data) fn(ts[i], ud);
+            if (ts[i]->src_data) fn(ts[i], ud);   // present (data is NULL while a backend holds the only copy)
     }
 }
 

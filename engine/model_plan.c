@@ -9,12 +9,14 @@
 #include <string.h>
 
 // Converts a tensor's source weights to `type` into a new buffer (rows in parallel); NULL when
-// there is no memory for it.
-static void *convert_from_source(const tensor *t, uint32_t type, size_t *row_bytes_out) {
+// there is no memory for it. The file's pages it read are dropped again: the conversion is all
+// that is read from now on (the file's pages fault back should another switch read them).
+static void *convert_from_source(const model *m, const tensor *t, uint32_t type, size_t *row_bytes_out) {
     size_t row_bytes = (size_t)wtype_row_bytes(type, (uint64_t)t->ne0);
     uint8_t *dst = malloc_large(row_bytes * (size_t)t->ne1);
     if (!dst) return NULL;
     convert_rows(t->src_data, t->src_type, t->src_row_bytes, dst, type, row_bytes, t->ne0, t->ne1, 0);
+    model_drop_file_pages(m, t->src_data, t->src_row_bytes * (size_t)t->ne1);
     *row_bytes_out = row_bytes;
     return dst;
 }
@@ -86,7 +88,7 @@ int model_plan_stage(model *m, const precision_plan *p, plan_staging *st, volati
                 if (type == t->src_type) {
                     c->data = NULL;   // back to the file's weights
                     c->row_bytes = t->src_row_bytes;
-                } else if (!(c->data = convert_from_source(t, type, &c->row_bytes))) {
+                } else if (!(c->data = convert_from_source(m, t, type, &c->row_bytes))) {
                     st->n--;
                     return model_plan_discard(st), err_set(err, "plan: out of memory converting tensor %s to %s",
                                                            t->name, wtype_name(type));
@@ -114,7 +116,7 @@ void model_plan_commit(model *m, plan_staging *st, backend *b) {
         t->row_bytes = c->row_bytes;
         t->n_bytes = c->row_bytes * (size_t)t->ne1;
         c->data = NULL;
-        if (b) b->weight_prepare(b, t, NULL);
+        if (b) model_prepare_tensor(m, b, t, NULL);
     }
     if (m->hp.tied_output) m->output = m->tok_embd;
     m->weight_bytes = 0;

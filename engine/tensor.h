@@ -11,7 +11,8 @@ typedef struct tensor {
     const char *name;     // GGUF tensor name (owned by the model)
     uint32_t type;        // enum wtype
     int64_t ne0, ne1;     // row length (inputs), rows (outputs); a vector has ne1 == 1
-    const void *data;     // host bytes: into the mapped file, or `owned`
+    const void *data;     // host bytes: into the mapped file, or `owned`; NULL for a converted
+                          // matrix whose one copy is the CPU backend's own (model_prepare_tensor)
     size_t row_bytes;
     size_t n_bytes;
     void *owned;          // heap copy when the weights were converted (freed with the model)

@@ -140,6 +140,8 @@ static int vkb_weight_prepare(backend *b, tensor *t, errbuf *err) {
         vk_weight_free(v, old);   // converted (precision switch) since the upload
     }
     t->bk = NULL;
+    if (!t->data)
+        return err_set(err, "vulkan: tensor %s: no rows to upload (another backend's copy was its only one)", t->name);
     const int slot = vk_type_slot(t->type);
     if (slot < 0)
         return err_set(err, "vulkan: tensor %s has type %s, which this backend cannot use", t->name ? t->name : "?",

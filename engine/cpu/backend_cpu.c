@@ -48,11 +48,13 @@ static void prof_end(cpu_backend *c, enum op_kind k, double t0) {
 }
 
 // A weight the kernel table multiplies in its row-interleaved layout (cpu_pack_r16). The
-// backend keeps its packs itself, found by the tensor's host bytes, type and shape (tensor.bk
-// stays NULL on the CPU): a backend destroyed without releasing its weights takes its packs
-// with it and leaves nothing dangling in the model.
+// backend keeps its packs itself, found by the weights the tensor was made from, its type and
+// shape (tensor.bk stays NULL on the CPU): a backend destroyed without releasing its weights
+// takes its packs with it and leaves nothing dangling in the model. The key is the tensor's
+// source, not its rows, because a converted weight's rows are freed once packed
+// (model_prepare_tensor) and a conversion of one source to one type is always the same.
 typedef struct cpu_packed {
-    const void *src;          // tensor.data it was packed from
+    const void *src;          // pack_key of the tensor it was packed from
     uint32_t type;
     int64_t ne0, ne1;
     void *data;
@@ -60,10 +62,12 @@ typedef struct cpu_packed {
     arena_chunk *chunk;       // where data was carved from (c->arena)
 } cpu_packed;
 
+static const void *pack_key(const tensor *w) { return w->src_data ? w->src_data : w->data; }
+
 static cpu_packed *packed_of(cpu_backend *c, const tensor *w) {
     for (int i = 0; i < c->n_packs; i++) {
         cpu_packed *p = &c->packs[i];
-        if (p->src == w->data && p->type == w->type && p->ne0 == w->ne0 && p->ne1 == w->ne1) return p;
+        if (p->src == pack_key(w) && p->type == w->type && p->ne0 == w->ne0 && p->ne1 == w->ne1) return p;
     }
     return NULL;
 }
@@ -84,9 +88,9 @@ static void pack_worker(void *ctx, int ith, int nth) {
 // Packing is a speed-up only: without the memory for it the weight stays in rows, read by the
 // table's row kernel.
 static int cpu_weight_prepare(backend *b, tensor *w, errbuf *err) {
-    (void)err;
     cpu_backend *c = CPU(b);
     if (!cpu_weight_keeps_own(b, w) || packed_of(c, w)) return 0;
+    if (!w->data) return err_set(err, "cpu: tensor %s: no rows to pack (another backend's copy was its only one)", w->name);
     if (c->n_packs == c->cap_packs) {
         int cap = c->cap_packs ? 2 * c->cap_packs : 64;
         cpu_packed *grown = try_realloc(c->packs, (size_t)cap * sizeof *grown);
@@ -100,10 +104,12 @@ static int cpu_weight_prepare(backend *b, tensor *w, errbuf *err) {
     if (!data) return 0;
     pack_job j = { w, data };
     threadpool_run(c->pool, pack_worker, &j);
-    c->packs[c->n_packs++] = (cpu_packed){ w->data, w->type, w->ne0, w->ne1, data, bytes, chunk };
+    c->packs[c->n_packs++] = (cpu_packed){ pack_key(w), w->type, w->ne0, w->ne1, data, bytes, chunk };
     b->own_weight_bytes += bytes;
     return 0;
 }
+
+static bool cpu_weight_holds_own(backend *b, const tensor *w) { return packed_of(CPU(b), w) != NULL; }
 
 static void cpu_weight_release(backend *b, tensor *w) {
     cpu_backend *c = CPU(b);
@@ -541,6 +547,7 @@ backend *backend_cpu_new(int n_threads, const char *kernels, errbuf *err) {
     b->weight_prepare = cpu_weight_prepare;
     b->weight_release = cpu_weight_release;
     b->weight_keeps_own = cpu_weight_keeps_own;
+    b->weight_holds_own = cpu_weight_holds_own;
     b->supports_type = cpu_supports_type;
     for (int t = 0; t < WT_COUNT; t++)
         if (k->matmul[t] && k->act_format[t] == ACT_BF16) b->act_bf16_types |= 1ull << t;
