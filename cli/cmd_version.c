@@ -36,5 +36,9 @@ int cmd_version(int argc, char **argv) {
         printf("%s %s (%s)", i ? "," : "", names[i],
                !tables[i] ? "not on this cpu" : tables[i] == pick ? "runs here, auto takes it" : "runs here");
     printf("\n");
+    if (cpu_kernels_avx512_bf16())   // which BF16 kernels the avx512 table runs, timed at startup
+        printf("avx512 bf16: %s\n", cpu_kernels_avx512() == cpu_kernels_avx512_bf16()
+                                        ? "vdpbf16ps (AVX-512 BF16; faster than the FMA kernels here)"
+                                        : "FMA kernels (faster here than AVX-512 BF16's vdpbf16ps)");
     return 0;
 }

@@ -690,12 +690,20 @@ int main(void) {
         test_kv_tiles(fast[i].k);
         test_matmul(fast[i].k);
     }
-    // A processor with AVX-512 BF16 gets the avx512 table with the vdpbf16ps kernels in BF16's
-    // place; the table's own BF16 kernels (float activations, for processors without it) run the
-    // same checks here, since this processor can run them.
-    if (cpu_kernels_avx512() && cpu_kernels_avx512() != &cpu_kernels_avx512_table) test_matmul(&cpu_kernels_avx512_table);
-    else SKIP("the avx512 table without AVX-512 BF16: %s", cpu_kernels_avx512() ? "it is the table this processor runs, checked above"
-                                                                                 : "this processor does not run avx512");
+    // On a processor with AVX-512 BF16 the avx512 table is one of two, with the vdpbf16ps kernels
+    // in BF16's place or its own FMA ones (whichever is the faster here): the other one runs the
+    // same checks, since this processor can run it.
+    const cpu_kernels *other_avx512 = !cpu_kernels_avx512_bf16()                          ? NULL
+                                      : cpu_kernels_avx512() == cpu_kernels_avx512_bf16() ? &cpu_kernels_avx512_table
+                                                                                          : cpu_kernels_avx512_bf16();
+    if (other_avx512) {
+        printf("avx512 BF16: %s here; the other kernels checked too\n",
+               cpu_kernels_avx512() == cpu_kernels_avx512_bf16() ? "vdpbf16ps" : "FMA");
+        test_matmul(other_avx512);
+    } else {
+        SKIP("the avx512 table's second BF16 kernels: %s", cpu_kernels_avx512() ? "this processor has no AVX-512 BF16"
+                                                                                  : "this processor does not run avx512");
+    }
     // The scalar table's own helpers on the reference quantizer (they are the same function).
     block_q8_0 a[2], b[2];
     float x[64];

@@ -36,6 +36,20 @@ wait_for() {
     done
     return 1
 }
+# wait_for_all SECONDS TEXT...: polls until every TEXT shows in one capture (a screen the
+# workbench draws in several writes may be caught half drawn: its title before its body)
+wait_for_all() {
+    lim=$(( $1 * 10 )); shift
+    i=0
+    while [ $i -lt $lim ]; do
+        cap >"$T/screen" 2>/dev/null
+        all=1
+        for want in "$@"; do grep -qF -- "$want" "$T/screen" || { all=0; break; }; done
+        [ $all = 1 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
 # the screen has no escape sequences, no '^[' and no line wider than $1 columns
 clean() {
     cap >"$T/screen"
@@ -147,7 +161,7 @@ rows=cols[0].split('\n')[1:]
 assert rows and all(' | ' in r for r in rows if r), rows" && ok || bad ":compare: the first prompt's replies are not side by side"
 # help, then resize to 80x24: chat and status bar only
 tmux send-keys -t "$S" F1
-wait_for "Help" 15 && grep -q "F2" "$T/screen" && grep -q ":precision" "$T/screen" && ok || bad "F1 help missing"
+wait_for_all 15 "Help" "F2" ":precision" && ok || { bad "F1 help missing"; cat "$T/screen"; }
 clean 120 && ok || bad "garbage in help"
 shot help-120x40
 # the help wraps at spaces, never inside a word, and scrolls when it is longer than the screen

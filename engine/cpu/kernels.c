@@ -94,23 +94,33 @@ const cpu_kernels *cpu_kernels_avx2(void) {
     return f->avx2 && f->fma && f->f16c ? &cpu_kernels_avx2_table : NULL;
 }
 
-// The AVX-512 table with the BF16 dot-product kernels, for processors that have them.
+// The AVX-512 table with the BF16 dot-product kernels, for processors that have them, and
+// whether they are the faster here (cpu_bf16_dot_pays, asked once).
 static cpu_kernels avx512_bf16_table;
+static bool avx512_bf16_pays;
 static pthread_once_t avx512_bf16_once = PTHREAD_ONCE_INIT;
 static void avx512_bf16_make(void) {
     avx512_bf16_table = cpu_kernels_avx512_table;
     cpu_kernels_avx512_add_bf16(&avx512_bf16_table);
+    avx512_bf16_pays = cpu_bf16_dot_pays();
+}
+
+static bool avx512_runs_here(void) {
+    const cpu_features *f = cpu_get_features();
+    // kernels_avx512.c is compiled with AVX2/FMA/F16C as well, so it needs all of them.
+    return f->avx2 && f->fma && f->f16c && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512vnni;
+}
+
+const cpu_kernels *cpu_kernels_avx512_bf16(void) {
+    if (!avx512_runs_here() || !cpu_get_features()->avx512bf16) return NULL;
+    pthread_once(&avx512_bf16_once, avx512_bf16_make);
+    return &avx512_bf16_table;
 }
 
 const cpu_kernels *cpu_kernels_avx512(void) {
-    const cpu_features *f = cpu_get_features();
-    // kernels_avx512.c is compiled with AVX2/FMA/F16C as well, so it needs all of them.
-    int ok = f->avx2 && f->fma && f->f16c && f->avx512f && f->avx512bw && f->avx512vl &&
-             f->avx512dq && f->avx512vnni;
-    if (!ok) return NULL;
-    if (!f->avx512bf16) return &cpu_kernels_avx512_table;
-    pthread_once(&avx512_bf16_once, avx512_bf16_make);
-    return &avx512_bf16_table;
+    if (!avx512_runs_here()) return NULL;
+    const cpu_kernels *dot = cpu_kernels_avx512_bf16();
+    return dot && avx512_bf16_pays ? dot : &cpu_kernels_avx512_table;
 }
 
 size_t cpu_act_row_bytes(enum act_format af, int64_t k) {

@@ -103,6 +103,9 @@ void cpu_act_prepare(const cpu_kernels *kt, enum act_format af, const float *x, 
 const cpu_kernels *cpu_kernels_scalar(void);
 const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_avx512(void);
+// The AVX-512 table with the vdpbf16ps kernels for BF16, NULL without AVX-512 BF16:
+// cpu_kernels_avx512 returns it where those kernels are the faster (cpu_bf16_dot_pays).
+const cpu_kernels *cpu_kernels_avx512_bf16(void);
 // The best table this machine can run, or the one named ("scalar", "avx2", "avx512", "auto");
 // NULL if the named one can't run here. For NULL or "auto", the environment variable
 // CABIN_KERNELS (same names) decides when set, so NULL also means "CABIN_KERNELS names a table
@@ -192,13 +195,17 @@ void matmul_q6_k_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_
     void matmul_##K##_r16_avx2(const void *w, size_t wrb, int64_t k, int64_t row0, int64_t row1, const void *x,   \
                                size_t xrb, int64_t n_tok, float *y, int64_t ldy);
 R16_TYPES(R16_DECLARE)
-// F16 and BF16 (ACT_F32 activations), in both tables (an AVX-512 table with AVX-512 BF16 puts
-// the vdpbf16ps kernels in BF16's place: cpu_kernels_avx512_add_bf16).
+// F16 and BF16 (ACT_F32 activations), in both tables (on a processor with AVX-512 BF16 where
+// they are faster, the AVX-512 table has the vdpbf16ps kernels in BF16's place:
+// cpu_kernels_avx512_add_bf16).
 R16_DECLARE(f16)
 R16_DECLARE(bf16)
 // Puts the vdpbf16ps kernels (row and r16, ACT_BF16) for BF16 into an AVX-512 table: only for
-// processors with AVX-512 BF16 (cpu_kernels_avx512 does it).
+// processors with AVX-512 BF16 (cpu_kernels_avx512_bf16 does it).
 void cpu_kernels_avx512_add_bf16(struct cpu_kernels *table);
+// Whether those kernels beat the table's own FMA ones here, timed on this processor (only on one
+// with AVX-512 BF16); cpu_kernels_avx512 asks once.
+bool cpu_bf16_dot_pays(void);
 #define DQ8_MATMUL(name, type, act) [type] = matmul_##name##_dq8,
 #define DQ8_ACT(name, type, act) [type] = act,
 
