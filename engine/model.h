@@ -116,8 +116,8 @@ void model_for_each_tensor(model *m, void (*fn)(tensor *t, void *ud), void *ud);
 // bytes copied: 0 when nothing is read from the file, or when the copy would not leave 512 MiB
 // of the available memory (the weights then stay in the mapping).
 // Weights the backend keeps in a layout of its own (backend.weight_keeps_own) are left where
-// they are, and so is the untied token embedding (a row read per token): b may be NULL (copy
-// everything).
+// they are (b may be NULL: none is), and so is the untied token embedding (a row read per
+// token: the mapping serves it).
 uint64_t model_copy_weights(model *m, int n_threads, backend *b);
 // Before a forward pass or a plan's conversion: when a weight (or the source a conversion
 // reads) is still in the mapped file (--mmap, or a copy that did not fit), that the file has
