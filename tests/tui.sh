@@ -36,8 +36,19 @@ wait_for() {
     done
     return 1
 }
-# wait_for_all SECONDS TEXT...: polls until every TEXT shows in one capture (a screen the
-# workbench draws in several writes may be caught half drawn: its title before its body)
+# wait_until SECONDS CONDITION: polls the screen into $T/screen until the shell CONDITION holds
+# on one capture. A screen the workbench draws in several writes may be caught half drawn (its
+# title before its body), so what must show together is waited for together.
+wait_until() {
+    lim=$(( $1 * 10 )); i=0
+    while [ $i -lt $lim ]; do
+        cap >"$T/screen" 2>/dev/null
+        eval "$2" && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+# wait_for_all SECONDS TEXT...: until every TEXT (a fixed string) shows in one capture
 wait_for_all() {
     lim=$(( $1 * 10 )); shift
     i=0
@@ -107,7 +118,7 @@ grep -qE "KL vs file: (waits for idle|window [0-9]+/[0-9]+) |top-1" "$T/screen" 
     ! grep -q "measuring…" "$T/screen" && ok || { bad "the KL line says what it waits for"; grep "KL" "$T/screen"; }
 # the plan's KL vs the file, measured aside between turns
 KLRE="KL [0-9]+(\.[0-9]+)?(e-[0-9]+)?  top-1 [0-9.]+%"
-wait_for "top-1" 30 && grep -qE "$KLRE" "$T/screen" && ok || bad "no KL / top-1 for q4_0"
+wait_until 30 'grep -qF "top-1" "$T/screen" && grep -qE "$KLRE" "$T/screen"' && ok || bad "no KL / top-1 for q4_0"
 kl_q4=$(grep -oE "$KLRE" "$T/screen" | head -n 1)
 # :precision q8_0 through the command language
 tmux send-keys -t "$S" ":precision q8_0" Enter
@@ -140,7 +151,7 @@ wait_for "KL per tensor" 20 && ok || bad ":heatmap gave no grid"
 tmux send-keys -t "$S" F4
 wait_for "Heat map: kv cache" 3 && ok || bad "F4 did not cycle the heat map"
 tmux send-keys -t "$S" F3
-wait_for "KV q8 (" 5 && grep -q "kv: q8" "$T/screen" && ok || bad "F3 did not switch the KV cache to q8"
+wait_for_all 5 "KV q8 (" "kv: q8" && ok || bad "F3 did not switch the KV cache to q8"
 tmux send-keys -t "$S" "one more" Enter
 wait_for "one more" 5; sleep 1
 tmux send-keys -t "$S" F4
@@ -169,7 +180,7 @@ tr -s ' ' <"$T/screen" | grep -q "Pareto frontier" && grep -q ":governor TARGET 
     { bad "help: words cut"; grep -E "governor|Pareto" "$T/screen"; }
 if grep -q "PgUp PgDn)" "$T/screen"; then
     tmux send-keys -t "$S" NPage
-    wait_for ":help" 3 && grep -q "list the commands" "$T/screen" && grep -q "Help" "$T/screen" && ok || bad "help: PgDn shows the last commands"
+    wait_for_all 3 ":help" "list the commands" "Help" && ok || bad "help: PgDn shows the last commands"
 fi
 tmux send-keys -t "$S" Escape
 tmux resize-window -t "$S" -x 80 -y 24
@@ -209,7 +220,7 @@ elif [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
     start 120 40 "$VM" -n 48 --temp 0 -t 1 --audio-in "'$(pwd)/$WAV'" --audio-out "'$T/reply.wav'"
     wait_for "type a message" 20 && wait_for "F5 to talk" 5 && ok || bad "voice panel not idle with a WAV microphone"
     tmux send-keys -t "$S" F5
-    wait_for "│ listening" 30 && grep -qE "level .*[0-9]+ dB" "$T/screen" && ok || bad "F5 did not start listening (with a level)"
+    wait_until 30 'grep -qF "│ listening" "$T/screen" && grep -qE "level .*[0-9]+ dB" "$T/screen"' && ok || bad "F5 did not start listening (with a level)"
     sleep 4.4   # the recording is 4.0 s; F5 again releases
     tmux send-keys -t "$S" F5
     wait_for "release → transcript" 60 && ok || bad "no latency line after the release"
@@ -227,7 +238,7 @@ import wave,sys; w=wave.open('$T/reply.wav'); n=w.getnframes(); sys.exit(0 if n 
     shot voice-120x40
     # :voice FILE runs the recording through the same pipeline (hands-free) and the same panel
     tmux send-keys -t "$S" ":voice $(pwd)/$WAV" Enter
-    wait_for "end → transcript" 60 && grep -qE "end → transcript [0-9]+ ms" "$T/screen" && ok || bad ":voice did not update the panel"
+    wait_until 60 'grep -qE "end → transcript [0-9]+ ms" "$T/screen"' && ok || bad ":voice did not update the panel"
     wait_for "│ idle" 30
     heard2=$(sed -n 's/.*│ heard: \(.*[^ ]\) *│$/\1/p' "$T/screen" | head -n 1)
     [ -n "$heard2" ] && [ "$(grep -c "you › " "$T/screen")" -ge 2 ] && grep -qF "you › $heard2" "$T/screen" && ok \
@@ -258,7 +269,7 @@ shot novoice-80x24
 if cabin_has_audio && [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
     tmux resize-window -t "$S" -x 120 -y 40   # wide enough for the panels
     tmux send-keys -t "$S" ":voice $(pwd)/$WAV" Enter
-    wait_for "end → transcript" 60 && grep -q "heard: " "$T/screen" && grep -q "$VOICE_OFF" "$T/screen" && ok ||
+    wait_for_all 60 "end → transcript" "heard: " "$VOICE_OFF" && ok ||
         { bad ":voice without a microphone: the panel shows no heard line and latency"; grep -A6 "Voice" "$T/screen"; }
 fi
 tmux send-keys -t "$S" C-d
