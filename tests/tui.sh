@@ -26,41 +26,24 @@ tmux new-session -d -s keepalive -x 20 -y 5 "sleep 3600"
 if cabin_has_audio; then VOICE_OFF="voice off: audio"; else VOICE_OFF="voice off: built without audio (make AUDIO=1)"; fi
 
 cap() { tmux capture-pane -t "$S" -p; }
-# wait_for TEXT [SECONDS]: polls the screen until TEXT (a fixed string) shows
-wait_for() {
-    i=0; lim=$(( ${2:-10} * 10 ))
-    while [ $i -lt $lim ]; do
-        cap >"$T/screen" 2>/dev/null
-        grep -qF -- "$1" "$T/screen" && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-# wait_until SECONDS CONDITION: polls the screen into $T/screen until the shell CONDITION holds
-# on one capture. A screen the workbench draws in several writes may be caught half drawn (its
-# title before its body), so what must show together is waited for together.
+# wait_until SECONDS COMMAND...: polls the screen into $T/screen until COMMAND succeeds on one
+# capture. A screen the workbench draws in several writes may be caught half drawn (its title
+# before its body), so what must show together is waited for together.
 wait_until() {
-    lim=$(( $1 * 10 )); i=0
+    lim=$(( $1 * 10 )); shift; i=0
     while [ $i -lt $lim ]; do
         cap >"$T/screen" 2>/dev/null
-        eval "$2" && return 0
+        "$@" && return 0
         sleep 0.1; i=$((i + 1))
     done
     return 1
 }
-# wait_for_all SECONDS TEXT...: until every TEXT (a fixed string) shows in one capture
-wait_for_all() {
-    lim=$(( $1 * 10 )); shift
-    i=0
-    while [ $i -lt $lim ]; do
-        cap >"$T/screen" 2>/dev/null
-        all=1
-        for want in "$@"; do grep -qF -- "$want" "$T/screen" || { all=0; break; }; done
-        [ $all = 1 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+# shows TEXT...: every TEXT (a fixed string) is on the last capture
+shows() { for want in "$@"; do grep -qF -- "$want" "$T/screen" || return 1; done; }
+# wait_for TEXT [SECONDS]: until TEXT shows (10 s)
+wait_for() { wait_until "${2:-10}" shows "$1"; }
+# wait_for_all SECONDS TEXT...: until every TEXT shows in one capture
+wait_for_all() { secs=$1; shift; wait_until "$secs" shows "$@"; }
 # the screen has no escape sequences, no '^[' and no line wider than $1 columns
 clean() {
     cap >"$T/screen"
@@ -118,7 +101,7 @@ grep -qE "KL vs file: (waits for idle|window [0-9]+/[0-9]+) |top-1" "$T/screen" 
     ! grep -q "measuring…" "$T/screen" && ok || { bad "the KL line says what it waits for"; grep "KL" "$T/screen"; }
 # the plan's KL vs the file, measured aside between turns
 KLRE="KL [0-9]+(\.[0-9]+)?(e-[0-9]+)?  top-1 [0-9.]+%"
-wait_until 30 'grep -qF "top-1" "$T/screen" && grep -qE "$KLRE" "$T/screen"' && ok || bad "no KL / top-1 for q4_0"
+wait_until 30 eval 'grep -qF "top-1" "$T/screen" && grep -qE "$KLRE" "$T/screen"' && ok || bad "no KL / top-1 for q4_0"
 kl_q4=$(grep -oE "$KLRE" "$T/screen" | head -n 1)
 # :precision q8_0 through the command language
 tmux send-keys -t "$S" ":precision q8_0" Enter
@@ -220,7 +203,7 @@ elif [ -f "$WAV" ] && [ -f assets/asr/cabin.lm ]; then
     start 120 40 "$VM" -n 48 --temp 0 -t 1 --audio-in "'$(pwd)/$WAV'" --audio-out "'$T/reply.wav'"
     wait_for "type a message" 20 && wait_for "F5 to talk" 5 && ok || bad "voice panel not idle with a WAV microphone"
     tmux send-keys -t "$S" F5
-    wait_until 30 'grep -qF "│ listening" "$T/screen" && grep -qE "level .*[0-9]+ dB" "$T/screen"' && ok || bad "F5 did not start listening (with a level)"
+    wait_until 30 eval 'grep -qF "│ listening" "$T/screen" && grep -qE "level .*[0-9]+ dB" "$T/screen"' && ok || bad "F5 did not start listening (with a level)"
     sleep 4.4   # the recording is 4.0 s; F5 again releases
     tmux send-keys -t "$S" F5
     wait_for "release → transcript" 60 && ok || bad "no latency line after the release"
@@ -238,7 +221,7 @@ import wave,sys; w=wave.open('$T/reply.wav'); n=w.getnframes(); sys.exit(0 if n 
     shot voice-120x40
     # :voice FILE runs the recording through the same pipeline (hands-free) and the same panel
     tmux send-keys -t "$S" ":voice $(pwd)/$WAV" Enter
-    wait_until 60 'grep -qE "end → transcript [0-9]+ ms" "$T/screen"' && ok || bad ":voice did not update the panel"
+    wait_until 60 eval 'grep -qE "end → transcript [0-9]+ ms" "$T/screen"' && ok || bad ":voice did not update the panel"
     wait_for "│ idle" 30
     heard2=$(sed -n 's/.*│ heard: \(.*[^ ]\) *│$/\1/p' "$T/screen" | head -n 1)
     [ -n "$heard2" ] && [ "$(grep -c "you › " "$T/screen")" -ge 2 ] && grep -qF "you › $heard2" "$T/screen" && ok \
