@@ -9,6 +9,7 @@
 #include "base/stopsig.h"
 #include "cli/serve_app.h"
 #include "engine/json_schema.h"
+#include "engine/model.h"
 #include "serve/jobs.h"
 
 #include <cjson/cJSON.h>
@@ -54,8 +55,9 @@ static const cmd_spec SERVE_SPEC = {
     "/metrics (Prometheus), /v1/cabin/tools (the car's actions as tools) and\n"
     "/v1/cabin/state, and POST /v1/cabin/command (a line of the command language). On the\n"
     "embedded model a reply that acts is carried out on the simulated car and returned\n"
-    "as a tool call. --slots N requests run side by side (default 1); the rest wait in\n"
-    "order. Ctrl-C stops.\n"
+    "as a tool call; a model that writes <tool_call> tags (Qwen, Hermes) calls the\n"
+    "client's tools when it decides to. --slots N requests run side by side (default 1);\n"
+    "the rest wait in order. Ctrl-C stops.\n"
     "docs/SERVE.md has the routes and examples.\n",
 };
 
@@ -102,6 +104,7 @@ int cmd_serve(int argc, char **argv) {
     a->system = r.s.system_prompt;
     a->has_tools = a->c.as.grammar != NULL;
     a->tools_json = a->has_tools ? action_tools_json() : NULL;
+    a->has_call_tags = !a->has_tools && tool_call_tags_of(session_model(a->c.as.s)->tok, &a->call_tags);
     serve_model_id(r.s.model_path, a->model_id, sizeof a->model_id);
     session_stats st;
     session_get_stats(a->c.as.s, &st);
@@ -125,7 +128,7 @@ int cmd_serve(int argc, char **argv) {
         if (a->n_slots > 1) snprintf(slots, sizeof slots, ", %d slots", a->n_slots);
         printf("cabin serve: http://%s%s%s:%d/v1 (model %s, context %d%s%s%s); Ctrl-C stops\n", v6 ? "[" : "", so.host,
                v6 ? "]" : "", serve_port(sv), a->model_id, st.n_ctx, slots, so.api_key ? ", API key on" : "",
-               a->has_tools ? ", the car's tools" : "");
+               a->has_tools ? ", the car's tools" : a->has_call_tags ? ", tool calls in <tool_call> tags" : "");
         fflush(stdout);
         while (!stopsig_pending()) usleep(100 * 1000);
         serve_stop(sv);

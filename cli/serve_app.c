@@ -5,6 +5,7 @@
 #include "app/cmdlang.h"
 #include "base/mem.h"
 #include "engine/json_schema.h"
+#include "engine/token_bias.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ typedef struct run_state {
     bool stopped;                  // the face asked to stop (client gone, stop sequence)
     reply_split split;             // the assistant's reply: the action line held, the sentence streamed
     strbuf held;                   // a client's tool call, held whole
+    bool in_call;                  // a model with call tags: between <tool_call> and </tool_call>
     bool acted;
 } run_state;
 
@@ -192,6 +194,26 @@ static void say_tool_call(run_state *r, bool complete) {
     cJSON_Delete(j);
 }
 
+// A model that writes its calls in tags (tool_call.h): the text streams as content, a call is
+// held from its opening tag and said as a call at its closing one.
+static bool tagged_token(void *ud, int32_t token, const char *piece, int len) {
+    run_state *r = ud;
+    if (token == r->a->call_tags.open && !r->in_call) {
+        r->tokens++;
+        r->in_call = true;
+        strbuf_clear(&r->held);
+        return true;
+    }
+    if (token == r->a->call_tags.close && r->in_call) {
+        r->tokens++;
+        r->in_call = false;
+        say_tool_call(r, true);
+        strbuf_clear(&r->held);
+        return true;
+    }
+    return r->in_call ? held_token(ud, token, piece, len) : plain_token(ud, token, piece, len);
+}
+
 // The action line is complete: it is carried out (unless tool_choice is none) and said as a
 // tool call, with the car's change or refusal in cabin's own field.
 static void act(void *ud, const char *line, size_t n) {
@@ -227,9 +249,26 @@ static bool assistant_token(void *ud, int32_t token, const char *piece, int len)
     return reply_split_feed(&r->split, piece, (size_t)len, act, send_text, r);
 }
 
-// An assistant message of the conversation as the model wrote it: the action line, then the text.
+// An assistant message of the conversation as the model wrote it: the action line, then the
+// text; on another model, the text, then the call it made in the form it makes them.
 static char *assistant_text(const serve_app *a, const serve_message *m, errbuf *err) {
     strbuf b = { 0 };
+    if (!a->has_tools && m->tool_name) {
+        strbuf_puts(&b, m->content ? m->content : "");
+        if (a->has_call_tags) {
+            if (b.len) strbuf_puts(&b, "\n");
+            tool_call_render(&b, m->tool_name, m->tool_args);
+        } else {   // the bare object a call held to the schema is
+            cJSON *call = cJSON_CreateObject(), *args = cJSON_Parse(m->tool_args ? m->tool_args : "{}");
+            cJSON_AddStringToObject(call, "name", m->tool_name);
+            cJSON_AddItemToObject(call, "arguments", args ? args : cJSON_CreateObject());
+            char *js = cJSON_PrintUnformatted(call);
+            cJSON_Delete(call);
+            strbuf_puts(&b, js ? js : "{}");
+            cJSON_free(js);
+        }
+        return b.s;
+    }
     if (a->has_tools) {
         char line[512] = "none";
         if (m->tool_name) {
@@ -252,7 +291,7 @@ static bool client_tool_call(const serve_app *a, const serve_request *rq) {
 static int check_tools(const serve_app *a, const serve_request *rq, errbuf *err) {
     if (!a->has_tools) {   // the client's own tools: a call when one is asked for
         if (rq->tool_choice_name && rq->n_tools == 0) return err_set(err, "tool_choice: names a function, but no tools were given");
-        if (rq->n_tools && rq->tool_choice == SERVE_TOOLS_AUTO && !rq->tool_choice_name)
+        if (rq->n_tools && rq->tool_choice == SERVE_TOOLS_AUTO && !rq->tool_choice_name && !a->has_call_tags)
             return err_set(err, "tool_choice: auto needs a model that says when it calls a tool; %s does not: ask for "
                            "\"required\" or name a function (or \"none\")", a->model_id);
         return 0;
@@ -270,7 +309,11 @@ static int load_conversation(serve_app *a, session *s, const serve_request *rq, 
     int i = 0;
     const char *system = a->system;
     if (rq->n_msgs && strcmp(rq->msgs[0].role, "system") == 0) system = rq->msgs[i++].content;
-    if (client_tool_call(a, rq)) {   // the model is told the functions and the form of a call
+    if (client_tool_call(a, rq) && a->has_call_tags) {   // in the words the model was tuned on
+        char *sys = tool_call_system(system, rq->tools_json);
+        session_set_system(s, sys);
+        free(sys);
+    } else if (client_tool_call(a, rq)) {   // the model is told the functions and the form of a call
         strbuf sys = { 0 };
         if (system && *system) strbuf_printf(&sys, "%s\n\n", system);
         strbuf_printf(&sys, "You call one of these functions: %s\nAnswer with a JSON object {\"name\": FUNCTION, \"arguments\": {...}}.",
@@ -293,11 +336,22 @@ static int load_conversation(serve_app *a, session *s, const serve_request *rq, 
             else if (session_add_turn(s, strbuf_str(&user), reply, err)) rc = -1, *status = strstr(err->msg, "context full") ? 400 : 500;
             free(reply);
             strbuf_clear(&user);
-        }   // a tool message: the car's tools ran here, their result is in the conversation already
+        } else if (!a->has_tools) {   // a client's function's result, read in the user's turn
+            if (user.len) strbuf_puts(&user, "\n");
+            tool_call_render_result(&user, m->content);
+        }   // a tool message on the embedded model: the car's tools ran here, their result is in the conversation already
     }
-    if (!rc && user.len == 0) rc = err_set(err, "messages: no user message after the last assistant message"), *status = 400;
+    if (!rc && user.len == 0) rc = err_set(err, "messages: no user or tool message after the last assistant message"), *status = 400;
     *last = user;
     return rc;
+}
+
+// The filter a request's generation runs under: its logit biases (token_bias.h) around `inner`
+// (zeroed: none).
+static void set_filter(session *s, token_bias *tb, const serve_request *rq, token_filter inner) {
+    *tb = (token_bias){ rq->bias_ids, rq->bias, rq->n_bias, inner };
+    token_filter f = rq->n_bias ? token_bias_filter(tb) : inner;
+    session_set_filter(s, f.mask || f.forced ? &f : NULL);
 }
 
 int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_output *out, serve_result *res, errbuf *err) {
@@ -320,14 +374,23 @@ int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_outpu
     run_state r = { .a = a, .as = as, .rq = rq, .out = out };
     int status = 0, rc = 0;
     session_stats st;
-    if (rq->kind == SERVE_COMPLETION) {
+    token_bias tb;
+    if (rq->n_bias && a->has_tools) {
+        status = 400, err_set(err, "logit_bias: the assistant's replies are held to its action grammar (not with the car's tools)");
+    } else if (token_bias_check(rq->bias_ids, rq->n_bias, session_n_vocab(s), err)) {
+        status = 400;
+    } else if (rq->kind == SERVE_COMPLETION) {
         int32_t *ids = NULL;
         int n = session_tokenize(s, rq->prompt, true, &ids, err);
         free(ids);
         session_get_stats(s, &st);
         if (n < 0) status = 400;
         else if (n + 1 > st.n_ctx) status = 400, err_set(err, "the prompt is %d tokens; the context holds %d (cabin serve --ctx)", n, st.n_ctx);
-        else if (session_complete(s, rq->prompt, max, plain_token, &r, err)) status = 500;
+        else {
+            set_filter(s, &tb, rq, (token_filter){ 0 });
+            if (session_complete(s, rq->prompt, max, plain_token, &r, err)) status = 500;
+            session_set_filter(s, NULL);
+        }
         res->prompt_tokens = n;
     } else {
         strbuf last = { 0 };
@@ -340,11 +403,15 @@ int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_outpu
         else if (client_tool_call(a, rq) && !(schema = json_schema_compile_tools(rq->tools_json, rq->tool_choice_name, err)))
             status = 400;
         else if (load_conversation(a, s, rq, &last, &status, err)) rc = -1;
+        // a model with call tags decides whether to call (auto), or is held to call (required)
+        const bool tagged = client_tool_call(a, rq) && a->has_call_tags;
+        tool_call_filter *tcf = NULL;
         if (schema) {   // structured output: the tokens held to the schema, no action line
             pthread_mutex_lock(&a->vocab_mu);
             if (!a->vocab) a->vocab = json_vocab_new(s);
             pthread_mutex_unlock(&a->vocab_mu);
-            jf = json_filter_new(schema, a->vocab);
+            if (tagged) tcf = tool_call_filter_new(a->call_tags, schema, a->vocab, rq->tool_choice == SERVE_TOOLS_REQUIRED);
+            else jf = json_filter_new(schema, a->vocab);
         }
         if (!status && !rc) {
             int n = session_turn_tokens(s, strbuf_str(&last), err);
@@ -352,25 +419,35 @@ int serve_app_run(void *ud, int slot, const serve_request *rq, const serve_outpu
             if (n < 0) status = 400;
             else if (st.n_past + n + 1 > st.n_ctx && strcmp(st.kv_policy, "none") == 0)
                 status = 400, err_set(err, "the conversation is %d tokens; the context holds %d (cabin serve --ctx)", st.n_past + n, st.n_ctx);
-            else if (jf) {
-                token_filter tf = json_filter_token_filter(jf);
-                session_set_filter(s, &tf);
+            else if (tcf) {
+                set_filter(s, &tb, rq, tool_call_filter_token_filter(tcf));
+                if (session_chat(s, strbuf_str(&last), tagged_token, &r, err)) status = 500;
+                session_set_filter(s, NULL);
+                if (!status && r.in_call) say_tool_call(&r, false);   // cut short: said as the text it is
+            } else if (jf) {
+                set_filter(s, &tb, rq, json_filter_token_filter(jf));
                 bool call = client_tool_call(a, rq);
                 if (session_chat(s, strbuf_str(&last), call ? held_token : plain_token, &r, err)) status = 500;
                 session_set_filter(s, NULL);
                 if (!status && call) say_tool_call(&r, json_filter_complete(jf));
-            } else if (a->has_tools ? assistant_generate(as, strbuf_str(&last), assistant_token, &r, err)
-                                    : session_chat(s, strbuf_str(&last), plain_token, &r, err))
-                status = 500;
+            } else if (a->has_tools) {
+                if (assistant_generate(as, strbuf_str(&last), assistant_token, &r, err)) status = 500;
+            } else {
+                set_filter(s, &tb, rq, (token_filter){ 0 });
+                if (session_chat(s, strbuf_str(&last), plain_token, &r, err)) status = 500;
+                session_set_filter(s, NULL);
+            }
             res->prompt_tokens = n >= 0 ? st.n_past + n : 0;
         }
-        if (jf) {
+        if (jf || tcf) {
             int calls;
             double secs;
-            json_filter_cost(jf, &calls, &secs);
+            if (tcf) tool_call_filter_cost(tcf, &calls, &secs);
+            else json_filter_cost(jf, &calls, &secs);
             res->grammar_ms_per_token = calls ? secs * 1e3 / calls : 0;
         }
         json_filter_free(jf);
+        tool_call_filter_free(tcf);
         json_schema_free(schema);
         if (!status && a->has_tools && !jf) reply_split_finish(&r.split, send_text, &r);
         strbuf_free(&last);

@@ -6,6 +6,7 @@
 #define CABIN_CLI_SERVE_APP_H
 
 #include "app/app.h"
+#include "engine/tool_call.h"
 #include "serve/serve.h"
 
 #include <pthread.h>
@@ -34,6 +35,8 @@ typedef struct serve_app {
     const char *system;            // the server's system prompt (NULL: the file's default)
     bool has_tools;                // the embedded assistant: the reply grammar and the car
     char *tools_json;
+    bool has_call_tags;            // another model that writes its calls in tags of its own (tool_call.h):
+    tool_call_tags call_tags;      // the client's tools with tool_choice auto
     char model_id[128];
     struct json_vocab *vocab;      // the vocabulary as structured output reads it (made at first use)
     pthread_mutex_t vocab_mu;

@@ -73,7 +73,8 @@ static int refuse_fields(const workbench_serve *ws, const serve_request *rq, err
         return err_set(err, "the workbench serves chat turns; raw completions are cabin serve's");
     if (rq->format != SERVE_FORMAT_TEXT)
         return err_set(err, "response_format: the workbench's turns are its assistant's replies; structured output is cabin serve's");
-    const char *f = rq->has_temperature ? "temperature" : rq->has_top_p ? "top_p" : rq->has_top_k ? "top_k" : rq->has_seed ? "seed" : NULL;
+    const char *f = rq->has_temperature ? "temperature" : rq->has_top_p ? "top_p" : rq->has_top_k ? "top_k" : rq->has_seed ? "seed"
+                  : rq->n_bias ? "logit_bias" : NULL;
     if (f) return err_set(err, "%s: the workbench's turns sample as the workbench does (cabin serve takes it)", f);
     if (rq->tool_choice != SERVE_TOOLS_AUTO || rq->tool_choice_name)
         return err_set(err, "tool_choice: the workbench's turns act on its car as the model decides (auto only)");

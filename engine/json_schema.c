@@ -568,6 +568,8 @@ void json_vocab_free(json_vocab *f) {
     free(f);
 }
 
+bool json_vocab_eog(const json_vocab *v, int32_t id) { return id >= 0 && id < v->n_vocab && v->eog[id]; }
+
 json_filter *json_filter_new(const json_schema *s, const json_vocab *v) {
     json_filter *f = xcalloc(1, sizeof *f);
     f->v = v;

@@ -62,6 +62,8 @@ bool json_match_done(const json_match *m);
 typedef struct json_vocab json_vocab;
 json_vocab *json_vocab_new(session *sess);
 void json_vocab_free(json_vocab *v);
+// Whether a token ends the generation (end of turn, end of text).
+bool json_vocab_eog(const json_vocab *v, int32_t id);
 
 // A token filter over that vocabulary: masks the tokens that would leave the language, and all
 // but end-of-generation tokens once the value is complete (and those until it is).

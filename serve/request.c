@@ -14,16 +14,17 @@
 
 #define MAX_MESSAGES 1024
 #define MAX_TOOLS 64
+#define MAX_BIAS 1024     // logit_bias entries a request may give
 
 // The fields each kind of request may have. "changes nothing" fields: accepted, not used.
 static const char *const CHAT_FIELDS[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
     "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls", "n", "user", "metadata", "store",
-    "presence_penalty", "frequency_penalty", "logprobs", "response_format", NULL
+    "presence_penalty", "frequency_penalty", "logprobs", "response_format", "logit_bias", NULL
 };
 static const char *const COMPLETION_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-    "n", "user", "presence_penalty", "frequency_penalty", "echo", "logprobs", "suffix", "best_of", NULL
+    "n", "user", "presence_penalty", "frequency_penalty", "echo", "logprobs", "suffix", "best_of", "logit_bias", NULL
 };
 
 static bool listed(const char *const *list, const char *name) {
@@ -204,6 +205,29 @@ static int parse_tools(const cJSON *root, serve_request *r, errbuf *err) {
     return 0;
 }
 
+// logit_bias: {"TOKEN_ID": BIAS, ...}, BIAS from -100 to 100 (added to the token's logit before
+// sampling). Whether each id is in the model's vocabulary the engine checks.
+static int parse_logit_bias(const cJSON *root, serve_request *r, errbuf *err) {
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
+    if (!lb || cJSON_IsNull(lb)) return 0;
+    if (!cJSON_IsObject(lb)) return err_set(err, "logit_bias: must be an object of token ids and biases");
+    int n = cJSON_GetArraySize(lb);
+    if (n > MAX_BIAS) return err_set(err, "logit_bias: %d tokens, more than %d", n, MAX_BIAS);
+    r->bias_ids = xcalloc((size_t)n + 1, sizeof *r->bias_ids);
+    r->bias = xcalloc((size_t)n + 1, sizeof *r->bias);
+    for (const cJSON *e = lb->child; e; e = e->next) {
+        const char *k = e->string;
+        char *end = NULL;
+        long id = k && *k >= '0' && *k <= '9' ? strtol(k, &end, 10) : -1;
+        if (id < 0 || id > INT32_MAX || !end || *end) return err_set(err, "logit_bias: '%.40s' is not a token id", k ? k : "");
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < -100 || e->valuedouble > 100)
+            return err_set(err, "logit_bias[%.40s]: must be a number from -100 to 100", k);
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias[r->n_bias++] = (float)e->valuedouble;
+    }
+    return 0;
+}
+
 // Fields that are accepted only at the value that changes nothing (n 1, penalties 0, ...).
 static int check_neutral(const cJSON *root, errbuf *err) {
     const cJSON *j;
@@ -284,7 +308,7 @@ static int parse_root(const cJSON *root, serve_kind kind, serve_request *r, errb
         if (get_bool(so, "include_usage", &r->include_usage, err)) return err_prefix(err, "stream_options");
     }
     if (get_bool(root, "parallel_tool_calls", &(bool){ false }, err)) return -1;
-    if (parse_stop(root, r, err)) return -1;
+    if (parse_stop(root, r, err) || parse_logit_bias(root, r, err)) return -1;
     if (kind == SERVE_COMPLETION) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
@@ -330,5 +354,7 @@ void serve_request_free(serve_request *r) {
     free(r->tool_choice_name);
     free(r->json_schema);
     free(r->tools_json);
+    free(r->bias_ids);
+    free(r->bias);
     memset(r, 0, sizeof *r);
 }

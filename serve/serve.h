@@ -51,6 +51,9 @@ typedef struct serve_request {
     char **tools;                  // the names of the tools the client offered
     int n_tools;
     char *tools_json;              // and the whole "tools" array (JSON text)
+    int32_t *bias_ids;             // logit_bias: n_bias token ids and what is added to their logits
+    float *bias;                   // (-100 to 100)
+    int n_bias;
     serve_format format;           // response_format
     char *json_schema;             // SERVE_FORMAT_SCHEMA: the schema (JSON text)
 } serve_request;

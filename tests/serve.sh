@@ -108,6 +108,17 @@ else
     echo "skipped: structured output on a reference model: ../shared/ref not present"; skip=$((skip + 1))
 fi
 
+# a model that writes its calls in tags of its own (Qwen's vocabulary has <tool_call>): tool_choice
+# auto, logit_bias, a call's result read back
+QWEN_MODEL=../shared/ref/models/qwen2-d64-F16.gguf
+if [ -f "$QWEN_MODEL" ]; then
+    OPEN_ID=$("$CABIN" tokenize -m "$QWEN_MODEL" "<tool_call>")
+    start_server qwen -m "$QWEN_MODEL" -t 1 --chat-template chatml
+    [ -n "$PORT" ] && api tagged-tools "$PORT" "$OPEN_ID" && stop_server qwen
+else
+    echo "skipped: tool calls in a model's own tags: ../shared/ref not present"; skip=$((skip + 1))
+fi
+
 start_server auth -t 1 --api-key s3cret --no-prompt-cache
 [ -n "$PORT" ] && api auth "$PORT" s3cret && api cache "$PORT" off s3cret && stop_server auth
 

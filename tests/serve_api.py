@@ -178,7 +178,7 @@ def embedded(port):
     user = [{"role": "user", "content": "hi"}]
     cases = [
         (request(port, "POST", "/v1/chat/completions", raw=b"{not json"), 400, ["not valid JSON"]),
-        (request(port, "POST", "/v1/chat/completions", {"messages": user, "logit_bias": {}, "frequency_penalty": 0}), 400, ["logit_bias"]),
+        (request(port, "POST", "/v1/chat/completions", {"messages": user, "logit_bias": {"5": 1}, "frequency_penalty": 0}), 400, ["logit_bias"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "temperature": "hot"}), 400, ["temperature"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 0}), 400, ["max_tokens"]),
         (request(port, "POST", "/v1/chat/completions", {"messages": user, "n": 2}), 400, ["n:"]),
@@ -322,6 +322,55 @@ def client_tools(port):
     check(is_error(st, r, 400, ["fly"]), "a named function that is not among the tools: %s" % r)
     st, r = chat(port, dict(ask, tool_choice="none", max_tokens=8))
     check(st == 200 and "tool_calls" not in r["choices"][0]["message"], "tool_choice none: text")
+
+
+def valid_weather_call(fn):
+    try:
+        args = json.loads(fn["arguments"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    return (fn["name"] == "get_weather" and set(args) == {"city", "unit"} and isinstance(args["city"], str)
+            and len(args["city"]) <= 20 and args["unit"] in ("c", "f")) or (fn["name"] == "play" and set(args) == {"song"}
+                                                                         and isinstance(args["song"], str))
+
+
+def tagged_tools(port, open_id):
+    """A model that writes its calls in tags of its own (<tool_call>, token open_id): auto lets it
+    write text or call; a call (made likely with logit_bias, or asked for) comes back as a tool
+    call that validates, whole and streamed; a conversation with a call and its result goes on."""
+    ask = {"messages": [{"role": "user", "content": "weather in Paris?"}], "tools": WEATHER_TOOLS, "max_tokens": 60, "temperature": 1.0}
+    st, r = chat(port, dict(ask, tool_choice="auto", seed=1, max_tokens=8))
+    msg = r.get("choices", [{}])[0].get("message", {}) if st == 200 else {}
+    check(st == 200 and ("tool_calls" not in msg or valid_weather_call(msg["tool_calls"][0]["function"])),
+          "tool_choice auto: text or a valid call: %s %s" % (st, r))
+    for seed in (1, 2, 3):
+        st, r = chat(port, dict(ask, tool_choice="auto", seed=seed, logit_bias={str(open_id): 100}))
+        calls = r.get("choices", [{}])[0].get("message", {}).get("tool_calls") if st == 200 else None
+        check(bool(calls) and len(calls) == 1 and r["choices"][0]["finish_reason"] == "tool_calls"
+              and valid_weather_call(calls[0]["function"]), "auto, the tag biased up, seed %d: %s %s" % (seed, st, r))
+    st, r = chat(port, dict(ask, tool_choice="required", seed=4))
+    calls = r.get("choices", [{}])[0].get("message", {}).get("tool_calls") if st == 200 else None
+    check(bool(calls) and valid_weather_call(calls[0]["function"]), "required: a call in tags: %s %s" % (st, r))
+    st, h, raw = request(port, "POST", "/v1/chat/completions",
+                         dict(ask, tool_choice="auto", seed=5, stream=True, logit_bias={str(open_id): 100}))
+    evs, done = events(raw)
+    scalls = [c for e in evs if e["choices"] for c in e["choices"][0]["delta"].get("tool_calls", [])]
+    ends = [e["choices"][0]["finish_reason"] for e in evs if e["choices"] and e["choices"][0].get("finish_reason")]
+    check(done and len(scalls) == 1 and valid_weather_call(scalls[0]["function"]) and ends == ["tool_calls"],
+          "a streamed call in tags: %s %s" % (scalls, ends))
+    # the call and its result sent back: the model reads both (the prompt grows by them)
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"c\"}"}}
+    turn = [{"role": "user", "content": "weather in Paris?"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    st1, r1 = chat(port, dict(ask, messages=turn + [{"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"}], max_tokens=4))
+    st2, r2 = chat(port, dict(ask, messages=turn + [{"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny, a light wind from the west"}], max_tokens=4))
+    check(st1 == 200 and st2 == 200 and r2["usage"]["prompt_tokens"] > r1["usage"]["prompt_tokens"] > 0,
+          "a tool's result is read: %s %s" % (r1.get("usage"), r2.get("usage")))
+    st, r = chat(port, dict(ask, logit_bias={"999999999": 1}))
+    check(is_error(st, r, 400, ["logit_bias", "vocabulary"]), "a token id past the vocabulary: %s" % r)
+    st, r = chat(port, dict(ask, logit_bias={"12": 101}))
+    check(is_error(st, r, 400, ["logit_bias", "-100 to 100"]), "a bias out of range: %s" % r)
+    st, r = chat(port, dict(ask, logit_bias={"twelve": 1}))
+    check(is_error(st, r, 400, ["twelve"]), "a key that is no token id: %s" % r)
 
 
 def auth(port, key):
@@ -697,6 +746,8 @@ def main():
         structured(port, int(sys.argv[3]))
     elif what == "tools":
         client_tools(port)
+    elif what == "tagged-tools":
+        tagged_tools(port, int(sys.argv[3]))
     elif what == "soak":
         soak(port, int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:] != ["no-rss"])
     elif what == "docs":
