@@ -310,7 +310,7 @@ static int load_conversation(serve_app *a, session *s, const serve_request *rq, 
     const char *system = a->system;
     if (rq->n_msgs && strcmp(rq->msgs[0].role, "system") == 0) system = rq->msgs[i++].content;
     if (client_tool_call(a, rq) && a->has_call_tags) {   // in the words the model was tuned on
-        char *sys = tool_call_system(system, rq->tools_json);
+        char *sys = tool_call_system(system ? system : session_default_system(s), rq->tools_json);
         session_set_system(s, sys);
         free(sys);
     } else if (client_tool_call(a, rq)) {   // the model is told the functions and the form of a call

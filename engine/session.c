@@ -583,6 +583,8 @@ int session_set_system(session *s, const char *system_prompt) {
     return 0;
 }
 
+const char *session_default_system(const session *s) { return s->default_system; }
+
 void session_cancel(session *s) { atomic_store(&s->cancel, true); }
 
 void session_reset(session *s) {

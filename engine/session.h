@@ -145,6 +145,9 @@ int session_turn_tokens(session *s, const char *user_text, errbuf *err);
 // The system prompt of the conversation's first turn (NULL: the file template's default, if any;
 // "": none). Only on an empty conversation (after session_reset): -1 otherwise.
 int session_set_system(session *s, const char *system_prompt);
+// The system text the file's template writes when a conversation has none (Qwen2.5's "You are
+// Qwen, ..."), or NULL.
+const char *session_default_system(const session *s);
 // Raw completion: tokenizes prompt (BOS as the model says, special tokens parsed), appends it
 // to the cache and generates up to n_predict tokens (stops early at end-of-generation tokens).
 int session_complete(session *s, const char *prompt, int n_predict, token_cb cb, void *ud, errbuf *err);

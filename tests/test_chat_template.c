@@ -726,6 +726,9 @@ static void test_session_fallback(void) {
         s = open_chat(path, system, &err);
         CHECK(s != NULL, "qwen session: %s", err.msg);
         if (!s) break;
+        const char *dflt = session_default_system(s);
+        CHECK(dflt && strcmp(dflt, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.") == 0,
+              "the file's default system text (what a tools section follows): %s", dflt ? dflt : "(none)");
         int rc = session_chat(s, "Hi", stop_at_once, NULL, &err);
         char want[256];
         snprintf(want, sizeof want, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
