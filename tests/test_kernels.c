@@ -316,6 +316,41 @@ static void test_quantize(const cpu_kernels *fast) {
            near_half);
 }
 
+// The Q8_K activation quantizer against quantize_row_q8_k_ref, byte for byte: random rows of
+// every scale, and blocks whose largest magnitude comes twice with both signs (the first one's
+// sign sets the scale), all zero, or one element alone.
+static void test_quantize_q8_k(const cpu_kernels *fast) {
+    int bad = 0, blocks = 0;
+    for (int rep = 0; rep < 60; rep++) {
+        const int64_t k = QK_K * (1 + rep % 5);
+        float *x = xmalloc(sizeof(float) * (size_t)k);
+        fill_row(x, k);
+        const int64_t b0 = rng_int((int)(k / QK_K)) * QK_K;
+        switch (rep % 4) {
+        case 1: {   // +a then -a (or the other way): the first sets the sign
+            const int i = rng_int(QK_K / 2), j = QK_K / 2 + rng_int(QK_K / 2);
+            const float a = 1000.0f * (rng_int(2) ? 1 : -1);
+            x[b0 + i] = a;
+            x[b0 + j] = -a;
+            break;
+        }
+        case 2: memset(x + b0, 0, QK_K * sizeof(float)); break;
+        case 3:
+            memset(x + b0, 0, QK_K * sizeof(float));
+            x[b0 + rng_int(QK_K)] = -rng_uniform() - 0.5f;
+            break;
+        }
+        block_q8_k *yr = xcalloc((size_t)(k / QK_K), sizeof *yr), *yf = xcalloc((size_t)(k / QK_K), sizeof *yf);
+        quantize_row_q8_k_ref(x, yr, k);
+        fast->quantize_act_q8_k(x, yf, k);
+        for (int64_t b = 0; b < k / QK_K; b++, blocks++) bad += memcmp(&yr[b], &yf[b], sizeof yr[b]) != 0;
+        free(x);
+        free(yr);
+        free(yf);
+    }
+    CHECK(bad == 0, "%s quantize_act_q8_k: %d of %d blocks differ from quantize_row_q8_k_ref", fast->name, bad, blocks);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Row helpers on odd n; the elements past n must stay untouched.
 
@@ -685,6 +720,7 @@ int main(void) {
             continue;
         }
         test_quantize(fast[i].k);
+        test_quantize_q8_k(fast[i].k);
         test_helpers(fast[i].k);
         test_attention(fast[i].k);
         test_kv_tiles(fast[i].k);

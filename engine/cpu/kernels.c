@@ -141,7 +141,7 @@ void cpu_act_prepare(const cpu_kernels *kt, enum act_format af, const float *x, 
         uint8_t *row = (uint8_t *)dst + (size_t)t * rb;
         switch (af) {
         case ACT_Q8_0: kt->quantize_act_q8_0(xr, (block_q8_0 *)(void *)row, k); break;
-        case ACT_Q8_K: quantize_row_q8_k_ref(xr, row, k); break;
+        case ACT_Q8_K: kt->quantize_act_q8_k(xr, (block_q8_k *)(void *)row, k); break;
         case ACT_BF16: {
             uint16_t *b = (uint16_t *)(void *)row;
             int64_t i = 0;

@@ -27,6 +27,9 @@ enum act_format {
 };
 
 
+// The AVX2 Q8_K activation quantizer, which the AVX-512 table uses too.
+void cpu_quantize_act_q8_k_avx2(const float *x, block_q8_k *y, int64_t k);
+
 typedef struct cpu_kernels {
     const char *name;                   // "scalar", "avx2", "avx512"
     matmul_rows_fn matmul[WT_COUNT];    // NULL where the type is not supported
@@ -39,6 +42,9 @@ typedef struct cpu_kernels {
     matmul_rows_fn matmul_packed[WT_COUNT];
     // Activation row (k floats) to Q8_0 blocks, for ACT_Q8_0 kernels.
     void (*quantize_act_q8_0)(const float *x, block_q8_0 *y, int64_t k);
+    // Activation row (k floats, k a multiple of 256) to Q8_K blocks, for ACT_Q8_K kernels: the
+    // bytes quantize_row_q8_k_ref writes, for every finite input.
+    void (*quantize_act_q8_k)(const float *x, block_q8_k *y, int64_t k);
     // Float row helpers used by the forward pass (n any size).
     float (*dot_f32)(const float *a, const float *b, int64_t n);
     void (*axpy_f32)(float a, const float *x, float *y, int64_t n);      // y += a*x

@@ -251,6 +251,51 @@ MATMUL_FN(matmul_f16, tiles_f16)
 MATMUL_FN(matmul_bf16, tiles_bf16)
 
 // ---------------------------------------------------------------------------------------------
+// Q8_K activation quantizer: the arithmetic of quantize_row_q8_k_ref, 8 lanes at a time. The
+// scale comes from the first element of largest magnitude (its sign included): the largest
+// magnitude first (NaN left out as the reference's `>` leaves it out), then the first element
+// that has it. q = x * (-127 / max) rounded to nearest even (vcvtps2dq under the default
+// rounding, as lrintf); |q| <= 127, so the saturating packs change nothing.
+void cpu_quantize_act_q8_k_avx2(const float *x, block_q8_k *y, int64_t k) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < k / QK_K; b++, x += QK_K) {
+        block_q8_k *o = &y[b];
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs_mask), m);
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        memset(o, 0, sizeof *o);
+        if (amax == 0.0f) continue;
+        int first = 0;
+        const __m256 am = _mm256_set1_ps(amax);
+        for (int j = 0; j < QK_K; j += 8) {
+            int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs_mask), am, _CMP_EQ_OQ));
+            if (hit) { first = j + __builtin_ctz((unsigned)hit); break; }
+        }
+        const float iscale = -127.0f / x[first];
+        const __m256 is = _mm256_set1_ps(iscale);
+        for (int g = 0; g < QK_K / 32; g++) {
+            __m256i q[4];
+            for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * j), is));
+            // the sums of 16: lanes of q[0] + q[1], then of q[2] + q[3]
+            for (int h = 0; h < 2; h++) {
+                __m256i s = _mm256_add_epi32(q[2 * h], q[2 * h + 1]);
+                __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+                o->bsums[2 * g + h] = (int16_t)_mm_cvtsi128_si32(s4);
+            }
+            __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(void *)(o->qs + 32 * g), _mm256_permutevar8x32_epi32(p8, order));
+        }
+        o->d = 1.0f / iscale;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Activation quantizer: same arithmetic as quantize_row_q8_0_ref (d = amax/127 in float,
 // q = x * (1/d) rounded half away from zero), so the blocks come out identical.
 static void quantize_act_q8_0(const float *x, block_q8_0 *y, int64_t k) {
@@ -378,6 +423,7 @@ const cpu_kernels cpu_kernels_avx2_table = {
                        [WT_Q6_K] = matmul_q6_k_r16_avx2, [WT_IQ4_XS] = matmul_iq4_xs_r16_avx2,
                        [WT_F16] = matmul_f16_r16_avx2, [WT_BF16] = matmul_bf16_r16_avx2 },
     .quantize_act_q8_0 = quantize_act_q8_0,
+    .quantize_act_q8_k = cpu_quantize_act_q8_k_avx2,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,

@@ -625,6 +625,7 @@ const cpu_kernels cpu_kernels_avx512_table = {
                        [WT_Q2_K] = matmul_q2_k_r16_avx512, [WT_Q3_K] = matmul_q3_k_r16_avx512,
                        [WT_F16] = matmul_f16_r16_avx512, [WT_BF16] = matmul_bf16_r16_avx512 },
     .quantize_act_q8_0 = quantize_act_q8_0,
+    .quantize_act_q8_k = cpu_quantize_act_q8_k_avx2,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,

@@ -65,6 +65,7 @@ REF_MATMUL(matmul_q5_k, WT_Q5_K)
 REF_MATMUL(matmul_q6_k, WT_Q6_K)
 REF_MATMUL(matmul_fp8, WT_FP8)
 
+static void quantize_act_q8_k(const float *x, block_q8_k *y, int64_t k) { quantize_row_q8_k_ref(x, y, k); }
 static void quantize_act_q8_0(const float *x, block_q8_0 *y, int64_t k) {
     quantize_row_q8_0_ref(x, y, k);
 }
@@ -209,6 +210,7 @@ const cpu_kernels cpu_kernels_scalar_table = {
     },
     .act_format = { 0 },   // ACT_F32 for every type
     .quantize_act_q8_0 = quantize_act_q8_0,
+    .quantize_act_q8_k = quantize_act_q8_k,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
     .dot_f16_f32 = dot_f16_f32,
