@@ -448,16 +448,31 @@ static inline float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+typedef struct glu_job {
+    bk_act *gate;
+    const bk_act *up;
+    int n, act;
+} glu_job;
+
+// A share of the n x cols elements (whole rows when there are several, else a share of the one).
+static void glu_worker(void *ctx, int ith, int nth) {
+    glu_job *j = ctx;
+    const int64_t cols = j->gate->cols, total = (int64_t)j->n * cols;
+    int64_t lo, hi;
+    split_range(total, ith, nth, j->n > 1 ? cols : 16, &lo, &hi);
+    float *g = j->gate->data;
+    const float *u = j->up->data;
+    if (j->act == GLU_GELU_TANH)
+        for (int64_t i = lo; i < hi; i++) g[i] = gelu_tanh(g[i]) * u[i];
+    else
+        for (int64_t i = lo; i < hi; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+// gate = act(gate) * up, row by row; the rows of both are contiguous (cols floats each).
 static void cpu_glu(backend *b, bk_act *gate, const bk_act *up, int n, int act) {
     double t0 = prof_begin(CPU(b));
-    for (int t = 0; t < n; t++) {
-        float *g = gate->data + (int64_t)t * gate->cols;
-        const float *u = up->data + (int64_t)t * up->cols;
-        if (act == GLU_GELU_TANH)
-            for (int64_t i = 0; i < gate->cols; i++) g[i] = gelu_tanh(g[i]) * u[i];
-        else
-            for (int64_t i = 0; i < gate->cols; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-    }
+    glu_job j = { gate, up, n, act };
+    threadpool_run(CPU(b)->pool, glu_worker, &j);
     prof_end(CPU(b), OP_GLU, t0);
 }
 
