@@ -73,7 +73,12 @@ static void request_cases(void) {
     CHECK(r.max_tokens == 7 && r.n_stop == 1 && r.has_seed && r.has_temperature && r.temperature == 0, "fields");
     serve_request_free(&r);
     static const struct { const char *body; const char *names; } bad[] = {
-        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{},\"foo\":1}", "logit_bias, foo" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"prediction\":{},\"foo\":1}", "prediction, foo" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5x\":1}}", "'5x' is not a token id" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"-5\":1}}", "'-5' is not a token id" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5\":-100.5}}", "logit_bias[5]: must be a number from -100 to 100" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5\":\"up\"}}", "logit_bias[5]" },
+        { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":[1]}", "logit_bias: must be an object" },
         { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop" },
         { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1.5}", "top_p" },
         { "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":\"yes\"}", "stream" },
@@ -87,6 +92,10 @@ static void request_cases(void) {
         CHECK(rc == -1 && strstr(err.msg, bad[i].names), "%s: %s", bad[i].body, err.msg);
         serve_request_free(&r);
     }
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"7\":-100,\"151657\":2.5}}", SERVE_CHAT, &r, &err) == 0 &&
+          r.n_bias == 2 && r.bias_ids[0] == 7 && r.bias[0] == -100 && r.bias_ids[1] == 151657 && r.bias[1] == 2.5f,
+          "logit_bias: %s", err.msg);
+    serve_request_free(&r);
     CHECK(parse("{\"prompt\":[\"once\"],\"max_tokens\":3}", SERVE_COMPLETION, &r, &err) == 0 && strcmp(r.prompt, "once") == 0, "%s", err.msg);
     serve_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"messages\":[]}", SERVE_COMPLETION, &r, &err) == -1 && strstr(err.msg, "messages"), "%s", err.msg);
