@@ -40,5 +40,14 @@ int cmd_version(int argc, char **argv) {
         printf("avx512 bf16: %s\n", cpu_kernels_avx512() == cpu_kernels_avx512_bf16()
                                         ? "vdpbf16ps (AVX-512 BF16; faster than the FMA kernels here)"
                                         : "FMA kernels (faster here than AVX-512 BF16's vdpbf16ps)");
+    if (tables[0]) {   // the avx512 table's prefill kernels: AMX where the processor has it and the OS allows it
+        const cpu_features *f = cpu_get_features();
+        if (tables[0]->prefill_min_tokens)
+            printf("avx512 amx:  F16 and BF16 prefill on AMX tiles (%d tokens or more at a time)\n", tables[0]->prefill_min_tokens);
+        else
+            printf("avx512 amx:  not used (%s)\n", !f->amx_tile_advertised ? "this cpu has no AMX"
+                                                   : !f->amx_bf16           ? "this cpu's AMX has no BF16"
+                                                                            : "the OS did not grant the tile state");
+    }
     return 0;
 }

@@ -45,6 +45,11 @@ for v in --version version; do
         grep -q '^vulkan: ' "$T/out" && grep -q '^audio: ' "$T/out" && grep -q '^window: ' "$T/out" &&
         grep -q '^cpu kernels: .*scalar (runs here' "$T/out" && grep -q 'auto takes it' "$T/out" && ok ||
         { bad "cabin $v names the version, commit, layers and kernel tables"; cat "$T/out"; }
+    # where the avx512 table runs, whether its prefill runs on AMX, and why not
+    if grep -q 'avx512 (runs here' "$T/out"; then
+        grep -Eq '^avx512 amx:  (F16 and BF16 prefill on AMX tiles|not used \()' "$T/out" && ok ||
+            { bad "cabin $v says whether the avx512 table's prefill runs on AMX"; cat "$T/out"; }
+    fi
 done
 expect_rc 2 "unknown command" -- "$CABIN" frobnicate
 one_line_error "frobnicate" "an unknown command"

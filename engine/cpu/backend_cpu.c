@@ -213,6 +213,7 @@ typedef struct mm_job {
     void *xq;                 // prepared rows (Q8_0 or Q8_K blocks, bf16, as act_format says)
     size_t xq_row_bytes;
     enum act_format af;
+    bool prefill;             // the table's prefill kernel (matmul_prefill) runs it
     int n;
     float *y;
     int64_t ldy;
@@ -221,7 +222,7 @@ typedef struct mm_job {
 static void mm_quantize_worker(void *ctx, int ith, int nth) {
     mm_job *j = ctx;
     int64_t lo, hi;
-    split_range(j->n, ith, nth, 1, &lo, &hi);
+    split_range(j->n, ith, nth, j->prefill ? 16 : 1, &lo, &hi);   // a prefill format's blocks of 16 whole
     if (lo < hi)
         cpu_act_prepare(j->k, j->af, j->xf + lo * j->xf_cols, j->xf_cols, j->w->ne0, hi - lo,
                         (uint8_t *)j->xq + lo * j->xq_row_bytes);
@@ -235,7 +236,8 @@ static void mm_worker(void *ctx, int ith, int nth) {
     if (lo >= hi) return;
     const void *x = j->xq ? j->xq : (const void *)j->xf;
     size_t x_row_bytes = j->xq ? j->xq_row_bytes : (size_t)j->xf_cols * sizeof(float);
-    if (j->packed) j->k->matmul_packed[j->w->type](j->packed->data, 0, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
+    if (j->prefill) j->k->matmul_prefill[j->w->type](j->packed->data, 0, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
+    else if (j->packed) j->k->matmul_packed[j->w->type](j->packed->data, 0, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
     else j->k->matmul[j->w->type](j->w->data, j->w->row_bytes, k, lo, hi, x, x_row_bytes, j->n, j->y, j->ldy);
 }
 
@@ -244,10 +246,13 @@ static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_r
     double t0 = prof_begin(c);
     mm_job j = { .k = c->k, .w = w, .packed = packed_of(c, w), .xf = x->data + x_row0 * x->cols, .xf_cols = x->cols, .n = n,
                  .y = out->data, .ldy = out->cols };
-    j.af = c->k->act_format[w->type];
+    // a prefill kernel reads whole blocks of 16 tokens: the rows past n are there, zero
+    j.prefill = j.packed && c->k->matmul_prefill[w->type] && n >= c->k->prefill_min_tokens;
+    j.af = j.prefill ? c->k->act_format_prefill[w->type] : c->k->act_format[w->type];
+    const int n_rows = j.prefill ? (n + 15) / 16 * 16 : n;
     if (j.af != ACT_F32) {
         j.xq_row_bytes = cpu_act_row_bytes(j.af, w->ne0);
-        size_t need = j.xq_row_bytes * (size_t)n;
+        size_t need = j.xq_row_bytes * (size_t)n_rows;
         if (need > c->qbuf_bytes) {
             free(c->qbuf);
             c->qbuf = try_malloc(need);
@@ -259,6 +264,7 @@ static void cpu_matmul(backend *b, const tensor *w, const bk_act *x, int64_t x_r
             }
         }
         j.xq = c->qbuf;
+        if (n_rows > n) memset((uint8_t *)j.xq + (size_t)n * j.xq_row_bytes, 0, (size_t)(n_rows - n) * j.xq_row_bytes);
         if (n == 1) mm_quantize_worker(&j, 0, 1);
         else threadpool_run(c->pool, mm_quantize_worker, &j);
     }

@@ -76,6 +76,7 @@ static void detect_features(void) {
         }
     }
     f.amx_tile_advertised = (edx7 >> 24) & 1;
+    f.amx_bf16 = (edx7 >> 22) & 1;
     f.amx_usable = f.amx_tile_advertised && os_amx && request_amx_permission();
 done:
 #endif
@@ -96,12 +97,19 @@ const cpu_kernels *cpu_kernels_avx2(void) {
 
 // The AVX-512 table with the BF16 dot-product kernels, for processors that have them, and
 // whether they are the faster here (cpu_bf16_dot_pays, asked once).
-static cpu_kernels avx512_bf16_table;
+// Both get the AMX prefill kernels where the processor and the OS allow them.
+static cpu_kernels avx512_table, avx512_bf16_table;
 static bool avx512_bf16_pays;
-static pthread_once_t avx512_bf16_once = PTHREAD_ONCE_INIT;
-static void avx512_bf16_make(void) {
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+static void avx512_make(void) {
+    const cpu_features *f = cpu_get_features();
+    const bool amx = f->amx_usable && f->amx_bf16;
+    avx512_table = cpu_kernels_avx512_table;
+    if (amx) cpu_kernels_add_amx(&avx512_table);
+    if (!f->avx512bf16) return;
     avx512_bf16_table = cpu_kernels_avx512_table;
     cpu_kernels_avx512_add_bf16(&avx512_bf16_table);
+    if (amx) cpu_kernels_add_amx(&avx512_bf16_table);
     avx512_bf16_pays = cpu_bf16_dot_pays();
 }
 
@@ -113,14 +121,15 @@ static bool avx512_runs_here(void) {
 
 const cpu_kernels *cpu_kernels_avx512_bf16(void) {
     if (!avx512_runs_here() || !cpu_get_features()->avx512bf16) return NULL;
-    pthread_once(&avx512_bf16_once, avx512_bf16_make);
+    pthread_once(&avx512_once, avx512_make);
     return &avx512_bf16_table;
 }
 
 const cpu_kernels *cpu_kernels_avx512(void) {
     if (!avx512_runs_here()) return NULL;
+    pthread_once(&avx512_once, avx512_make);
     const cpu_kernels *dot = cpu_kernels_avx512_bf16();
-    return dot && avx512_bf16_pays ? dot : &cpu_kernels_avx512_table;
+    return dot && avx512_bf16_pays ? dot : &avx512_table;
 }
 
 size_t cpu_act_row_bytes(enum act_format af, int64_t k) {
@@ -128,6 +137,7 @@ size_t cpu_act_row_bytes(enum act_format af, int64_t k) {
     case ACT_Q8_0: return (size_t)(k / QK8_0) * sizeof(block_q8_0);
     case ACT_Q8_K: return (size_t)(k / QK_K) * sizeof(block_q8_k);
     case ACT_BF16: return (size_t)((k + 31) / 32 * 32) * sizeof(uint16_t);
+    case ACT_BF16_SPLIT: return (size_t)((k + 31) / 32 * 32) * 2 * sizeof(uint16_t);
     case ACT_F32: break;
     }
     return (size_t)k * sizeof(float);
@@ -149,6 +159,7 @@ void cpu_act_prepare(const cpu_kernels *kt, enum act_format af, const float *x, 
             for (; i < (k + 31) / 32 * 32; i++) b[i] = 0;
             break;
         }
+        case ACT_BF16_SPLIT: kt->act_bf16_split(xr, (uint8_t *)dst + (size_t)(t / 16 * 16) * rb, (int)(t % 16), k); break;
         case ACT_F32: memcpy(row, xr, rb); break;
         }
     }

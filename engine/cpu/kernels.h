@@ -24,6 +24,9 @@ enum act_format {
     ACT_Q8_0,  // k/32 block_q8_0 per row (see quantize_act)
     ACT_Q8_K,  // k/256 block_q8_k per row (quantize_row_q8_k_ref): the K-quants and IQ4_XS
     ACT_BF16,  // k bf16 per row (f32_to_bf16), zero-padded to a multiple of 32
+    ACT_BF16_SPLIT, // bf16 high parts and remainders in AMX tiles, 16 rows to a block (4 k_pad bytes
+                    // a row, k_pad: k rounded up to 32; cpu_act_bf16_split): the AMX prefill kernels.
+                    // Rows are prepared in whole blocks: cpu_act_prepare's dst starts one.
 };
 
 
@@ -40,6 +43,15 @@ typedef struct cpu_kernels {
     // activations are in act_format[type]. Any row range works; a kernel computes whole groups
     // of 16 rows and writes only the rows asked for.
     matmul_rows_fn matmul_packed[WT_COUNT];
+    // Prefill kernels, used instead of matmul_packed when a product has prefill_min_tokens
+    // tokens or more (NULL where the table has none): same arguments, activations in
+    // act_format_prefill[type], the token count rounded up to a multiple of 16 with zero rows
+    // present past n_tok (only n_tok rows of y are written). The AMX kernels
+    // (engine/cpu/kernels_amx_avx512.c, cpu_kernels_add_amx).
+    matmul_rows_fn matmul_prefill[WT_COUNT];
+    enum act_format act_format_prefill[WT_COUNT];
+    int prefill_min_tokens;
+    void (*act_bf16_split)(const float *x, uint8_t *block, int row, int64_t k);   // ACT_BF16_SPLIT
     // Activation row (k floats) to Q8_0 blocks, for ACT_Q8_0 kernels.
     void (*quantize_act_q8_0)(const float *x, block_q8_0 *y, int64_t k);
     // Activation row (k floats, k a multiple of 256) to Q8_K blocks, for ACT_Q8_K kernels: the
@@ -98,6 +110,11 @@ typedef struct cpu_kernels {
                             int hd, float *o);
 } cpu_kernels;
 
+// The AMX prefill kernels and their activation format, added to an AVX-512 table where the
+// processor has AMX-BF16 and the OS granted the tile state (cpu_features.amx_usable).
+void cpu_kernels_add_amx(cpu_kernels *table);
+void cpu_act_bf16_split(const float *x, uint8_t *block, int row, int64_t k);
+
 // Bytes of one activation row of k values in format af, and n rows of floats (row t at
 // x + t*ldx) written in it (row t at dst + t*cpu_act_row_bytes): the one place the formats are
 // made, for the backend, the tests and the benchmarks.
@@ -122,6 +139,7 @@ const cpu_kernels *cpu_kernels_select(const char *name);
 typedef struct cpu_features {
     int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
     int amx_tile_advertised, amx_usable; // AMX: usable only if the OS granted the tile state
+    int amx_bf16;                        // AMX-BF16 (TDPBF16PS), as CPUID advertises it
 } cpu_features;
 const cpu_features *cpu_get_features(void);
 
