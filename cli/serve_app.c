@@ -259,13 +259,7 @@ static char *assistant_text(const serve_app *a, const serve_message *m, errbuf *
             if (b.len) strbuf_puts(&b, "\n");
             tool_call_render(&b, m->tool_name, m->tool_args);
         } else {   // the bare object a call held to the schema is
-            cJSON *call = cJSON_CreateObject(), *args = cJSON_Parse(m->tool_args ? m->tool_args : "{}");
-            cJSON_AddStringToObject(call, "name", m->tool_name);
-            cJSON_AddItemToObject(call, "arguments", args ? args : cJSON_CreateObject());
-            char *js = cJSON_PrintUnformatted(call);
-            cJSON_Delete(call);
-            strbuf_puts(&b, js ? js : "{}");
-            cJSON_free(js);
+            tool_call_json(&b, m->tool_name, m->tool_args);
         }
         return b.s;
     }

@@ -33,15 +33,21 @@ char *tool_call_system(const char *system, const char *tools_json) {
     return b.s;
 }
 
-void tool_call_render(strbuf *b, const char *name, const char *arguments_json) {
+void tool_call_json(strbuf *b, const char *name, const char *arguments_json) {
     cJSON *call = cJSON_CreateObject();
     cJSON_AddStringToObject(call, "name", name);
     cJSON *args = cJSON_Parse(arguments_json ? arguments_json : "{}");
     cJSON_AddItemToObject(call, "arguments", args ? args : cJSON_CreateObject());
     char *s = cJSON_PrintUnformatted(call);
     cJSON_Delete(call);
-    strbuf_printf(b, "<tool_call>\n%s\n</tool_call>", s ? s : "{}");
+    strbuf_puts(b, s ? s : "{}");
     cJSON_free(s);
+}
+
+void tool_call_render(strbuf *b, const char *name, const char *arguments_json) {
+    strbuf_puts(b, "<tool_call>\n");
+    tool_call_json(b, name, arguments_json);
+    strbuf_puts(b, "\n</tool_call>");
 }
 
 void tool_call_render_result(strbuf *b, const char *content) {

@@ -30,6 +30,9 @@ bool tool_call_tags_of(const tokenizer *t, tool_call_tags *out);
 // tools (the API's "tools" array, JSON text, one function a line) and the form of a call.
 // malloc'd.
 char *tool_call_system(const char *system, const char *tools_json);
+// A call as the object {"name": NAME, "arguments": ARGS} (arguments_json unparsable: {}),
+// appended to b.
+void tool_call_json(strbuf *b, const char *name, const char *arguments_json);
 // A call as the model writes it (for an assistant message sent back), appended to b.
 void tool_call_render(strbuf *b, const char *name, const char *arguments_json);
 // A function's result as the model reads it (a "tool" message), appended to b.
