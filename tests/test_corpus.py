@@ -99,6 +99,22 @@ def check_smalltalk(tmp, train_path, tr):
                  for t in d["turns"]}
     leaked = [t["user"] for t in new if gc.norm_text(t["user"]) in held]
     check(not leaked, "smalltalk.py: held-out user texts in training: %s" % leaked[:3])
+    # --teacher: another corpus's dialogues put in between, every turn marked teacher, the rest
+    # written as without it; a teacher dialogue with a held-out user text is left out.
+    teach_in = os.path.join(tmp, "teacher_in.jsonl")
+    some_held = next(iter(sorted(held)))
+    extra = tr[:40] + [{"turns": [{"user": some_held, "reply": "<act>none</act> Okay."}]}]
+    with open(teach_in, "w") as f:
+        f.writelines(json.dumps(d) + "\n" for d in extra)
+    out = os.path.join(tmp, "st_teacher.jsonl")
+    subprocess.run(["/usr/bin/python3", tool, "--train", train_path, "--out", out, "--teacher", teach_in],
+                   check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    with_teacher = dialogues(open(out).read())
+    taught = [d for d in with_teacher if any(t.get("teacher") for t in d["turns"])]
+    check(len(taught) == 40 and all(all(t.get("teacher") for t in d["turns"]) for d in taught),
+          "smalltalk.py --teacher: %d teacher dialogues of 40, each turn marked" % len(taught))
+    check([d for d in with_teacher if d not in taught] == st,
+          "smalltalk.py --teacher: the rest of the corpus differs from the one without it")
     hand = dialogues(open(os.path.join(ROOT, "assets", "eval", "smalltalk.jsonl")).read())
     check(len(hand) >= 40 and all(t["reply"].startswith("<act>none</act> ") for d in hand for t in d["turns"]),
           "assets/eval/smalltalk.jsonl: the hand-written small-talk set, every turn <act>none</act>")

@@ -150,7 +150,8 @@ def check_attention(n_head, n_kv_head):
 def check_distill():
     """reply_loss with --distill: a new turn's roles (5, 6) train as 1, 2; the KL term is zero
     when the teacher is the model itself, and against another teacher it is the mean over the
-    kept reply tokens (roles 1, 2) of KL(teacher || model), computed here with F.kl_div."""
+    kept reply tokens (roles 1, 2; a teacher turn's 9, 10 too, which have no cross-entropy) of
+    KL(teacher || model), computed here with F.kl_div."""
     cfg = M.Config(vocab=96, dim=64, n_layer=2, n_head=4, n_kv_head=2, ffn=96, ctx=64)
     model, other = M.TinyLlama(cfg), M.TinyLlama(cfg)
     x = torch.randint(0, cfg.vocab, (3, 41))
@@ -170,6 +171,23 @@ def check_distill():
         lt = F.log_softmax(other(x[:, :-1]).reshape(-1, cfg.vocab)[keep], -1)
         ref = 2.0 * F.kl_div(ls, lt, log_target=True, reduction="batchmean")
         check(abs(got - float(ref)) <= 1e-4 * float(ref), "distill term %.7g, reference %.7g" % (got, float(ref)))
+        # A teacher turn's reply (roles 9, 10: the last row's 1s and 2s here) adds no
+        # cross-entropy, and its tokens join the KL's mean.
+        troles = roles.clone()
+        troles[2][(roles[2] == 1) | (roles[2] == 2)] += 8
+        dropped = troles.clone()
+        dropped[troles >= 8] = 0
+        a = float(train.reply_loss(model, x, troles, 3.0, 0.0, False))
+        b = float(train.reply_loss(model, x, dropped, 3.0, 0.0, False))
+        check(abs(a - b) <= 1e-6 * abs(b), "teacher roles 9, 10 add no cross-entropy: %.7g vs %.7g" % (a, b))
+        got = float(train.reply_loss(model, x, troles, 3.0, 0.0, False, other, 2.0)) - a
+        r = troles[:, 1:]
+        keep = ((r == 1) | (r == 2) | (r >= 8)).reshape(-1)
+        ls = F.log_softmax(model(x[:, :-1]).reshape(-1, cfg.vocab)[keep], -1)
+        lt = F.log_softmax(other(x[:, :-1]).reshape(-1, cfg.vocab)[keep], -1)
+        ref = 2.0 * F.kl_div(ls, lt, log_target=True, reduction="batchmean")
+        check(abs(got - float(ref)) <= 1e-4 * float(ref), "distill term with teacher turns %.7g, reference %.7g"
+              % (got, float(ref)))
 
 
 def check_reply_loss(bf16):

@@ -10,6 +10,10 @@ Every dialogue of --train is kept, in order; with its own seeded stream (so the 
 the held-out sets never change), a share of them gets a greeting or a question about cabin
 before its first turn, a share a thanks or goodbye after its last, and standalone small-talk
 dialogues of 1-3 turns come in between. Speech noise is the main corpus's (gen_corpus.add_noise).
+With --teacher FILE (another draw of gen_corpus.py, e.g. another seed with more word drops and
+synonyms), that file's dialogues are spread in between too, every turn marked "teacher": texts
+the model is not taught on, where train.py --distill holds its answers to the model it starts
+from (KL only, no cross-entropy), so that the stage moves less of what it was not shown.
 No training text is a user text of the held-out sets (assets/eval/heldout.jsonl and the
 hand-written assets/eval/smalltalk.jsonl), ignoring case and punctuation; tests/test_corpus.py
 checks it.
@@ -123,13 +127,28 @@ def main():
                     help="share opened by small talk, a question about cabin or a request it cannot do")
     ap.add_argument("--alone", type=float, default=0.05,
                     help="standalone small-talk dialogues, per dialogue of --train")
+    ap.add_argument("--teacher", default="",
+                    help="a corpus of dialogues (another draw of gen_corpus.py) put in between, every "
+                    "turn marked teacher: train.py --distill holds the model to its starting point there")
     a = ap.parse_args()
     held_paths = a.heldout or ["assets/eval/heldout.jsonl", "assets/eval/smalltalk.jsonl"]
     held_texts = {gen_corpus.norm_text(t["user"]) for p in held_paths for d in read_jsonl(p)
                   for t in d["turns"]}
     rng = random.Random(a.seed)
     out, added = [], 0
-    for d in read_jsonl(a.train):
+    train = read_jsonl(a.train)
+    teacher = [d for d in (read_jsonl(a.teacher) if a.teacher else [])
+               if not any(gen_corpus.norm_text(t["user"]) in held_texts for t in d["turns"])]
+    teacher_rng = random.Random(a.seed + 2)   # its own stream: without --teacher the same corpus
+    teacher_rate = len(teacher) / max(1, len(train))   # teacher dialogues per dialogue of --train
+    teacher.reverse()                                   # taken in order, from the end of the list
+
+    def put_teacher(n):
+        for _ in range(min(n, len(teacher))):
+            out.append({"turns": [dict(t, teacher=True) for t in teacher.pop()["turns"]]})
+
+    for d in train:
+        put_teacher(int(teacher_rate) + (teacher_rng.random() < teacher_rate % 1))
         turns = list(d["turns"])
         if rng.random() < a.greet:
             turns.insert(0, turn(rng, "greet", held_texts))
@@ -143,6 +162,7 @@ def main():
             kinds = [rng.choice(list(FRAMES)) for _ in range(rng.choice([1, 1, 2, 3]))]
             out.append({"turns": [turn(rng, k, held_texts) for k in kinds]})
             added += len(kinds)
+    put_teacher(len(teacher))   # what the draw left
     gen_corpus.write_jsonl(a.out, out)
     print("smalltalk: %d dialogues (%d small-talk turns added) -> %s" % (len(out), added, a.out))
 

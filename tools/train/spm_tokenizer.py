@@ -225,10 +225,11 @@ class Tokenizer:
         <s><|user|>\\n{user}<|end|>\\n<|assistant|>\\n{reply}<|end|>\\n<|user|>...
         A turn marked "new": true (tools/corpus/smalltalk.py: what the model is being taught
         afresh) has roles 5 and 6 for 1 and 2, so that train.py --distill leaves its replies to
-        the data alone."""
+        the data alone; a turn marked "teacher": true (a text the model is not taught, where
+        train.py --distill holds it to the model it starts from) has roles 9 and 10."""
         ids, target = [BOS], [0]
         for t in turns:
-            mark = 4 if t.get("new") else 0
+            mark = 4 if t.get("new") else 8 if t.get("teacher") else 0
             text = self.encode_fragment("\n" + t["user"])
             tail = self.encode_fragment("\n") + [ASSISTANT]
             ids += [USER] + text + [END] + tail

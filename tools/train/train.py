@@ -146,20 +146,23 @@ def reply_loss(model, x, roles, action_weight, user_weight, bf16, teacher=None, 
     teacher, distill > 0: plus distill times the mean KL(teacher || model) over the reply tokens
     of the turns not marked new (roles 1 and 2; a new turn's are 5 and 6, trained as 1 and 2), so
     that what the model is taught afresh moves what it already does as little as it can
-    (learning without forgetting)."""
+    (learning without forgetting). A teacher turn's reply (roles 9 and 10) has no
+    cross-entropy, only the KL: texts the model is not taught on, where it keeps the teacher's
+    answers."""
     role = roles[:, 1:].long()
-    kind = torch.where(role > 4, role - 4, role)     # 5, 6 (a new turn's reply) train as 1, 2
-    w = torch.where(kind == 2, action_weight, torch.where(kind == 3, user_weight, 1.0)) * (role > 0)
+    kind = role & 3                                   # 5, 6 (a new turn's reply) train as 1, 2
+    held = role >= 8                                  # a teacher turn's reply: the KL alone
+    w = torch.where(kind == 2, action_weight, torch.where(kind == 3, user_weight, 1.0)) * (role > 0) * ~held
     w = w.reshape(-1).float()
-    sel = torch.nonzero(w).squeeze(1)
+    sel = torch.nonzero((w > 0) | held.reshape(-1)).squeeze(1)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(bf16)):
         h = model.hidden(x[:, :-1])
         logits = model.logits(h.reshape(-1, h.shape[-1]).index_select(0, sel))
     w = w.index_select(0, sel)
-    loss = WeightedCrossEntropy.apply(logits.float(), x[:, 1:].reshape(-1).index_select(0, sel), w) / w.sum()
+    loss = WeightedCrossEntropy.apply(logits.float(), x[:, 1:].reshape(-1).index_select(0, sel), w) / w.sum().clamp_min(1.0)
     if teacher is None or distill <= 0:
         return loss
-    kept = ((role == 1) | (role == 2)).reshape(-1).index_select(0, sel)
+    kept = ((role == 1) | (role == 2) | held).reshape(-1).index_select(0, sel)
     if not bool(kept.any()):
         return loss
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(bf16)):
