@@ -102,7 +102,7 @@ def check_smalltalk(tmp, train_path, tr):
     # --teacher: another corpus's dialogues put in between, every turn marked teacher, the rest
     # written as without it; a teacher dialogue with a held-out user text is left out.
     teach_in = os.path.join(tmp, "teacher_in.jsonl")
-    some_held = next(iter(sorted(held)))
+    some_held = min(held)
     extra = tr[:40] + [{"turns": [{"user": some_held, "reply": "<act>none</act> Okay."}]}]
     with open(teach_in, "w") as f:
         f.writelines(json.dumps(d) + "\n" for d in extra)

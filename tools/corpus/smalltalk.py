@@ -19,6 +19,7 @@ hand-written assets/eval/smalltalk.jsonl), ignoring case and punctuation; tests/
 checks it.
 """
 import argparse
+import itertools
 import json
 import os
 import random
@@ -141,11 +142,11 @@ def main():
                if not any(gen_corpus.norm_text(t["user"]) in held_texts for t in d["turns"])]
     teacher_rng = random.Random(a.seed + 2)   # its own stream: without --teacher the same corpus
     teacher_rate = len(teacher) / max(1, len(train))   # teacher dialogues per dialogue of --train
-    teacher.reverse()                                   # taken in order, from the end of the list
+    teacher_left = iter(teacher)
 
     def put_teacher(n):
-        for _ in range(min(n, len(teacher))):
-            out.append({"turns": [dict(t, teacher=True) for t in teacher.pop()["turns"]]})
+        for d in itertools.islice(teacher_left, n):
+            out.append({"turns": [dict(t, teacher=True) for t in d["turns"]]})
 
     for d in train:
         put_teacher(int(teacher_rate) + (teacher_rng.random() < teacher_rate % 1))
